@@ -1,0 +1,61 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { LoggerService } from '@nestjs/common';
+import type { AppConfig } from '@tickets/config';
+import type { Logger } from '@tickets/logger';
+import { AppModule } from './app.module';
+import { requestIdFrom } from './common/request-context';
+import { Metrics } from './metrics/metrics';
+
+/** Nest's own log lines, through pino. */
+class PinoNestLogger implements LoggerService {
+  constructor(private readonly logger: Logger) {}
+  log(message: unknown, context?: string) {
+    this.logger.debug({ context }, String(message));
+  }
+  error(message: unknown, trace?: string, context?: string) {
+    this.logger.error({ context, trace }, String(message));
+  }
+  warn(message: unknown, context?: string) {
+    this.logger.warn({ context }, String(message));
+  }
+}
+
+/** Builds the API (not listening). main.ts and the tests both start it this way. */
+export async function createApiApp(config: AppConfig, logger: Logger): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.http.bodyLimitBytes,
+    genReqId: (req: { headers: Record<string, unknown> }) => requestIdFrom(req.headers),
+    requestIdHeader: false,
+    disableRequestLogging: true,
+    return503OnClosing: true,
+  });
+  const fastify = adapter.getInstance();
+  // Only JSON bodies: anything else is a 415 problem rather than a string that fails validation later.
+  fastify.removeContentTypeParser(['text/plain']);
+  fastify.addHook('onSend', async (req, reply, payload) => {
+    reply.header('X-Request-Id', String(req.id));
+    return payload;
+  });
+
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter, {
+    logger: new PinoNestLogger(logger.child({ component: 'nest' })),
+    // Fastify's own JSON parser only: Nest would add a form-urlencoded parser, and we accept JSON alone.
+    bodyParser: false,
+    abortOnError: false,
+  });
+  const metrics = app.get(Metrics);
+  const http = logger.child({ component: 'http' });
+  fastify.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions?.url ?? 'unmatched';
+    metrics.httpDuration.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    if (reply.statusCode >= 400) {
+      const code = reply.getHeader('content-type')?.toString().startsWith('application/problem+json') ? 'problem' : 'other';
+      metrics.problems.inc({ code: `${reply.statusCode}:${code}` });
+    }
+    http.info({ reqId: req.id, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+  app.enableShutdownHooks();
+  return app;
+}

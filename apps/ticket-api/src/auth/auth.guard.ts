@@ -1,0 +1,36 @@
+import { CanActivate, ExecutionContext, Inject, Injectable, createParamDecorator } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { DomainError } from '@tickets/errors';
+import type { AppConfig } from '@tickets/config';
+import { APP_CONFIG } from '../common/tokens';
+import { Database } from '../infra/database';
+import { ApiKeyResolver, type Principal } from './api-keys';
+
+type AuthedRequest = FastifyRequest & { principal?: Principal };
+
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  private readonly resolver: ApiKeyResolver;
+
+  constructor(db: Database, @Inject(APP_CONFIG) config: AppConfig) {
+    this.resolver = new ApiKeyResolver(db.prisma, config.auth.cacheTtlMs);
+  }
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+    const header = req.headers.authorization;
+    const m = typeof header === 'string' ? /^Bearer\s+(\S{1,512})\s*$/i.exec(header) : null;
+    if (!m) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
+    const principal = await this.resolver.resolve(m[1]);
+    if (!principal) throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+    req.principal = principal;
+    return true;
+  }
+}
+
+/** The authenticated caller's tenant (set by ApiKeyGuard). */
+export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: ExecutionContext): Principal => {
+  const principal = ctx.switchToHttp().getRequest<AuthedRequest>().principal;
+  if (!principal) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
+  return principal;
+});

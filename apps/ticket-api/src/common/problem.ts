@@ -1,0 +1,73 @@
+import type { ErrorCode } from '@tickets/errors';
+
+interface ProblemSpec {
+  status: number;
+  title: string;
+  /** Whether sending the same request again (same key) can succeed. */
+  retryable: boolean;
+}
+
+/** The one HTTP mapping of every error code. A new ErrorCode does not compile until it is listed here. */
+export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
+  validation_failed: { status: 400, title: 'The request body is not valid', retryable: false },
+  malformed_json: { status: 400, title: 'The request body is not valid JSON', retryable: false },
+  unsupported_media_type: { status: 415, title: 'Unsupported content type', retryable: false },
+  payload_too_large: { status: 413, title: 'The request body is too large', retryable: false },
+  unauthorized: { status: 401, title: 'Missing or invalid API key', retryable: false },
+  not_found: { status: 404, title: 'No such resource', retryable: false },
+  method_not_allowed: { status: 405, title: 'Method not allowed', retryable: false },
+  ticket_not_found: { status: 404, title: 'Ticket not found', retryable: false },
+  idempotency_key_missing: { status: 400, title: 'Idempotency-Key header is required', retryable: false },
+  idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is malformed', retryable: false },
+  idempotency_key_reused: { status: 422, title: 'Idempotency-Key was already used with a different request', retryable: false },
+  idempotency_key_in_use: { status: 409, title: 'A request with this Idempotency-Key is still in progress', retryable: true },
+  idempotency_key_expired: { status: 410, title: 'Idempotency-Key is past its replay window', retryable: false },
+  idempotency_key_not_found: { status: 404, title: 'Unknown Idempotency-Key', retryable: false },
+  database_unavailable: { status: 503, title: 'The database is unavailable', retryable: true },
+  internal_error: { status: 500, title: 'Internal server error', retryable: true },
+};
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  retryable: boolean;
+  instance?: string;
+  [extension: string]: unknown;
+}
+
+export function problemBody(code: ErrorCode, detail: string, extensions: Record<string, unknown> = {}, instance?: string): ProblemBody {
+  const spec = PROBLEMS[code];
+  return {
+    type: `/problems/${code}`,
+    title: spec.title,
+    status: spec.status,
+    detail,
+    code,
+    retryable: spec.retryable,
+    ...(instance ? { instance } : {}),
+    ...extensions,
+  };
+}
+
+/** What each code means and what a caller should do: served at /problems/{code}. */
+export const PROBLEM_ADVICE: Record<ErrorCode, string> = {
+  validation_failed: 'Fix the fields listed in `errors` and send again with a NEW Idempotency-Key (nothing was stored).',
+  malformed_json: 'Send a valid JSON object with Content-Type: application/json.',
+  unsupported_media_type: 'Send the body as application/json.',
+  payload_too_large: 'Shrink the body (description <= 10,000 chars, small metadata) and send again.',
+  unauthorized: 'Send Authorization: Bearer <api key>. Create a key with `npm run cli -- api-keys create --tenant <slug>`.',
+  not_found: 'Check the path; the API lives under /v1.',
+  method_not_allowed: 'Check the HTTP method for this path in /openapi.json.',
+  ticket_not_found: 'No ticket with this id exists in your tenant.',
+  idempotency_key_missing: 'Make one key per intent (e.g. a UUID) and send it as Idempotency-Key on the first try and every retry.',
+  idempotency_key_invalid: 'Use 1-255 printable ASCII characters, as a quoted sf-string ("...") or a bare token without spaces.',
+  idempotency_key_reused: 'This key belongs to a different request (see differingFields). This is a caller bug: do not retry; use a new key for a new intent.',
+  idempotency_key_in_use: 'The first request with this key is still running. Wait Retry-After seconds and send the same request with the same key.',
+  idempotency_key_expired: 'The key is older than the replay window; it made ticketId. Fetch that ticket instead of creating another.',
+  idempotency_key_not_found: 'Nothing is known about this key: it was never used, or its request failed and left nothing. Sending the request again with the same key is safe.',
+  database_unavailable: 'Retry with the same Idempotency-Key after Retry-After seconds.',
+  internal_error: 'Retry with the same Idempotency-Key; if it persists, report errorId.',
+};

@@ -1,0 +1,37 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { Database } from '../infra/database';
+import { Metrics } from '../metrics/metrics';
+import { problemBody } from '../common/problem';
+
+@Controller()
+export class HealthController {
+  constructor(
+    private readonly db: Database,
+    private readonly metrics: Metrics,
+  ) {}
+
+  @Get('health/live')
+  live() {
+    return { status: 'ok' };
+  }
+
+  @Get('health/ready')
+  async ready(@Res() reply: FastifyReply): Promise<void> {
+    try {
+      await this.db.prisma.$queryRaw`SELECT 1`;
+      reply.send({ status: 'ok', checks: { database: 'ok' } });
+    } catch (err) {
+      reply
+        .code(503)
+        .header('Retry-After', '2')
+        .type('application/problem+json')
+        .send(problemBody('database_unavailable', `Database check failed: ${(err as Error).message}`, { checks: { database: 'down' } }));
+    }
+  }
+
+  @Get('metrics')
+  async prometheus(@Res() reply: FastifyReply): Promise<void> {
+    reply.type(this.metrics.registry.contentType).send(await this.metrics.registry.metrics());
+  }
+}

@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { DomainError } from '@tickets/errors';
+import { TicketsRepository } from '../tickets/tickets.repository';
+
+export interface KeyStatus {
+  key: string;
+  state: 'processing' | 'completed' | 'expired';
+  ticketId: string | null;
+  operation: string | null;
+  response?: { status: number; body: unknown };
+  createdAt: string | null;
+  replayUntil: string | null;
+  expiresAt: string | null;
+}
+
+/** "What happened to key K?" — the question a caller asks after a timeout, before sending again. */
+@Injectable()
+export class KeyStatusUseCase {
+  constructor(private readonly repo: TicketsRepository) {}
+
+  async execute(tenantId: string, key: string): Promise<KeyStatus> {
+    const first = await this.repo.findKey(tenantId, key);
+    if (!first && (await this.repo.isKeyInFlight(tenantId, key))) {
+      return { key, state: 'processing', ticketId: null, operation: null, createdAt: null, replayUntil: null, expiresAt: null };
+    }
+    // Read again: the request may have committed between the two looks.
+    const stored = first ?? (await this.repo.findKey(tenantId, key));
+    if (stored) {
+      const live = stored.responseBody !== null && new Date() < stored.replayUntil;
+      return {
+        key,
+        state: live ? 'completed' : 'expired',
+        ticketId: stored.ticketId,
+        operation: stored.operation,
+        ...(live ? { response: { status: stored.responseStatus, body: JSON.parse(stored.responseBody!) } } : {}),
+        createdAt: stored.createdAt.toISOString(),
+        replayUntil: stored.replayUntil.toISOString(),
+        expiresAt: stored.expiresAt.toISOString(),
+      };
+    }
+    throw new DomainError(
+      'idempotency_key_not_found',
+      'Nothing is known about this key: never used, already purged, or its request failed and left nothing. Sending the request again with this key is safe.',
+      { key },
+    );
+  }
+}

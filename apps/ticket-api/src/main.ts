@@ -1,0 +1,39 @@
+import { ConfigError, loadConfig } from '@tickets/config';
+import { createLogger } from '@tickets/logger';
+import { createApiApp } from './app.factory';
+import { Database } from './infra/database';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`ticket-api: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const logger = createLogger(config.logLevel, 'ticket-api');
+  const app = await createApiApp(config, logger);
+  try {
+    await app.get(Database).prisma.$queryRaw`SELECT 1`;
+  } catch (err) {
+    const u = new URL(config.database.url);
+    logger.fatal(
+      { err: (err as Error).message },
+      `cannot reach the database ${u.host}${u.pathname}: is PostgreSQL running and migrated (npm run db:migrate)? Check DATABASE_URL.`,
+    );
+    await app.close();
+    process.exit(1);
+  }
+  try {
+    await app.listen(config.http.port, config.http.host);
+  } catch (err) {
+    logger.fatal({ err }, `cannot listen on ${config.http.host}:${config.http.port}: is another process using the port? Set PORT to another one.`);
+    process.exit(1);
+  }
+  logger.info({ url: await app.getUrl(), docs: `${await app.getUrl()}/docs` }, 'ticket-api listening');
+}
+
+void main();

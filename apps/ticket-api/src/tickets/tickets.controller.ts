@@ -1,0 +1,105 @@
+import { Body, Controller, Get, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { CancelTicketInput, CreateTicketInput } from '@tickets/contracts';
+import { DomainError } from '@tickets/errors';
+import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
+import type { Principal } from '../auth/api-keys';
+import { traceparentFor } from '../common/request-context';
+import { parseOrThrow } from '../common/validation';
+import { parseIdempotencyKey } from '../idempotency/idempotency-key';
+import { Metrics } from '../metrics/metrics';
+import { CancelTicketUseCase } from './cancel-ticket.use-case';
+import { CreateTicketUseCase } from './create-ticket.use-case';
+import { toTicket } from './ticket.mapper';
+import { TicketsRepository } from './tickets.repository';
+import type { WriteResult } from './tickets.results';
+
+const TicketId = z.uuid({ message: 'must be a UUID' });
+const ListQuery = z
+  .object({
+    externalRef: z.string().min(1).max(200).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(50),
+    before: z.iso.datetime().optional(),
+  })
+  .strict();
+
+export const DEDUP_HEADER = 'Ticket-Deduplicated';
+
+@Controller('v1/tickets')
+@UseGuards(ApiKeyGuard)
+export class TicketsController {
+  constructor(
+    private readonly createTicket: CreateTicketUseCase,
+    private readonly cancelTicket: CancelTicketUseCase,
+    private readonly repo: TicketsRepository,
+    private readonly metrics: Metrics,
+  ) {}
+
+  @Post()
+  async create(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: unknown,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const idempotencyKey = parseIdempotencyKey(req.headers['idempotency-key']);
+    const input = parseOrThrow(CreateTicketInput, body);
+    const result = await this.createTicket.execute({
+      tenantId: principal.tenantId,
+      idempotencyKey,
+      input,
+      traceparent: traceparentFor(req),
+      correlationId: String(req.id),
+    });
+    this.send(reply, result);
+  }
+
+  @Post(':id/cancel')
+  async cancel(
+    @CurrentPrincipal() principal: Principal,
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const idempotencyKey = parseIdempotencyKey(req.headers['idempotency-key']);
+    const ticketId = parseOrThrow(TicketId, id, 'ticket id');
+    const input = parseOrThrow(CancelTicketInput, body ?? {});
+    const result = await this.cancelTicket.execute({
+      tenantId: principal.tenantId,
+      ticketId,
+      idempotencyKey,
+      input,
+      traceparent: traceparentFor(req),
+      correlationId: String(req.id),
+    });
+    this.send(reply, result);
+  }
+
+  @Get(':id')
+  async get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
+    const ticketId = parseOrThrow(TicketId, id, 'ticket id');
+    const row = await this.repo.findTicket(principal.tenantId, ticketId);
+    if (!row) throw new DomainError('ticket_not_found', `No ticket ${ticketId} in your tenant.`, { ticketId });
+    return toTicket(row);
+  }
+
+  /** The read-only pre-check (`?externalRef=`), or the most recent tickets. */
+  @Get()
+  async list(@CurrentPrincipal() principal: Principal, @Query() query: unknown) {
+    const q = parseOrThrow(ListQuery, query, 'query');
+    const rows = q.externalRef
+      ? await this.repo.findByExternalRef(principal.tenantId, q.externalRef)
+      : await this.repo.listRecent(principal.tenantId, q.limit, q.before ? new Date(q.before) : undefined);
+    return { items: rows.map(toTicket) };
+  }
+
+  private send(reply: FastifyReply, r: WriteResult): void {
+    this.metrics.writes.inc({ outcome: r.outcome });
+    if (r.replayed) reply.header('Idempotent-Replayed', 'true');
+    if (r.deduplicated) reply.header(DEDUP_HEADER, 'externalRef');
+    if (r.status === 201) reply.header('Location', `/v1/tickets/${r.ticketId}`);
+    reply.code(r.status).type('application/json').send(r.body);
+  }
+}

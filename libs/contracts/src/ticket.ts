@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+export const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
+export const STATUSES = ['open', 'cancelled'] as const;
+
+const jsonObject = z.record(z.string(), z.unknown());
+
+/** Body of POST /v1/tickets. Unknown fields are rejected so that a typo never passes silently. */
+export const CreateTicketInput = z
+  .object({
+    title: z.string().trim().min(1, 'must not be empty').max(200),
+    description: z.string().max(10_000).optional(),
+    priority: z.enum(PRIORITIES).default('normal'),
+    externalRef: z.string().trim().min(1, 'must not be empty').max(200).optional(),
+    requester: z
+      .object({
+        name: z.string().min(1).max(200).optional(),
+        email: z.email().max(320).optional(),
+      })
+      .strict()
+      .optional(),
+    metadata: jsonObject.optional(),
+  })
+  .strict();
+export type CreateTicketInput = z.infer<typeof CreateTicketInput>;
+
+/** Body of POST /v1/tickets/{id}/cancel (may be empty). */
+export const CancelTicketInput = z.object({ reason: z.string().trim().min(1).max(500).optional() }).strict();
+export type CancelTicketInput = z.infer<typeof CancelTicketInput>;
+
+/** The ticket as the API returns it and as events carry it. */
+export const Ticket = z.object({
+  id: z.uuid(),
+  title: z.string(),
+  description: z.string().nullable(),
+  priority: z.enum(PRIORITIES),
+  status: z.enum(STATUSES),
+  externalRef: z.string().nullable(),
+  requester: z.object({ name: z.string().optional(), email: z.string().optional() }).nullable(),
+  metadata: jsonObject.nullable(),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+});
+export type Ticket = z.infer<typeof Ticket>;

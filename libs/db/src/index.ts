@@ -1,0 +1,1 @@
+export { createPrismaClient, sqlState, isUniqueViolation, isDatabaseUnavailable, Prisma, PrismaClient } from './prisma';

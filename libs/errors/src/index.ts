@@ -1,0 +1,35 @@
+/**
+ * Every expected failure has a stable code. The HTTP layer maps codes to statuses in one exhaustive
+ * table (apps/ticket-api/src/common/problem.ts), so a new code does not compile until it is mapped.
+ */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'malformed_json'
+  | 'unsupported_media_type'
+  | 'payload_too_large'
+  | 'unauthorized'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'ticket_not_found'
+  | 'idempotency_key_missing'
+  | 'idempotency_key_invalid'
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_use'
+  | 'idempotency_key_expired'
+  | 'idempotency_key_not_found'
+  | 'database_unavailable'
+  | 'internal_error';
+
+export class DomainError extends Error {
+  override name = 'DomainError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra members for the problem body (e.g. `differingFields`, `ticketId`). */
+    readonly extensions: Record<string, unknown> = {},
+    /** Seconds the caller should wait before retrying, where waiting helps. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
+}

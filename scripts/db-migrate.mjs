@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// Applies prisma/migrations to DATABASE_URL with Prisma's own schema engine (the WASM build), so it
+// needs no native engine download. It writes `_prisma_migrations` exactly like `prisma migrate deploy`.
+//
+//   node scripts/db-migrate.mjs deploy            apply pending migrations (npm run db:migrate)
+//   node scripts/db-migrate.mjs diff <name>       write prisma/migrations/<ts>_<name>/migration.sql
+//                                                 from the difference between the migrations and
+//                                                 prisma/schema.prisma (npm run db:diff -- <name>)
+//   node scripts/db-migrate.mjs create-db         create the database named in DATABASE_URL if missing
+import { readFileSync, readdirSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const migrationsDir = join(root, 'prisma', 'migrations');
+const schemaPath = join(root, 'prisma', 'schema.prisma');
+const DEFAULT_URL = 'postgresql://postgres@127.0.0.1:5432/tickets';
+
+function databaseUrl() {
+  const url = process.env.DATABASE_URL || DEFAULT_URL;
+  try {
+    const u = new URL(url);
+    if (!/^postgres(ql)?:$/.test(u.protocol)) throw new Error(`protocol ${u.protocol}`);
+  } catch (e) {
+    fail(`DATABASE_URL is not a PostgreSQL URL (${e.message}). Expected e.g. ${DEFAULT_URL}`);
+  }
+  return url;
+}
+
+function fail(msg) {
+  console.error(`db-migrate: ${msg}`);
+  process.exit(1);
+}
+
+async function createDatabaseIfMissing(url) {
+  const pg = require('pg');
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.slice(1));
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  try {
+    await client.connect();
+  } catch (e) {
+    fail(`cannot reach PostgreSQL at ${u.host} (${e.message}). Start it (e.g. pg_ctlcluster 15 main start) or set DATABASE_URL.`);
+  }
+  const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  if (rowCount === 0) {
+    await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+    console.log(`db-migrate: created database ${name}`);
+  }
+  await client.end();
+}
+
+async function loadEngine(url) {
+  const bgPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
+  const bg = await import(bgPath);
+  const bytes = readFileSync(join(dirname(bgPath), 'schema_engine_bg.wasm'));
+  // The package's default entry imports the .wasm as an ES module, which Node 20 refuses: wire it by hand.
+  const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { './schema_engine_bg.js': bg });
+  bg.__wbg_set_wasm(instance.exports);
+  instance.exports.__wbindgen_start?.();
+  const { PrismaPg } = require('@prisma/adapter-pg');
+  const { bindMigrationAwareSqlAdapterFactory } = require('@prisma/driver-adapter-utils');
+  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: url }));
+  const schema = readFileSync(schemaPath, 'utf8');
+  const log = (msg) => { if (process.env.DEBUG_MIGRATE) console.error('[schema-engine]', msg); };
+  return { bg, engine: await bg.SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, log, adapter), schema };
+}
+
+function migrationsList() {
+  const dirs = existsSync(migrationsDir)
+    ? readdirSync(migrationsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()
+    : [];
+  const lockPath = join(migrationsDir, 'migration_lock.toml');
+  return {
+    baseDir: migrationsDir,
+    lockfile: { path: 'migration_lock.toml', content: existsSync(lockPath) ? readFileSync(lockPath, 'utf8') : null },
+    shadowDbInitScript: '',
+    migrationDirectories: dirs.map((name) => {
+      const file = join(migrationsDir, name, 'migration.sql');
+      return {
+        path: name,
+        migrationFile: {
+          path: 'migration.sql',
+          content: existsSync(file) ? { tag: 'ok', value: readFileSync(file, 'utf8') } : { tag: 'error', value: 'missing migration.sql' },
+        },
+      };
+    }),
+  };
+}
+
+const filters = { externalTables: [], externalEnums: [] };
+
+async function main() {
+  const [cmd = 'deploy', name] = process.argv.slice(2);
+  const url = databaseUrl();
+  if (cmd === 'create-db') return createDatabaseIfMissing(url);
+  if (cmd === 'deploy') {
+    await createDatabaseIfMissing(url);
+    const { engine } = await loadEngine(url);
+    const list = migrationsList();
+    const out = await engine.applyMigrations({ migrationsList: list, filters });
+    const applied = out.appliedMigrationNames;
+    console.log(applied.length
+      ? `db-migrate: applied ${applied.length} migration(s): ${applied.join(', ')}`
+      : `db-migrate: database is up to date (${list.migrationDirectories.length} migration(s))`);
+    return;
+  }
+  if (cmd === 'diff') {
+    if (!name || !/^[a-z0-9_]+$/.test(name)) fail('usage: db-migrate diff <snake_case_name>');
+    await createDatabaseIfMissing(url);
+    const { engine, schema } = await loadEngine(url);
+    const list = migrationsList();
+    const res = await engine.diff({
+      from: list.migrationDirectories.length ? { tag: 'migrations', ...list } : { tag: 'empty' },
+      to: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: schema }] },
+      script: true,
+      exitCode: null,
+      filters,
+    });
+    const sql = res.stdout ?? '';
+    if (!sql.trim() || /empty migration/i.test(sql)) return console.log('db-migrate: schema matches the migrations; nothing to write');
+    const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
+    const dir = join(migrationsDir, `${stamp}_${name}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'migration.sql'), sql);
+    const lock = join(migrationsDir, 'migration_lock.toml');
+    if (!existsSync(lock)) writeFileSync(lock, '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n');
+    console.log(`db-migrate: wrote ${dir}/migration.sql (review it; add raw SQL the schema cannot express, then run npm run db:migrate)`);
+    return;
+  }
+  fail(`unknown command ${cmd} (deploy | diff <name> | create-db)`);
+}
+
+main().then(() => process.exit(0), (e) => {
+  const msg = e?.message ?? String(e);
+  fail(`${msg}\nSet DEBUG_MIGRATE=1 for the schema engine's log.`);
+});
