@@ -3,16 +3,23 @@
 //   integration  test/integration/**/*.int-spec.ts (real PostgreSQL, real Kafka where touched)
 //   e2e          test/e2e/**/*.e2e-spec.ts (real apps over HTTP and Kafka)
 // `npm test` (scripts/test.sh) brings up PostgreSQL/Kafka, migrates the test database and runs all.
-const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true, diagnostics: false }] };
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
+  '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.js',
+};
+// ESM-only packages that Jest must transpile (see test/support/esm-to-cjs.js).
+const ESM_ONLY = ['@nestjs', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
 const common = {
   transform,
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: { '^@tickets/(.*)$': '<rootDir>/libs/$1/src' },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/libs/agent-client/dist/'],
 };
 module.exports = {
   testTimeout: 120_000,
+  globalSetup: '<rootDir>/test/support/global-setup.js',
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/scripts/**/*.spec.ts'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },

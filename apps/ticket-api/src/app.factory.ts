@@ -28,7 +28,6 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
     bodyLimit: config.http.bodyLimitBytes,
     genReqId: (req: { headers: Record<string, unknown> }) => requestIdFrom(req.headers),
     requestIdHeader: false,
-    disableRequestLogging: true,
     return503OnClosing: true,
   });
   const fastify = adapter.getInstance();
