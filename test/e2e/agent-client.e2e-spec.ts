@@ -26,13 +26,17 @@ async function ticketCount(stack: TestStack, tenantId: string): Promise<number> 
   return rows[0].n;
 }
 
-/** What an agent does with one intent: call until there is an answer, always with the same intent id. */
-async function untilDone(call: () => Promise<CreateTicketResult>, maxCalls = 20): Promise<CreateTicketResult> {
+/**
+ * What an agent does with one intent: call until there is an answer, always with the same intent
+ * id. Counts the calls that ended without an answer (the agent "retrying the tool").
+ */
+async function untilDone(call: () => Promise<CreateTicketResult>, gaveUp: { count: number }, maxCalls = 30): Promise<CreateTicketResult> {
   for (let i = 1; ; i += 1) {
     try {
       return await call();
     } catch (error) {
       if (!(error instanceof TicketClientError) || !error.retryable || i >= maxCalls) throw error;
+      gaveUp.count += 1;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -75,16 +79,19 @@ describe('agent client against the real API', () => {
     const events: TicketClientEvent[] = [];
     const c = client({
       attemptTimeoutMs,
-      maxAttempts: 10,
+      // Few attempts per call, so many calls give up and the intent is retried by the "agent" loop:
+      // that exercises both key reuse across attempts and across calls of one intent.
+      maxAttempts: 3,
       retryBudget: { ratio: 1, minRetriesPerSecond: 100, maxTokens: 1_000 },
       circuitBreaker: NO_BREAKER,
       onEvent: (e) => events.push(e),
     });
     const intents = Array.from({ length: 500 }, (_, i) => `faults-${i}`);
     const results = new Map<string, CreateTicketResult>();
+    const gaveUp = { count: 0 };
 
     await pool(intents, 20, async (intentId) => {
-      const result = await untilDone(() => c.createTicket({ title: `Fault run ${intentId}`, metadata: { intentId } }, { intentId }));
+      const result = await untilDone(() => c.createTicket({ title: `Fault run ${intentId}`, metadata: { intentId } }, { intentId }), gaveUp);
       results.set(intentId, result);
     });
 

@@ -1,0 +1,61 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import pino from 'pino';
+import { FileKeyStore, InMemoryKeyStore, TicketClient, type TicketClientEvent } from '@tickets/agent-client';
+import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-server.config';
+import { createTicketsMcpServer } from './ticket-tools';
+
+// stdout is the MCP protocol channel: every log line goes to stderr (fd 2).
+
+const VERSION = '0.1.0';
+
+async function main(): Promise<void> {
+  let config: McpServerConfig;
+  try {
+    config = loadMcpServerConfig(process.env);
+  } catch (error) {
+    process.stderr.write(`mcp-server: ${error instanceof McpConfigError ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+
+  const logger = pino(
+    { name: 'mcp-server', level: config.logLevel, base: { service: 'mcp-server' }, timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination(2),
+  );
+  const client = new TicketClient({
+    baseUrl: config.apiUrl,
+    apiKey: config.apiKey,
+    keyStore: config.keyStorePath ? new FileKeyStore(config.keyStorePath) : new InMemoryKeyStore(),
+    attemptTimeoutMs: config.attemptTimeoutMs,
+    onEvent: (event) => logEvent(logger, event),
+  });
+  const server = createTicketsMcpServer(client, VERSION);
+  const transport = new StdioServerTransport();
+  transport.onclose = () => logger.info('stdin closed, stopping');
+  await server.connect(transport);
+  logger.info({ apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory' }, 'tickets MCP server ready on stdio');
+
+  const stop = (signal: string): void => {
+    logger.info({ signal }, 'stopping');
+    void server.close().finally(() => process.exit(0));
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+function logEvent(logger: pino.Logger, event: TicketClientEvent): void {
+  if (event.type === 'attempt') {
+    logger.debug(event, 'ticket api attempt');
+  } else if (event.type === 'give-up') {
+    const { error, ...rest } = event;
+    logger.warn({ ...rest, code: error.code, err: error.message }, 'ticket api call gave up');
+  } else if (event.type === 'retry' || event.type === 'breaker-state-change' || event.type === 'budget-exhausted') {
+    logger.warn(event, `ticket api ${event.type}`);
+  } else {
+    logger.info(event, `ticket api ${event.type}`);
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`mcp-server: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,125 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { TicketClient } from '@tickets/agent-client';
+import { createTicketsMcpServer } from './ticket-tools';
+
+// The tools through a real MCP client/server pair (in-memory transport) and a real HTTP server
+// that plays the ticket API.
+
+type Handler = (req: IncomingMessage & { body: string }, res: ServerResponse) => void;
+
+const TICKET = {
+  id: '0b7f7c1e-3f4a-4d55-9a51-7f3a3d1e2c11',
+  title: 'Printer on fire',
+  description: null,
+  priority: 'high',
+  status: 'open',
+  externalRef: 'ORD-1',
+  requester: null,
+  metadata: null,
+  createdAt: '2026-11-30T10:15:00.000Z',
+  updatedAt: '2026-11-30T10:15:00.000Z',
+};
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': status >= 400 ? 'application/problem+json' : 'application/json', ...headers }).end(JSON.stringify(body));
+}
+
+describe('ticket MCP tools', () => {
+  let api: Server;
+  let handler: Handler;
+  let seen: { method: string; url: string; key?: string }[];
+  let mcp: Client;
+
+  beforeEach(async () => {
+    seen = [];
+    api = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({ method: req.method ?? '', url: req.url ?? '', key: req.headers['idempotency-key'] as string | undefined });
+        handler(Object.assign(req, { body }), res);
+      });
+    });
+    await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    const client = new TicketClient({
+      baseUrl: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
+      apiKey: 'k',
+      maxAttempts: 2,
+      backoff: { baseMs: 1, capMs: 5 },
+    });
+    const server = createTicketsMcpServer(client, 'test');
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    mcp = new Client({ name: 'spec', version: '1' });
+    await Promise.all([server.connect(serverSide), mcp.connect(clientSide)]);
+  });
+
+  afterEach(async () => {
+    await mcp.close();
+    api.closeAllConnections();
+    await new Promise<void>((resolve) => api.close(() => resolve()));
+  });
+
+  const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+  const text = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+
+  it('lists the five tools; create_ticket requires intent_id and tells the model to reuse it', async () => {
+    const { tools } = await mcp.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_ticket', 'check_request', 'create_ticket', 'find_ticket', 'get_ticket']);
+    const create = tools.find((t) => t.name === 'create_ticket')!;
+    expect(create.inputSchema.required).toEqual(expect.arrayContaining(['intent_id', 'title']));
+    expect(create.description).toMatch(/SAME intent_id/);
+    expect(create.outputSchema).toBeDefined();
+  });
+
+  it('create_ticket twice with one intent_id sends one key and reports created, then replayed', async () => {
+    let posts = 0;
+    handler = (_req, res) => (posts++ === 0 ? send(res, 201, TICKET) : send(res, 201, TICKET, { 'idempotent-replayed': 'true' }));
+    const args = { intent_id: 'email-4711', title: 'Printer on fire', priority: 'high', external_ref: 'ORD-1' };
+
+    const first = await call('create_ticket', args);
+    const second = await call('create_ticket', args);
+
+    expect(first.isError).toBeFalsy();
+    expect(first.structuredContent).toMatchObject({ outcome: 'created', ticket_id: TICKET.id, intent_id: 'email-4711' });
+    expect(second.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: TICKET.id });
+    expect(second.structuredContent?.idempotency_key).toBe(first.structuredContent?.idempotency_key);
+    expect(seen.map((s) => s.key)).toEqual([`"${String(first.structuredContent?.idempotency_key)}"`, `"${String(first.structuredContent?.idempotency_key)}"`]);
+    expect(text(first)).toMatch(/^Created ticket/);
+  });
+
+  it('a 422 comes back as a tool error that says retrying will not help and what to do', async () => {
+    handler = (_req, res) =>
+      send(res, 422, { status: 422, code: 'idempotency_key_reused', title: 'Key reused', retryable: false, differingFields: ['title'] });
+    const result = await call('create_ticket', { intent_id: 'email-4711', title: 'Something else' });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/idempotency_key_reused \(retrying will not help\)/);
+    expect(text(result)).toMatch(/new intent_id/);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('an unknown outcome tells the model to retry with the same intent_id and names the key', async () => {
+    handler = (_req, res) => res.socket?.destroy();
+    const result = await call('create_ticket', { intent_id: 'email-9', title: 't' });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/outcome_unknown \(retrying can help\)/);
+    expect(text(result)).toMatch(/same intent_id/);
+    expect(text(result)).toMatch(/"idempotency_key":"ticket-create-[0-9a-f]{24}"/);
+  });
+
+  it('find_ticket, get_ticket and check_request answer with values', async () => {
+    handler = (req, res) => {
+      if (req.url?.startsWith('/v1/tickets?')) return send(res, 200, { items: [] });
+      if (req.url?.startsWith('/v1/idempotency-keys/')) return send(res, 404, { status: 404, code: 'idempotency_key_not_found' });
+      send(res, 404, { status: 404, code: 'ticket_not_found' });
+    };
+    expect((await call('find_ticket', { external_ref: 'ORD-404' })).structuredContent).toEqual({ found: false });
+    expect((await call('get_ticket', { ticket_id: TICKET.id })).structuredContent).toEqual({ found: false });
+    const status = await call('check_request', { idempotency_key: 'ticket-create-abc' });
+    expect(status.structuredContent).toMatchObject({ state: 'unknown', ticket_id: null });
+    expect(text(status)).toMatch(/safe/);
+  });
+});

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { IdempotencyKeyStore } from './key-store';
+
+interface KeyFileEntry {
+  key: string;
+  savedAt: string;
+}
+
+interface KeyFile {
+  version: 1;
+  keys: Record<string, KeyFileEntry>;
+}
+
+/** Writers queued per absolute path, so two stores on one file in one process do not interleave. */
+const pathLocks = new Map<string, Promise<unknown>>();
+
+/**
+ * JSON file store that survives restarts. Each change rewrites the whole file through a temporary
+ * file, fsync and rename, so a crash leaves either the old or the new file, never half of one.
+ * Safe for any number of stores in one process; not for several processes writing one file.
+ */
+export class FileKeyStore implements IdempotencyKeyStore {
+  private readonly path: string;
+
+  constructor(path: string) {
+    this.path = resolve(path);
+  }
+
+  async get(intent: string): Promise<string | undefined> {
+    // Reads wait for queued writes of this process, so a get after a set sees it.
+    await pathLocks.get(this.path)?.catch(() => undefined);
+    return (await this.read()).get(intent)?.key;
+  }
+
+  async set(intent: string, key: string): Promise<void> {
+    await this.update((entries) => entries.set(intent, { key, savedAt: new Date().toISOString() }));
+  }
+
+  async delete(intent: string): Promise<void> {
+    await this.update((entries) => entries.delete(intent));
+  }
+
+  private update(mutate: (entries: Map<string, KeyFileEntry>) => void): Promise<void> {
+    const previous = pathLocks.get(this.path) ?? Promise.resolve();
+    const next = previous
+      .catch(() => undefined)
+      .then(async () => {
+        const entries = await this.read();
+        mutate(entries);
+        await this.write(entries);
+      });
+    pathLocks.set(this.path, next);
+    const forget = (): void => {
+      if (pathLocks.get(this.path) === next) pathLocks.delete(this.path);
+    };
+    next.then(forget, forget);
+    return next;
+  }
+
+  private async read(): Promise<Map<string, KeyFileEntry>> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (error) {
+      if (isErrnoException(error) && error.code === 'ENOENT') return new Map();
+      throw error;
+    }
+    const parsed: unknown = JSON.parse(text);
+    if (!isKeyFile(parsed)) throw new Error(`${this.path} is not an idempotency key store file`);
+    // Entries become a Map so an intent named "__proto__" is just another key.
+    return new Map(Object.entries(parsed.keys));
+  }
+
+  private async write(entries: Map<string, KeyFileEntry>): Promise<void> {
+    const file: KeyFile = { version: 1, keys: Object.fromEntries(entries) };
+    await mkdir(dirname(this.path), { recursive: true });
+    const temporary = `${this.path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      const handle = await open(temporary, 'w', 0o600);
+      try {
+        await handle.writeFile(`${JSON.stringify(file, null, 2)}\n`, 'utf8');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, this.path);
+    } catch (error) {
+      await unlink(temporary).catch(() => undefined);
+      throw error;
+    }
+    await syncDirectory(dirname(this.path));
+  }
+}
+
+/** Makes the rename itself durable; not every platform allows opening a directory, hence best effort. */
+async function syncDirectory(directory: string): Promise<void> {
+  try {
+    const handle = await open(directory, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Best effort (Windows cannot fsync a directory).
+  }
+}
+
+/** Duck-typed: errors from another realm (e.g. Jest's sandbox) fail `instanceof Error`. */
+function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
+  return typeof error === 'object' && error !== null && 'code' in error;
+}
+
+function isKeyFile(value: unknown): value is KeyFile {
+  if (typeof value !== 'object' || value === null) return false;
+  const keys = (value as { keys?: unknown }).keys;
+  if (typeof keys !== 'object' || keys === null || Array.isArray(keys)) return false;
+  return Object.values(keys).every(
+    (entry: unknown) => typeof entry === 'object' && entry !== null && typeof (entry as { key?: unknown }).key === 'string',
+  );
+}

@@ -1,0 +1,366 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from './clock';
+import { deriveIdempotencyKey } from './idempotency-key';
+import { InMemoryKeyStore } from './key-store';
+import { TicketClient, TicketClientOptions } from './ticket-client';
+import { PermanentError, RetryableError, UnknownOutcomeError } from './ticket-client.errors';
+import type { TicketClientEvent } from './ticket-client.events';
+import type { Ticket } from './ticket-client.types';
+
+// HTTP-level unit tests: a real node:http server on 127.0.0.1:0 scripts the answers, the client
+// talks to it over real sockets (no fetch mocks). Only time is faked, so waits cost nothing.
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+type Script = (request: Seen, response: ServerResponse, index: number) => void;
+
+class ScriptedServer {
+  readonly seen: Seen[] = [];
+  private script: Script = (_req, res) => res.writeHead(500).end();
+  private constructor(private readonly server: Server) {}
+
+  static async start(): Promise<ScriptedServer> {
+    const server = createServer();
+    const scripted = new ScriptedServer(server);
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const seen: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        scripted.seen.push(seen);
+        scripted.script(seen, res, scripted.seen.length - 1);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return scripted;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** POSTs only (status queries and reads excluded). */
+  get posts(): Seen[] {
+    return this.seen.filter((s) => s.method === 'POST');
+  }
+
+  respond(script: Script): void {
+    this.script = script;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+function ticket(overrides: Partial<Ticket> = {}): Ticket {
+  return {
+    id: '0b7f7c1e-3f4a-4d55-9a51-7f3a3d1e2c11',
+    title: 'Printer on fire',
+    description: null,
+    priority: 'normal',
+    status: 'open',
+    externalRef: null,
+    requester: null,
+    metadata: null,
+    createdAt: '2026-11-30T10:15:00.000Z',
+    updatedAt: '2026-11-30T10:15:00.000Z',
+    ...overrides,
+  };
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const problem = status >= 400;
+  res.writeHead(status, { 'content-type': problem ? 'application/problem+json' : 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function problem(res: ServerResponse, status: number, code: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): void {
+  json(res, status, { type: `https://tickets.example/problems/${code}`, title: code, status, detail: code, code, retryable: false, ...extra }, headers);
+}
+
+/** Time that only moves when the client sleeps; sleeps are recorded. */
+function fakeClock(): Clock & { sleeps: number[] } {
+  let t = Date.parse('2026-11-30T10:15:00Z');
+  const sleeps: number[] = [];
+  return {
+    sleeps,
+    now: () => t,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      t += ms;
+    },
+  };
+}
+
+describe('TicketClient over HTTP', () => {
+  let server: ScriptedServer;
+  let clock: ReturnType<typeof fakeClock>;
+  let events: TicketClientEvent[];
+
+  const client = (options: Partial<TicketClientOptions> = {}): TicketClient =>
+    new TicketClient({
+      baseUrl: server.url,
+      apiKey: 'test-key',
+      clock,
+      random: () => 0.5,
+      attemptTimeoutMs: 300,
+      onEvent: (e) => events.push(e),
+      ...options,
+    });
+
+  beforeEach(async () => {
+    server = await ScriptedServer.start();
+    clock = fakeClock();
+    events = [];
+  });
+
+  afterEach(async () => {
+    await server.stop();
+  });
+
+  it('creates a ticket with an sf-string Idempotency-Key derived from the intent id and the bearer key', async () => {
+    server.respond((_req, res) => json(res, 201, ticket(), { location: `/v1/tickets/${ticket().id}` }));
+    const result = await client().createTicket({ title: 'Printer on fire', priority: 'high' }, { intentId: 'intent-1' });
+
+    const key = deriveIdempotencyKey('create', 'intent-1');
+    expect(result).toMatchObject({ outcome: 'created', idempotencyKey: key, attempts: 1, confirmedBy: 'response', intentId: 'intent-1' });
+    expect(result.ticket.id).toBe(ticket().id);
+    const [post] = server.posts;
+    expect(post.url).toBe('/v1/tickets');
+    expect(post.headers['idempotency-key']).toBe(`"${key}"`);
+    expect(post.headers.authorization).toBe('Bearer test-key');
+    expect(post.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(post.body)).toEqual({ title: 'Printer on fire', priority: 'high' });
+  });
+
+  it('reports a replay of an earlier call as replayed and a 200 as deduplicated', async () => {
+    server.respond((_req, res) => json(res, 201, ticket(), { 'idempotent-replayed': 'true' }));
+    expect((await client().createTicket({ title: 't' }, { intentId: 'i' })).outcome).toBe('replayed');
+    expect(events.some((e) => e.type === 'replay')).toBe(true);
+
+    server.respond((_req, res) => json(res, 200, ticket({ externalRef: 'ORD-1' }), { 'ticket-deduplicated': 'externalRef' }));
+    expect((await client().createTicket({ title: 't', externalRef: 'ORD-1' }, { intentId: 'j' })).outcome).toBe('deduplicated');
+    expect(events).toContainEqual(expect.objectContaining({ type: 'deduplicated', externalRef: 'ORD-1' }));
+  });
+
+  it('409 idempotency_key_in_use: waits for Retry-After, then retries with the same key', async () => {
+    server.respond((_req, res, i) =>
+      i === 0 ? problem(res, 409, 'idempotency_key_in_use', { retryable: true }, { 'retry-after': '2' }) : json(res, 201, ticket(), { 'idempotent-replayed': 'true' }),
+    );
+    const result = await client().createTicket({ title: 't' }, { intentId: 'in-use' });
+
+    expect(server.posts).toHaveLength(2);
+    expect(server.posts[0].headers['idempotency-key']).toBe(server.posts[1].headers['idempotency-key']);
+    expect(clock.sleeps).toEqual([2_000]);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'retry', delayMs: 2_000, reason: 'idempotency_key_in_use' }));
+    expect(result.outcome).toBe('replayed');
+  });
+
+  it('Retry-After as an HTTP date wins over backoff', async () => {
+    const at = new Date(clock.now() + 7_000).toUTCString();
+    server.respond((_req, res, i) => (i === 0 ? problem(res, 503, 'database_unavailable', { retryable: true }, { 'retry-after': at }) : json(res, 201, ticket())));
+    await client().createTicket({ title: 't' });
+    expect(clock.sleeps).toEqual([7_000]);
+  });
+
+  it('422 idempotency_key_reused is never retried and carries the differing fields', async () => {
+    server.respond((_req, res) => problem(res, 422, 'idempotency_key_reused', { differingFields: ['title'] }));
+    const store = new InMemoryKeyStore();
+    const error = await client({ keyStore: store }).createTicket({ title: 'other' }, { intentId: 'reused' }).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({ code: 'idempotency_key_reused', retryable: false, status: 422, problem: { differingFields: ['title'] } });
+    expect(server.seen).toHaveLength(1);
+    expect(await store.get('create:reused')).toBeUndefined();
+  });
+
+  it('400 validation_failed is never retried', async () => {
+    server.respond((_req, res) => problem(res, 400, 'validation_failed', { errors: [{ path: 'title', message: 'Required' }] }));
+    const error = await client().createTicket({ title: '' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentError);
+    expect((error as PermanentError).problem?.errors).toEqual([{ path: 'title', message: 'Required' }]);
+    expect(server.seen).toHaveLength(1);
+  });
+
+  it('after a timeout asks the status endpoint and returns the stored result without resending', async () => {
+    server.respond((req, res) => {
+      if (req.method === 'POST') return; // processed, but the answer never comes back in time
+      json(res, 200, {
+        key: 'k',
+        state: 'completed',
+        ticketId: ticket().id,
+        response: { status: 201, body: JSON.stringify(ticket()) },
+        createdAt: '2026-11-30T10:15:00.000Z',
+        expiresAt: '2026-12-01T10:15:00.000Z',
+      });
+    });
+    const result = await client().createTicket({ title: 't' }, { intentId: 'slow' });
+
+    expect(result).toMatchObject({ outcome: 'created', confirmedBy: 'status-query', attempts: 1 });
+    expect(server.posts).toHaveLength(1);
+    const query = server.seen.find((s) => s.method === 'GET');
+    expect(query?.url).toBe(`/v1/idempotency-keys/${deriveIdempotencyKey('create', 'slow')}`);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'status-query', state: 'completed' }));
+  });
+
+  it('after a lost connection and an unknown key, resends under the same key', async () => {
+    server.respond((req, res, i) => {
+      if (req.method === 'POST' && i === 0) return res.socket?.destroy();
+      if (req.method === 'GET') return problem(res, 404, 'idempotency_key_not_found');
+      json(res, 201, ticket());
+    });
+    const result = await client().createTicket({ title: 't' });
+
+    expect(result).toMatchObject({ outcome: 'created', attempts: 2, confirmedBy: 'response' });
+    expect(server.seen.map((s) => s.method)).toEqual(['POST', 'GET', 'POST']);
+    expect(server.posts[0].headers['idempotency-key']).toBe(server.posts[1].headers['idempotency-key']);
+  });
+
+  it('while the first request is processing, polls the status until it completes', async () => {
+    let queries = 0;
+    server.respond((req, res) => {
+      if (req.method === 'POST') return res.socket?.destroy();
+      queries += 1;
+      if (queries < 3) return json(res, 200, { key: 'k', state: 'processing', ticketId: null, createdAt: null, expiresAt: null }, { 'retry-after': '1' });
+      json(res, 200, { key: 'k', state: 'completed', ticketId: ticket().id, response: { status: 201, body: ticket() }, createdAt: null, expiresAt: null });
+    });
+    const result = await client().createTicket({ title: 't' });
+    expect(result.outcome).toBe('created');
+    expect(server.posts).toHaveLength(1);
+    expect(clock.sleeps).toEqual([1_000, 1_000]);
+  });
+
+  it('gives up with UnknownOutcomeError (key and intent id attached) when writes and status queries keep failing', async () => {
+    server.respond((_req, res) => res.socket?.destroy());
+    const store = new InMemoryKeyStore();
+    const error = await client({ keyStore: store, maxAttempts: 3, keyStrategy: 'random' })
+      .createTicket({ title: 't' }, { intentId: 'lost' })
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    const unknown = error as UnknownOutcomeError;
+    expect(unknown).toMatchObject({ code: 'outcome_unknown', retryable: true, intentId: 'lost', attempts: 3 });
+    expect(unknown.idempotencyKey).toMatch(/^ticket-create-\d{8}T\d{6}Z-[0-9a-f]{12}$/);
+    // The unfinished intent keeps its key, so the next call of the same intent resends it.
+    expect(await store.get('create:lost')).toBe(unknown.idempotencyKey);
+    expect(server.posts).toHaveLength(3);
+    expect(events.at(-1)).toMatchObject({ type: 'give-up', reason: 'max_attempts_exceeded' });
+  });
+
+  it('a later call of the same intent reuses the remembered key and resolves the outcome', async () => {
+    const store = new InMemoryKeyStore();
+    server.respond((_req, res) => res.socket?.destroy());
+    const first = (await client({ keyStore: store, maxAttempts: 1, keyStrategy: 'random' })
+      .createTicket({ title: 't' }, { intentId: 'resume' })
+      .catch((e: unknown) => e)) as UnknownOutcomeError;
+
+    server.respond((_req, res) => json(res, 201, ticket(), { 'idempotent-replayed': 'true' }));
+    const second = await client({ keyStore: store, keyStrategy: 'random' }).createTicket({ title: 't' }, { intentId: 'resume' });
+    expect(second.idempotencyKey).toBe(first.idempotencyKey);
+    expect(second.outcome).toBe('replayed');
+    expect(await store.get('create:resume')).toBeUndefined();
+  });
+
+  it('backs off with full jitter between attempts on 503', async () => {
+    server.respond((_req, res, i) => (i < 3 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket())));
+    const result = await client({ backoff: { baseMs: 100, capMs: 250 } }).createTicket({ title: 't' });
+    expect(result.attempts).toBe(4);
+    expect(clock.sleeps).toEqual([50, 100, 125]); // 0.5 x min(250, 100 x 2^n)
+  });
+
+  it('503s open the breaker; then calls fail fast without a request; a probe after the cool-down closes it', async () => {
+    server.respond((_req, res) => problem(res, 503, 'database_unavailable', { retryable: true }));
+    const c = client({ maxAttempts: 10, circuitBreaker: { failureThreshold: 3, coolDownMs: 5_000 } });
+
+    const first = await c.createTicket({ title: 't' }).catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(RetryableError);
+    expect(first).toMatchObject({ code: 'circuit_open', retryable: true });
+    expect(server.seen).toHaveLength(3);
+    expect(c.circuitState).toBe('open');
+
+    const fast = await c.getTicket('x').catch((e: unknown) => e);
+    expect(fast).toMatchObject({ code: 'circuit_open' });
+    expect(server.seen).toHaveLength(3);
+
+    await clock.sleep(5_000);
+    server.respond((_req, res) => json(res, 201, ticket()));
+    expect((await c.createTicket({ title: 't' })).outcome).toBe('created');
+    expect(c.circuitState).toBe('closed');
+    expect(events.filter((e) => e.type === 'breaker-state-change').map((e) => (e.type === 'breaker-state-change' ? e.to : ''))).toEqual([
+      'open',
+      'half-open',
+      'closed',
+    ]);
+  });
+
+  it('a closed port is a retryable error, not an unknown outcome', async () => {
+    const closed = await ScriptedServer.start();
+    const baseUrl = closed.url;
+    await closed.stop();
+    const error = await new TicketClient({ baseUrl, apiKey: 'k', clock, maxAttempts: 2 }).createTicket({ title: 't' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect(error).not.toBeInstanceOf(UnknownOutcomeError);
+  });
+
+  it('stops retrying when the client-wide retry budget is spent', async () => {
+    server.respond((_req, res) => problem(res, 503, 'database_unavailable', { retryable: true }));
+    const c = client({ maxAttempts: 10, retryBudget: { maxTokens: 2, ratio: 0, minRetriesPerSecond: 0 }, circuitBreaker: { failureThreshold: 100, minimumCalls: 100 } });
+    const error = await c.createTicket({ title: 't' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'retry_budget_exhausted', retryable: true });
+    expect(server.seen).toHaveLength(3);
+    expect(events.some((e) => e.type === 'budget-exhausted')).toBe(true);
+  });
+
+  it('cancel: sends the key and reason, reports cancelled then replayed', async () => {
+    server.respond((_req, res) => json(res, 200, ticket({ status: 'cancelled' })));
+    const c = client();
+    const result = await c.cancelTicket('t-1', { intentId: 'cancel-1', reason: 'duplicate' });
+    expect(result).toMatchObject({ outcome: 'cancelled', idempotencyKey: deriveIdempotencyKey('cancel', 'cancel-1', 't-1') });
+    expect(server.posts[0].url).toBe('/v1/tickets/t-1/cancel');
+    expect(JSON.parse(server.posts[0].body)).toEqual({ reason: 'duplicate' });
+
+    server.respond((_req, res) => json(res, 200, ticket({ status: 'cancelled' }), { 'idempotent-replayed': 'true' }));
+    expect((await c.cancelTicket('t-1', { intentId: 'cancel-1' })).outcome).toBe('replayed');
+  });
+
+  it('reads: getTicket null on 404, findByExternalRef, getRequestStatus unknown on 404', async () => {
+    server.respond((req, res) => {
+      if (req.url.startsWith('/v1/tickets?')) return json(res, 200, { items: req.url.includes('ORD-1') ? [ticket({ externalRef: 'ORD-1' })] : [] });
+      if (req.url.startsWith('/v1/idempotency-keys/')) return problem(res, 404, 'idempotency_key_not_found');
+      problem(res, 404, 'ticket_not_found');
+    });
+    const c = client();
+    expect(await c.getTicket('missing')).toBeNull();
+    expect((await c.findByExternalRef('ORD-1'))?.externalRef).toBe('ORD-1');
+    expect(await c.findByExternalRef('ORD 2/x')).toBeNull();
+    expect(server.seen.at(-1)?.url).toBe('/v1/tickets?externalRef=ORD%202%2Fx');
+    expect(await c.getRequestStatus('a key/with slash')).toEqual({ key: 'a key/with slash', state: 'unknown', ticketId: null, createdAt: null, expiresAt: null });
+    expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/a%20key%2Fwith%20slash');
+  });
+
+  it('a throwing event handler changes nothing', async () => {
+    server.respond((_req, res) => json(res, 201, ticket()));
+    const c = client({
+      onEvent: () => {
+        throw new Error('logger down');
+      },
+    });
+    expect((await c.createTicket({ title: 't' })).outcome).toBe('created');
+  });
+
+  it('an aborted call after the request left reports an unknown outcome', async () => {
+    server.respond(() => undefined); // never answers
+    const controller = new AbortController();
+    const pending = client({ attemptTimeoutMs: 5_000 }).createTicket({ title: 't' }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await expect(pending).rejects.toBeInstanceOf(UnknownOutcomeError);
+  });
+});
