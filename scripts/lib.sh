@@ -1,0 +1,71 @@
+# Shared helpers for scripts/start.sh and scripts/test.sh. Sourced, not run.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+
+require_node() {
+  command -v node >/dev/null || die "Node.js is not installed. Install Node.js 20.11+ (22 and 24 work too)."
+  local major minor
+  major=$(node -p 'process.versions.node.split(".")[0]'); minor=$(node -p 'process.versions.node.split(".")[1]')
+  if [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 11 ]; }; then
+    die "Node.js $(node -v) is too old: this project needs 20.11 or newer."
+  fi
+}
+
+install_deps() {
+  cd "$ROOT"
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "installing npm dependencies (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+# true when something accepts TCP connections on host:port
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# Makes sure PostgreSQL answers at the host:port of the URL in $1; starts the local cluster if it can.
+ensure_postgres() {
+  local url="$1" hostport host port
+  hostport=$(node -e 'const u=new URL(process.argv[1]);console.log(`${u.hostname||"127.0.0.1"} ${u.port||5432}`)' "$url") || die "not a PostgreSQL URL: $url"
+  read -r host port <<<"$hostport"
+  if port_open "$host" "$port"; then return 0; fi
+  if [ "$host" = "127.0.0.1" ] || [ "$host" = "localhost" ]; then
+    if command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
+      say "starting the local PostgreSQL cluster"
+      for v in $(ls /etc/postgresql); do pg_ctlcluster --skip-systemctl-redirect "$v" main start 2>/dev/null || true; done
+      for _ in $(seq 1 30); do port_open "$host" "$port" && return 0; sleep 1; done
+    fi
+    if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+      say "starting PostgreSQL with docker compose"
+      (cd "$ROOT" && docker compose up -d postgres)
+      for _ in $(seq 1 60); do port_open "$host" "$port" && return 0; sleep 1; done
+    fi
+  fi
+  die "PostgreSQL does not answer at $host:$port. Start it (Debian: pg_ctlcluster 15 main start; Docker: docker compose up -d postgres), or set DATABASE_URL to a reachable server."
+}
+
+# Makes sure a Kafka broker answers: KAFKA_BROKERS when set, else the project's own broker on 127.0.0.1:9092.
+ensure_kafka() {
+  if [ -n "${KAFKA_BROKERS:-}" ]; then
+    local first="${KAFKA_BROKERS%%,*}"
+    port_open "${first%:*}" "${first##*:}" || die "KAFKA_BROKERS=$KAFKA_BROKERS does not answer."
+    return 0
+  fi
+  if port_open 127.0.0.1 9092; then return 0; fi
+  if command -v java >/dev/null && command -v mvn >/dev/null; then
+    bash "$ROOT/scripts/kafka/kafka.sh" up
+  elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+    say "starting Kafka with docker compose"
+    (cd "$ROOT" && docker compose up -d kafka)
+    for _ in $(seq 1 90); do port_open 127.0.0.1 9092 && return 0; sleep 1; done
+    die "Kafka from docker compose did not answer on 127.0.0.1:9092 within 90 s (docker compose logs kafka)."
+  else
+    die "No Kafka broker: install Java 17+ and Maven (the project then runs its own broker: npm run kafka:up), use Docker, or set KAFKA_BROKERS."
+  fi
+}
+
+build() {
+  cd "$ROOT"
+  say "building (tsc)"
+  npm run --silent build
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `npm test`: every test tier against the real PostgreSQL and the real Kafka broker.
+# It starts what it needs (the local PostgreSQL cluster, the project's own Kafka broker) or says exactly
+# what is missing. Extra arguments go to Jest, e.g. `npm test -- --selectProjects unit`.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+require_node
+install_deps
+export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/tickets_test}"
+ensure_postgres "$TEST_DATABASE_URL"
+ensure_kafka
+build
+say "migrating the test database"
+DATABASE_URL="$TEST_DATABASE_URL" node scripts/db-migrate.mjs deploy
+say "running unit, integration and e2e tests"
+# The e2e and integration tiers share one PostgreSQL and one broker on 2 cores: run the files one at a time.
+exec npx jest --ci --runInBand "$@"
