@@ -13,7 +13,7 @@ import {
   type TicketClientEvent,
   type TicketClientOptions,
 } from '@tickets/agent-client';
-import { FaultProxy } from '../support/fault-proxy';
+import { FaultProxy } from '@tickets/fault-proxy';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack';
 
 // The agent client against the real API and PostgreSQL, through a fault-injecting TCP proxy.

@@ -121,7 +121,7 @@ describe('ticket API contract', () => {
   it('serves health, OpenAPI, docs and problem pages', async () => {
     expect((await fetch(`${stack.baseUrl}/health/live`)).status).toBe(200);
     expect(await (await fetch(`${stack.baseUrl}/health/ready`)).json()).toMatchObject({ status: 'ok' });
-    const doc = await (await fetch(`${stack.baseUrl}/openapi.json`)).json();
+    const doc = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as { openapi: string; paths: object; components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> } };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/tickets', '/v1/tickets/{id}/cancel', '/v1/idempotency-keys/{key}']));
     expect(doc.components.schemas.CreateTicketInput.properties.priority.enum).toEqual(['low', 'normal', 'high', 'urgent']);

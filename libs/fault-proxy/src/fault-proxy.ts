@@ -1,3 +1,4 @@
+// Shared by `npm run demo` (scripts/demo.ts) and the agent-client e2e tests (test/e2e/agent-client.e2e-spec.ts).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /**

@@ -1,0 +1,2 @@
+export { FaultProxy } from './fault-proxy';
+export type { ExchangeInfo, Fault, FaultProxyOptions, FaultProxyStats, FaultRates } from './fault-proxy';
