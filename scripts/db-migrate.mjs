@@ -4,13 +4,15 @@
 //
 //   node scripts/db-migrate.mjs deploy            apply pending migrations (npm run db:migrate)
 //   node scripts/db-migrate.mjs diff <name>       write prisma/migrations/<ts>_<name>/migration.sql
-//                                                 from the difference between the migrations and
-//                                                 prisma/schema.prisma (npm run db:diff -- <name>)
+//                                                 from the difference between prisma/schema.prisma as
+//                                                 committed (HEAD, or --from <ref>) and the working file
+//                                                 (npm run db:diff -- <name>)
 //   node scripts/db-migrate.mjs create-db         create the database named in DATABASE_URL if missing
 import { readFileSync, readdirSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -55,6 +57,8 @@ async function createDatabaseIfMissing(url) {
 }
 
 async function loadEngine(url) {
+  // The engine reports a Rust panic's message through this global before it throws.
+  globalThis.PRISMA_WASM_PANIC_REGISTRY = { set_message: (m) => console.error(`db-migrate: schema engine panic: ${m}`) };
   const bgPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
   const bg = await import(bgPath);
   const bytes = readFileSync(join(dirname(bgPath), 'schema_engine_bg.wasm'));
@@ -64,7 +68,19 @@ async function loadEngine(url) {
   instance.exports.__wbindgen_start?.();
   const { PrismaPg } = require('@prisma/adapter-pg');
   const { bindMigrationAwareSqlAdapterFactory } = require('@prisma/driver-adapter-utils');
-  const adapter = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: url }));
+  // Discrete fields rather than connectionString, so that the adapter's shadow database (it overrides
+  // `database`) would really be another database.
+  const u = new URL(url);
+  const adapter = bindMigrationAwareSqlAdapterFactory(
+    new PrismaPg({
+      host: u.hostname,
+      port: Number(u.port || 5432),
+      user: decodeURIComponent(u.username || 'postgres'),
+      password: u.password ? decodeURIComponent(u.password) : undefined,
+      database: decodeURIComponent(u.pathname.slice(1)),
+      ssl: /^(require|verify-ca|verify-full)$/.test(u.searchParams.get('sslmode') ?? '') ? { rejectUnauthorized: u.searchParams.get('sslmode') !== 'require' } : undefined,
+    }),
+  );
   const schema = readFileSync(schemaPath, 'utf8');
   const log = (msg) => { if (process.env.DEBUG_MIGRATE) console.error('[schema-engine]', msg); };
   return { bg, engine: await bg.SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, log, adapter), schema };
@@ -110,19 +126,28 @@ async function main() {
     return;
   }
   if (cmd === 'diff') {
-    if (!name || !/^[a-z0-9_]+$/.test(name)) fail('usage: db-migrate diff <snake_case_name>');
-    await createDatabaseIfMissing(url);
+    if (!name || !/^[a-z0-9_]+$/.test(name)) fail('usage: db-migrate diff <snake_case_name> [--from <git ref>]');
+    // From the schema as committed at <ref> (default HEAD) to the working schema.prisma: a pure schema
+    // diff, no database needed. (Diffing from the migrations needs a shadow database, and the schema
+    // engine then reads catalog columns of type "char", which @prisma/adapter-pg 7.10 cannot return.)
+    const i = process.argv.indexOf('--from');
+    const ref = i > 0 ? process.argv[i + 1] : 'HEAD';
+    let previous;
+    try {
+      previous = execFileSync('git', ['show', `${ref}:prisma/schema.prisma`], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (e) {
+      fail(`cannot read prisma/schema.prisma at ${ref} (${e.message.split('\n')[0]}). Pass --from <git ref> of the schema the last migration was made from.`);
+    }
     const { engine, schema } = await loadEngine(url);
-    const list = migrationsList();
     const res = await engine.diff({
-      from: list.migrationDirectories.length ? { tag: 'migrations', ...list } : { tag: 'empty' },
+      from: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: previous }] },
       to: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: schema }] },
       script: true,
       exitCode: null,
       filters,
     });
     const sql = res.stdout ?? '';
-    if (!sql.trim() || /empty migration/i.test(sql)) return console.log('db-migrate: schema matches the migrations; nothing to write');
+    if (!sql.trim() || /empty migration/i.test(sql)) return console.log(`db-migrate: schema.prisma matches ${ref}; nothing to write`);
     const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
     const dir = join(migrationsDir, `${stamp}_${name}`);
     mkdirSync(dir, { recursive: true });

@@ -1,13 +1,17 @@
-import { ConfigError, loadConfig } from '@tickets/config';
+import { ConfigError, loadConfig, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { createApiKey } from '../../ticket-api/src/auth/api-keys';
 import { purgeIdempotencyKeys } from '../../ticket-api/src/idempotency/purge';
+import { RECONCILE_USAGE, reconcileCommand } from './reconcile.command';
+import { WEBHOOKS_USAGE, webhooksCommand } from './webhooks.command';
 
-type Command = (argv: string[], deps: { prisma: PrismaClient; out: (line: string) => void }) => Promise<number>;
+type Command = (argv: string[], deps: { prisma: PrismaClient; out: (line: string) => void; config: AppConfig }) => Promise<number>;
 
 const USAGE = `usage: npm run --silent cli -- <command>
   api-keys create --tenant <slug> [--json]   create the tenant if needed and a new API key (shown once)
-  purge                                      apply the idempotency retention windows now (shows progress)`;
+  purge                                      apply the idempotency retention windows now (shows progress)
+${RECONCILE_USAGE}
+${WEBHOOKS_USAGE.split('\n').slice(1).join('\n')}`;
 
 function flag(argv: string[], name: string): string | undefined {
   const i = argv.indexOf(`--${name}`);
@@ -36,6 +40,9 @@ const commands: Record<string, Command> = {
   },
 };
 
+commands.webhooks = webhooksCommand;
+commands.reconcile = (argv, deps) => reconcileCommand(argv, { ...deps, defaultGroup: deps.config.notifier.groupId });
+
 export function registerCommand(name: string, command: Command): void {
   commands[name] = command;
 }
@@ -56,7 +63,7 @@ async function main(): Promise<void> {
   }
   const prisma = createPrismaClient(config.database.url, 2, 'tickets-cli');
   try {
-    process.exitCode = await command(argv, { prisma, out: (line) => process.stdout.write(`${line}\n`) });
+    process.exitCode = await command(argv, { prisma, config, out: (line) => process.stdout.write(`${line}\n`) });
   } catch (e) {
     process.stderr.write(`cli: ${(e as Error).message}\n`);
     process.exitCode = 1;

@@ -12,6 +12,7 @@ import { KeyStatusUseCase } from './idempotency/key-status.use-case';
 import { PurgeService } from './idempotency/purge.service';
 import { Database } from './infra/database';
 import { Metrics } from './metrics/metrics';
+import { RelayService } from './relay/relay.service';
 import { CancelTicketUseCase } from './tickets/cancel-ticket.use-case';
 import { CreateTicketUseCase } from './tickets/create-ticket.use-case';
 import { TicketsController } from './tickets/tickets.controller';
@@ -35,6 +36,7 @@ export class AppModule {
         CancelTicketUseCase,
         KeyStatusUseCase,
         PurgeService,
+        RelayService,
       ],
       exports: [Database, Metrics],
     };

@@ -54,10 +54,38 @@ const EnvSchema = z.object({
   KAFKA_CLIENT_ID: z.string().default('tickets'),
   TICKET_EVENTS_TOPIC: z.string().min(1).default('ticket-events'),
   TICKET_EVENTS_PARTITIONS: z.coerce.number().int().min(1).default(6),
+  /** retention.ms the relay gives the topic when it creates it (the consumer's INBOX_RETENTION must be >= this). */
+  TICKET_EVENTS_RETENTION: duration('7d'),
   RELAY_ENABLED: bool(true),
+  /** Outbox rows claimed per relay round (and messages per producer send). */
+  RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
+  /** Relay poll when no NOTIFY arrives; also how often a standby relay retries the leader lock. */
+  RELAY_POLL_INTERVAL: duration('1s'),
+  /** Cap of the relay's full-jitter backoff (broker outages, rejected rows). */
+  RELAY_RETRY_MAX_DELAY: duration('30s'),
+  /** Attempts before an outbox row the broker rejects is moved to outbox_dead_letters. */
+  OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  /** Published outbox rows are deleted after this long. */
+  OUTBOX_RETENTION: duration('7d'),
+  OUTBOX_CLEANUP_INTERVAL: duration('10m'),
   NOTIFIER_GROUP_ID: z.string().min(1).default('ticket-notifier'),
   NOTIFY_WEBHOOK_URL: z.string().url().optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Delivery attempts per notification before it is marked dead. */
+  NOTIFY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
+  /** First retry delay; doubles per attempt up to NOTIFY_RETRY_MAX_DELAY, each randomized to 50-100 %. */
+  NOTIFY_RETRY_BASE: duration('1s'),
+  NOTIFY_RETRY_MAX_DELAY: duration('1h'),
+  NOTIFY_TIMEOUT: duration('10s'),
+  /** How long a claimed notification stays reserved for one dispatcher (must exceed NOTIFY_TIMEOUT). */
+  NOTIFY_LEASE: duration('60s'),
+  NOTIFY_POLL_INTERVAL: duration('1s'),
+  NOTIFY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  /** kafkajs partitionsConsumedConcurrently for the notifier. */
+  CONSUMER_PARTITIONS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
+  /** Inbox rows are kept this long; must be at least the topic's retention.ms (see docs/consumer.md). */
+  INBOX_RETENTION: duration('30d'),
+  INBOX_PURGE_INTERVAL: duration('1h'),
 });
 
 type Env = z.infer<typeof EnvSchema>;
@@ -69,9 +97,30 @@ export interface AppConfig {
   database: { url: string; poolMax: number };
   idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number };
   auth: { cacheTtlMs: number };
-  kafka: { brokers: string[]; clientId: string; topic: string; partitions: number };
-  relay: { enabled: boolean };
-  notifier: { groupId: string; webhookUrl?: string; webhookSecret?: string };
+  kafka: { brokers: string[]; clientId: string; topic: string; partitions: number; retentionMs: number };
+  relay: {
+    enabled: boolean;
+    batchSize: number;
+    pollIntervalMs: number;
+    retryMaxDelayMs: number;
+    maxAttempts: number;
+    retentionMs: number;
+    cleanupIntervalMs: number;
+  };
+  notifier: {
+    groupId: string;
+    webhookUrl?: string;
+    webhookSecret?: string;
+    maxAttempts: number;
+    retryBaseMs: number;
+    retryMaxDelayMs: number;
+    timeoutMs: number;
+    leaseMs: number;
+    pollIntervalMs: number;
+    concurrency: number;
+  };
+  consumer: { partitionsConcurrency: number };
+  inbox: { retentionMs: number; purgeIntervalMs: number };
 }
 
 export class ConfigError extends Error {
@@ -95,6 +144,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       'Invalid configuration:\n  IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW (a key must outlive its stored response).',
     );
   }
+  if (e.NOTIFY_WEBHOOK_URL && !e.NOTIFY_WEBHOOK_SECRET) {
+    throw new ConfigError('Invalid configuration:\n  NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set (every webhook is signed).');
+  }
+  if (e.NOTIFY_LEASE <= e.NOTIFY_TIMEOUT) {
+    throw new ConfigError('Invalid configuration:\n  NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT (a delivery must finish inside its lease).');
+  }
   return {
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
@@ -107,8 +162,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       inUseRetryAfterSeconds: e.IDEMPOTENCY_IN_USE_RETRY_AFTER,
     },
     auth: { cacheTtlMs: e.AUTH_CACHE_TTL },
-    kafka: { brokers: e.KAFKA_BROKERS, clientId: e.KAFKA_CLIENT_ID, topic: e.TICKET_EVENTS_TOPIC, partitions: e.TICKET_EVENTS_PARTITIONS },
-    relay: { enabled: e.RELAY_ENABLED },
-    notifier: { groupId: e.NOTIFIER_GROUP_ID, webhookUrl: e.NOTIFY_WEBHOOK_URL, webhookSecret: e.NOTIFY_WEBHOOK_SECRET },
+    kafka: {
+      brokers: e.KAFKA_BROKERS,
+      clientId: e.KAFKA_CLIENT_ID,
+      topic: e.TICKET_EVENTS_TOPIC,
+      partitions: e.TICKET_EVENTS_PARTITIONS,
+      retentionMs: e.TICKET_EVENTS_RETENTION,
+    },
+    relay: {
+      enabled: e.RELAY_ENABLED,
+      batchSize: e.RELAY_BATCH_SIZE,
+      pollIntervalMs: e.RELAY_POLL_INTERVAL,
+      retryMaxDelayMs: e.RELAY_RETRY_MAX_DELAY,
+      maxAttempts: e.OUTBOX_MAX_ATTEMPTS,
+      retentionMs: e.OUTBOX_RETENTION,
+      cleanupIntervalMs: e.OUTBOX_CLEANUP_INTERVAL,
+    },
+    notifier: {
+      groupId: e.NOTIFIER_GROUP_ID,
+      webhookUrl: e.NOTIFY_WEBHOOK_URL,
+      webhookSecret: e.NOTIFY_WEBHOOK_SECRET,
+      maxAttempts: e.NOTIFY_MAX_ATTEMPTS,
+      retryBaseMs: e.NOTIFY_RETRY_BASE,
+      retryMaxDelayMs: e.NOTIFY_RETRY_MAX_DELAY,
+      timeoutMs: e.NOTIFY_TIMEOUT,
+      leaseMs: e.NOTIFY_LEASE,
+      pollIntervalMs: e.NOTIFY_POLL_INTERVAL,
+      concurrency: e.NOTIFY_CONCURRENCY,
+    },
+    consumer: { partitionsConcurrency: e.CONSUMER_PARTITIONS_CONCURRENCY },
+    inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
   };
 }

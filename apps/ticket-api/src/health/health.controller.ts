@@ -3,13 +3,22 @@ import type { FastifyReply } from 'fastify';
 import { Database } from '../infra/database';
 import { Metrics } from '../metrics/metrics';
 import { problemBody } from '../common/problem';
+import { RelayService } from '../relay/relay.service';
 
 @Controller()
 export class HealthController {
   constructor(
     private readonly db: Database,
     private readonly metrics: Metrics,
+    private readonly relay: RelayService,
   ) {}
+
+  /** Outbox lag (age of the oldest unpublished row), pending and dead-lettered rows, leadership. */
+  @Get('health/outbox')
+  async outbox() {
+    const stats = await this.relay.stats();
+    return stats ?? { relay: 'disabled in this process (RELAY_ENABLED=false)' };
+  }
 
   @Get('health/live')
   live() {

@@ -1,0 +1,30 @@
+// `npm run replay -- --group <group> [--topic <topic>] --from earliest|<ISO-8601> [--wait] [--follow]`
+import { ConfigError, loadConfig } from '@tickets/config';
+import { createPrismaClient } from '@tickets/db';
+import { replayCommand } from './replay/replay.command';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    process.stderr.write(`replay: ${e instanceof ConfigError ? e.message : String(e)}\n`);
+    process.exit(2);
+  }
+  const prisma = createPrismaClient(config.database.url, 2, 'tickets-replay');
+  try {
+    process.exitCode = await replayCommand(process.argv.slice(2), {
+      prisma,
+      kafka: { brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-replay` },
+      defaultTopic: config.kafka.topic,
+      out: (line) => process.stdout.write(`${line}\n`),
+    });
+  } catch (e) {
+    process.stderr.write(`replay: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+  } finally {
+    await prisma.$disconnect();
+  }
+}
+
+void main();

@@ -1,0 +1,46 @@
+// The outbox relay on its own: `npm run start:relay`. Same relay as the one inside the API
+// (RELAY_ENABLED); any number of copies may run, one per database publishes (docs/relay.md).
+import { loadConfig } from '@tickets/config';
+import { createLogger } from '@tickets/logger';
+import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
+
+const STATS_LOG_INTERVAL_MS = 60_000;
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, 'outbox-relay');
+  const relay = new OutboxRelay(relayOptionsFromConfig(config, logger));
+
+  let stopping = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    clearInterval(statsTimer);
+    relay.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+
+  const statsTimer = setInterval(() => {
+    relay.stats().then(
+      (stats) => logger.info({ stats }, 'outbox stats'),
+      (err) => logger.warn({ err }, 'outbox stats unavailable'),
+    );
+  }, STATS_LOG_INTERVAL_MS);
+  statsTimer.unref();
+
+  await relay.start();
+}
+
+main().catch((err) => {
+  // Config errors and the like: print and exit non-zero (the logger may not exist yet).
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

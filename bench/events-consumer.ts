@@ -1,0 +1,225 @@
+// Notification consumer throughput vs a raw kafkajs consumer, in one run, on the real PostgreSQL and Kafka.
+//
+//   npm run bench:consumer        (build, then node dist/bench/events-consumer.js [messages])
+//
+// Produces N valid ticket events (default 50 000) to a fresh 6-partition topic, then reads them three times:
+//   raw      a bare kafkajs consumer (eachBatch, autoCommit, counts messages; no parsing, no database);
+//   consumer startConsumer(): JSON + zod parse, one inbox statement per chunk of 500 (inbox row +
+//            pending notification), offset commit after each statement. Webhook sending is DISABLED
+//            (dispatch: false): the dispatcher's speed is the receivers', not the consumer's;
+//   replay   the same consumer group moved back to earliest: every message is a duplicate (skip path).
+// All three use partitionsConsumedConcurrently = CONSUMER_PARTITIONS_CONCURRENCY (default 3) and a fresh
+// group, and are timed from run() to the N-th message. The database is <DATABASE_URL's name>_bench_consumer (migrated, dropped afterwards).
+// RSS of this process is sampled every 50 ms while the consumer runs: it must stay flat.
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Kafka, logLevel, type Message } from 'kafkajs';
+import { Client } from 'pg';
+import { loadConfig } from '@tickets/config';
+import { createPrismaClient } from '@tickets/db';
+import { TicketCreatedV1 } from '@tickets/contracts';
+import { startConsumer } from '../apps/consumer/src/consumer';
+
+export interface ConsumerBenchResult {
+  messages: number;
+  rawMs: number;
+  rawPerSec: number;
+  consumerMs: number;
+  consumerPerSec: number;
+  /** consumer throughput / raw kafkajs throughput (target >= 0.5). */
+  ratio: number;
+  replayMs: number;
+  replayPerSec: number;
+  rssBeforeMb: number;
+  rssPeakMb: number;
+  /** RSS when 25/50/75/100 % of the messages were consumed (flat = bounded memory). */
+  rssAtQuartilesMb: number[];
+}
+
+const PARTITIONS = 6;
+const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+const perSec = (n: number, ms: number) => Math.round((n / ms) * 1000);
+
+function repoRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'package.json'))) {
+    if (dirname(dir) === dir) throw new Error('run the benchmark from inside the repository');
+    dir = dirname(dir);
+  }
+  return dir;
+}
+
+function event(tenantId: string): Message {
+  const ticketId = randomUUID();
+  const now = new Date().toISOString();
+  const e = TicketCreatedV1.parse({
+    id: randomUUID(),
+    type: 'ticket.created.v1',
+    occurredAt: now,
+    tenantId,
+    ticketId,
+    idempotencyKey: `bench-${ticketId}`,
+    correlationId: `bench-${ticketId.slice(0, 8)}`,
+    data: {
+      id: ticketId,
+      title: 'Benchmark ticket with a realistic title',
+      description: 'A description of moderate length, so that the payload is not trivially small. '.repeat(3),
+      priority: 'normal',
+      status: 'open',
+      externalRef: `ext-${ticketId.slice(0, 12)}`,
+      requester: { name: 'Bench Requester', email: 'bench@example.com' },
+      metadata: { source: 'bench' },
+      createdAt: now,
+      updatedAt: now,
+    },
+  });
+  return { key: ticketId, value: JSON.stringify(e), headers: { 'event-id': e.id, 'event-type': e.type } };
+}
+
+/** Polls `count()` until it reaches `n`, logging progress once a second; returns the elapsed ms. */
+async function until(label: string, n: number, count: () => number, started: number, log: (l: string) => void, onTick?: () => void): Promise<number> {
+  let lastLog = Date.now();
+  for (;;) {
+    const c = count();
+    onTick?.();
+    if (c >= n) return Date.now() - started;
+    if (Date.now() - lastLog >= 1000) {
+      const ms = Date.now() - started;
+      log(`  ${label}: ${c.toLocaleString()}/${n.toLocaleString()} (${Math.floor((c / n) * 100)}%), ${perSec(c, ms).toLocaleString()} msg/s, rss ${mb(process.memoryUsage().rss)} MB`);
+      lastLog = Date.now();
+    }
+    if (Date.now() - started > 600_000) throw new Error(`${label}: stuck at ${c}/${n}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export async function runConsumerBench(opts: { messages?: number; log?: (line: string) => void } = {}): Promise<ConsumerBenchResult> {
+  const n = opts.messages ?? 50_000;
+  const log = opts.log ?? ((line: string) => console.log(line));
+  const config = loadConfig();
+  const concurrency = config.consumer.partitionsConcurrency;
+  const benchUrl = new URL(config.database.url);
+  const dbName = `${decodeURIComponent(benchUrl.pathname.slice(1))}_bench_consumer`;
+  benchUrl.pathname = `/${dbName}`;
+  const adminUrl = new URL(config.database.url);
+  adminUrl.pathname = '/postgres';
+  const adminSql = async (sql: string) => {
+    const c = new Client({ connectionString: adminUrl.toString() });
+    await c.connect();
+    await c.query(sql).finally(() => c.end());
+  };
+  const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-consumer', logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  const suffix = randomUUID().slice(0, 8);
+  const topic = `bench-consumer-${suffix}`;
+  const groups = { raw: `bench-raw-${suffix}`, consumer: `bench-notifier-${suffix}` };
+
+  await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...process.env, DATABASE_URL: benchUrl.toString() }, stdio: 'pipe' });
+  const prisma = createPrismaClient(benchUrl.toString(), 10, 'bench-consumer');
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }] });
+    log(`producing ${n.toLocaleString()} events to ${topic} (${PARTITIONS} partitions) ...`);
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    const tenants = Array.from({ length: 20 }, () => randomUUID());
+    let t = Date.now();
+    for (let i = 0; i < n; i += 1000) {
+      await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, n - i) }, (_, j) => event(tenants[(i + j) % tenants.length])) });
+    }
+    await producer.disconnect();
+    log(`  produced in ${Date.now() - t} ms`);
+
+    // 1. Raw kafkajs consumer.
+    log('raw kafkajs consumer ...');
+    let rawCount = 0;
+    const raw = kafka.consumer({ groupId: groups.raw, maxWaitTimeInMs: 500 });
+    await raw.connect();
+    await raw.subscribe({ topic, fromBeginning: true });
+    t = Date.now();
+    await raw.run({ partitionsConsumedConcurrently: concurrency, eachBatch: async ({ batch }) => void (rawCount += batch.messages.length) });
+    const rawMs = await until('raw', n, () => rawCount, t, log);
+    await raw.disconnect();
+
+    // 2. The notification consumer (dedup + notification insert + commit after the transaction).
+    log('notification consumer (dispatch disabled) ...');
+    const rssBefore = process.memoryUsage().rss;
+    let rssPeak = rssBefore;
+    const quartiles: number[] = [];
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
+    const notifier = { ...config.notifier, webhookUrl: 'http://127.0.0.1:9/unused', webhookSecret: 'bench-secret-not-used' };
+    const consumerOpts = { prisma, databaseUrl: benchUrl.toString(), kafka: { brokers: config.kafka.brokers, clientId: 'bench-consumer' }, topic, groupId: groups.consumer, notifier, dispatch: false, partitionsConcurrency: concurrency };
+    t = Date.now();
+    let consumer = await startConsumer(consumerOpts);
+    const consumerMs = await until('consumer', n, () => consumer.stats().received, t, log, () => {
+      const done = consumer.stats().received;
+      while (quartiles.length < 4 && done >= (n * (quartiles.length + 1)) / 4) quartiles.push(mb(process.memoryUsage().rss));
+    });
+    await consumer.stop();
+    clearInterval(sampler);
+    const stats = consumer.stats();
+    if (stats.processed !== n) throw new Error(`consumer processed ${stats.processed} of ${n}`);
+
+    // 3. Replay of the whole topic: every message is already in the inbox.
+    log('replay from earliest (all duplicates) ...');
+    await admin.resetOffsets({ groupId: groups.consumer, topic, earliest: true });
+    t = Date.now();
+    consumer = await startConsumer(consumerOpts);
+    const replayMs = await until('replay', n, () => consumer.stats().received, t, log);
+    await consumer.stop();
+    if (consumer.stats().skippedDuplicate !== n) throw new Error(`replay skipped ${consumer.stats().skippedDuplicate} of ${n}`);
+    const [{ notifications }] = await prisma.$queryRaw<{ notifications: number }[]>`SELECT count(*)::int AS notifications FROM notifications`;
+    if (notifications !== n) throw new Error(`${notifications} notifications for ${n} events`);
+
+    await admin.deleteGroups([groups.raw, groups.consumer]).catch(() => undefined);
+    const result: ConsumerBenchResult = {
+      messages: n,
+      rawMs,
+      rawPerSec: perSec(n, rawMs),
+      consumerMs,
+      consumerPerSec: perSec(n, consumerMs),
+      ratio: Math.round((rawMs / consumerMs) * 100) / 100,
+      replayMs,
+      replayPerSec: perSec(n, replayMs),
+      rssBeforeMb: mb(rssBefore),
+      rssPeakMb: mb(rssPeak),
+      rssAtQuartilesMb: quartiles,
+    };
+    return result;
+  } finally {
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+    await prisma.$disconnect();
+    await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+  }
+}
+
+export function formatConsumerBench(r: ConsumerBenchResult): string {
+  const row = (name: string, ms: number, rate: number, vs: string) =>
+    `| ${name.padEnd(58)} | ${r.messages.toLocaleString().padStart(8)} | ${`${(ms / 1000).toFixed(2)} s`.padStart(8)} | ${rate.toLocaleString().padStart(8)} | ${vs.padStart(7)} |`;
+  return [
+    `| ${'run'.padEnd(58)} | messages |     time |    msg/s | vs raw  |`,
+    `|${'-'.repeat(60)}|---------:|---------:|---------:|--------:|`,
+    row('raw kafkajs consumer (eachBatch, no parse, no DB)', r.rawMs, r.rawPerSec, '1.00x'),
+    row('notification consumer (parse, inbox + notification, commit)', r.consumerMs, r.consumerPerSec, `${r.ratio.toFixed(2)}x`),
+    row('replay from earliest (every message a duplicate)', r.replayMs, r.replayPerSec, `${(r.rawMs / r.replayMs).toFixed(2)}x`),
+    '',
+    `webhook sending disabled (dispatch: false); RSS before ${r.rssBeforeMb} MB, peak ${r.rssPeakMb} MB, at 25/50/75/100 %: ${r.rssAtQuartilesMb.join(' / ')} MB`,
+  ].join('\n');
+}
+
+if (require.main === module) {
+  const messages = process.argv[2] ? Number(process.argv[2]) : undefined;
+  runConsumerBench({ messages, log: (l) => process.stderr.write(`${l}\n`) })
+    .then((r) => {
+      console.log(formatConsumerBench(r));
+      process.exit(r.ratio >= 0.5 ? 0 : 1);
+    })
+    .catch((e) => {
+      console.error(e);
+      process.exit(1);
+    });
+}

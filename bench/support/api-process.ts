@@ -1,0 +1,100 @@
+// The compiled API (dist/apps/ticket-api/src/main.js) as a child process, plus /proc readings of it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface ApiChild {
+  baseUrl: string;
+  proc: ChildProcess;
+  pid: number;
+  /** The last lines the API wrote to stderr (its warn/error logs). */
+  stderrTail(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the API the way production does (`node -r <alias hook> dist/.../main.js`). `nodeArgs` are the
+ * bench's own `-r` hooks (so a private outDir's alias hook carries over), plus e.g. `--cpu-prof`.
+ */
+export async function startApi(opts: { mainJs: string; nodeArgs: string[]; env: Record<string, string>; port: number }): Promise<ApiChild> {
+  const proc = spawn(process.execPath, [...opts.nodeArgs, opts.mainJs], {
+    env: { ...process.env, ...opts.env, PORT: String(opts.port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-8_000);
+  });
+  const baseUrl = `http://127.0.0.1:${opts.port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`the API exited with ${proc.exitCode}: ${stderr}`);
+    try {
+      if ((await fetch(`${baseUrl}/health/live`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`the API did not answer ${baseUrl}/health/live within 30 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    baseUrl,
+    proc,
+    pid: proc.pid!,
+    stderrTail: () => stderr,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        const kill = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        proc.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/** VmRSS and VmHWM (peak RSS) of a process, in bytes. */
+export function memoryOf(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+const CLK_TCK = 100;
+
+/** CPU seconds (user + system) a process has used so far. */
+export function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime (fields 14, 15)
+}
+
+/** Whole-machine busy and total jiffies (all CPUs), for the share of the box in use during a phase. */
+export function machineJiffies(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  const idle = cpu[3] + (cpu[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/** Samples a process's RSS every `everyMs`; `peak` is the highest VmRSS seen. */
+export function rssSampler(pid: number, everyMs = 200): { peak: () => number; stop: () => void } {
+  let peak = 0;
+  const t = setInterval(() => {
+    try {
+      peak = Math.max(peak, memoryOf(pid).rss);
+    } catch {
+      /* the process is gone */
+    }
+  }, everyMs);
+  t.unref();
+  return { peak: () => peak, stop: () => clearInterval(t) };
+}
+
+/** dist/<...>/main.js of the API, next to this compiled file (dist/bench/support/ -> dist/apps/...). */
+export const apiMainJs = (distRoot: string) => join(distRoot, 'apps', 'ticket-api', 'src', 'main.js');

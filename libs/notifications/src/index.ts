@@ -1,0 +1,5 @@
+export { WEBHOOK_HEADERS, signingKey, signWebhook, webhookHeaders } from './signature';
+export { classifyStatus, retryDelayMs, parseRetryAfter } from './retry-policy';
+export type { AttemptVerdict, RetryPolicy } from './retry-policy';
+export { WebhookDispatcher } from './webhook-dispatcher';
+export type { DispatcherOptions, DispatcherSettings, DispatcherStats } from './webhook-dispatcher';

@@ -1,0 +1,29 @@
+import { signWebhook, signingKey, webhookHeaders } from './signature';
+
+describe('webhook signature (Standard Webhooks)', () => {
+  it('matches the published test vector', () => {
+    // From the Standard Webhooks reference libraries' test suite.
+    const sig = signWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+    expect(sig).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
+  });
+
+  it('uses the UTF-8 bytes of a secret without the whsec_ prefix', () => {
+    expect(signingKey('plain-password')).toEqual(Buffer.from('plain-password', 'utf8'));
+    expect(signWebhook('plain-password', 'id', 1, 'b')).not.toBe(signWebhook('whsec_cGxhaW4tcGFzc3dvcmQ=', 'id', 2, 'b'));
+    // whsec_ + base64("plain-password") is the same key as the plain string.
+    expect(signWebhook('plain-password', 'id', 1, 'b')).toBe(signWebhook('whsec_cGxhaW4tcGFzc3dvcmQ=', 'id', 1, 'b'));
+  });
+
+  it('rejects a whsec_ secret with nothing to decode', () => {
+    expect(() => signingKey('whsec_')).toThrow(/empty or invalid/);
+  });
+
+  it('puts the id, the unix-seconds timestamp and the signature in the headers', () => {
+    const h = webhookHeaders('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', '{"test": 2432232314}', 1614265330_999);
+    expect(h).toEqual({
+      'webhook-id': 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      'webhook-timestamp': '1614265330',
+      'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    });
+  });
+});

@@ -1,0 +1,37 @@
+import { createHmac } from 'node:crypto';
+
+// Pure functions (no I/O, no transaction). Standard Webhooks: https://www.standardwebhooks.com
+
+/** Standard Webhooks header names. */
+export const WEBHOOK_HEADERS = { id: 'webhook-id', timestamp: 'webhook-timestamp', signature: 'webhook-signature' } as const;
+
+const SECRET_PREFIX = 'whsec_';
+
+/**
+ * The HMAC key of a webhook secret. `whsec_<base64>` (the Standard Webhooks form) is decoded from
+ * base64; any other string is used as its UTF-8 bytes, so a plain shared password also works.
+ */
+export function signingKey(secret: string): Buffer {
+  if (secret.startsWith(SECRET_PREFIX)) {
+    const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+    if (key.length === 0) throw new Error('webhook secret "whsec_..." has an empty or invalid base64 part');
+    return key;
+  }
+  return Buffer.from(secret, 'utf8');
+}
+
+/** `v1,<base64 HMAC-SHA256 of "${id}.${timestamp}.${body}">`; `timestamp` in unix seconds. */
+export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+  const mac = createHmac('sha256', signingKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
+  return `v1,${mac}`;
+}
+
+/** The three signature headers for one delivery attempt (same id on every retry, fresh timestamp). */
+export function webhookHeaders(secret: string, id: string, body: string, nowMs = Date.now()): Record<string, string> {
+  const timestamp = Math.floor(nowMs / 1000);
+  return {
+    [WEBHOOK_HEADERS.id]: id,
+    [WEBHOOK_HEADERS.timestamp]: String(timestamp),
+    [WEBHOOK_HEADERS.signature]: signWebhook(secret, id, timestamp, body),
+  };
+}

@@ -1,0 +1,118 @@
+import type { ClientBase, Pool } from 'pg';
+import type { OutboxRow } from './outbox-message';
+
+type Queryable = Pick<ClientBase | Pool, 'query'>;
+
+export interface DeadLetterEntry {
+  seq: string;
+  reason: string;
+  attempts: number;
+}
+
+export interface OutboxCounts {
+  pending: number;
+  oldestPendingAgeMs: number;
+  deadLetters: number;
+}
+
+/**
+ * The relay's SQL on outbox_events / outbox_dead_letters (raw `pg`, parameterised; Prisma cannot
+ * LISTEN and this is the house-style exception for the outbox claim). The relay runs mark, park
+ * and dead-letter on the connection that holds the leader lock: if that connection dies the lock
+ * is gone and so are these writes (see docs/relay.md, "Leadership"). Claims are plain reads.
+ * Each method is one statement, hence atomic on its own: none needs the caller's transaction.
+ */
+export class OutboxRepository {
+  /**
+   * The oldest unpublished rows in seq order, skipping `exclude` (rows in flight) and every ticket
+   * that has a row parked until a later retry (a ticket's rows never overtake each other). Each row
+   * carries `blockedBy`: the event id of its ticket's earliest dead letter with a lower seq, if any.
+   * No row lock: only the leader claims.
+   */
+  async claim(db: Queryable, limit: number, exclude: string[] = []): Promise<OutboxRow[]> {
+    const { rows } = await db.query<OutboxRow>(
+      `SELECT o.seq::text AS seq, o.event_id AS "eventId", o.aggregate_id AS "aggregateId", o.event_type AS "eventType",
+              o.payload::text AS payload, o.headers, o.attempts, b.event_id AS "blockedBy"
+         FROM outbox_events o
+         LEFT JOIN LATERAL (
+                SELECT d.event_id FROM outbox_dead_letters d
+                 WHERE d.aggregate_id = o.aggregate_id AND d.seq < o.seq
+                 ORDER BY d.seq LIMIT 1) b ON true
+        WHERE o.published_at IS NULL
+          AND o.seq <> ALL ($2::bigint[])
+          AND o.aggregate_id <> ALL (ARRAY(
+                SELECT aggregate_id FROM outbox_events
+                 WHERE published_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > now()))
+        ORDER BY o.seq -- the column: a bare "seq" would sort by the text alias ('10' < '2')
+        LIMIT $1`,
+      [limit, exclude],
+    );
+    return rows;
+  }
+
+  /** Called only after the broker acknowledged every one of these rows. */
+  async markPublished(db: Queryable, seqs: string[]): Promise<number> {
+    const res = await db.query(
+      `UPDATE outbox_events
+          SET published_at = now(), attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
+        WHERE seq = ANY($1::bigint[]) AND published_at IS NULL`,
+      [seqs],
+    );
+    return res.rowCount ?? 0;
+  }
+
+  /** Records a failed attempt and holds the row (and so its ticket) back until `delayMs` from now. */
+  async park(db: Queryable, seq: string, attempts: number, error: string, delayMs: number): Promise<void> {
+    await db.query(
+      `UPDATE outbox_events
+          SET attempts = $2, last_error = $3, next_attempt_at = now() + $4::double precision * interval '1 millisecond'
+        WHERE seq = $1::bigint AND published_at IS NULL`,
+      [seq, attempts, error, delayMs],
+    );
+  }
+
+  /** Moves rows to outbox_dead_letters (delete + insert in one statement, so a row is never in both or neither). */
+  async deadLetter(db: Queryable, entries: DeadLetterEntry[]): Promise<number> {
+    if (entries.length === 0) return 0;
+    const res = await db.query(
+      `WITH doomed AS (
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[]) AS d(seq, reason, attempts)
+       ), moved AS (
+         DELETE FROM outbox_events o USING doomed d
+          WHERE o.seq = d.seq AND o.published_at IS NULL
+         RETURNING o.seq, o.event_id, o.tenant_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
+                   o.headers, o.created_at, d.reason, d.attempts
+       )
+       INSERT INTO outbox_dead_letters
+              (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, outbox_created_at)
+       SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, created_at
+         FROM moved`,
+      [entries.map((e) => e.seq), entries.map((e) => e.reason), entries.map((e) => e.attempts)],
+    );
+    return res.rowCount ?? 0;
+  }
+
+  /** Deletes up to `limit` rows published before now - retention; returns how many it deleted. */
+  async purgePublished(db: Queryable, retentionMs: number, limit: number): Promise<number> {
+    const res = await db.query(
+      `DELETE FROM outbox_events
+        WHERE seq IN (SELECT seq FROM outbox_events
+                       WHERE published_at < now() - $1::double precision * interval '1 millisecond'
+                       ORDER BY published_at
+                       LIMIT $2)`,
+      [retentionMs, limit],
+    );
+    return res.rowCount ?? 0;
+  }
+
+  async counts(db: Queryable): Promise<OutboxCounts> {
+    const { rows } = await db.query<{ pending: number; oldestPendingAgeMs: number | null; deadLetters: number }>(
+      `SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,
+              (SELECT floor(extract(epoch FROM now() - created_at) * 1000)::float8
+                 FROM outbox_events WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS "oldestPendingAgeMs",
+              (SELECT count(*) FROM outbox_dead_letters)::int AS "deadLetters"`,
+    );
+    const r = rows[0];
+    return { pending: r.pending, oldestPendingAgeMs: Math.max(0, r.oldestPendingAgeMs ?? 0), deadLetters: r.deadLetters };
+  }
+}

@@ -1,0 +1,131 @@
+// Replay (npm run replay) against the real broker: the group's offsets really move back, the
+// consumer really re-reads the topic, and the inbox turns every re-read event into a skip.
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { startConsumer, type RunningConsumer } from '../../apps/consumer/src/consumer';
+import { EXIT, replayCommand } from '../../apps/consumer/src/replay/replay.command';
+import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
+import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
+
+jest.setTimeout(90_000);
+
+const topic = uniqueName('replay-it');
+const groupId = uniqueName('notifier-replay-it');
+const secret = newWebhookSecret();
+const tenantId = randomUUID();
+const N = 12;
+
+let fx: Awaited<ReturnType<typeof kafkaFixture>>;
+let prisma: PrismaClient;
+let db: Pool;
+let receiver: WebhookReceiver;
+let consumer: RunningConsumer | undefined;
+
+const startNotifier = async () =>
+  (consumer = await startConsumer({
+    prisma,
+    databaseUrl: TEST_DATABASE_URL,
+    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'replay-it' },
+    topic,
+    groupId,
+    notifier: { ...TEST_NOTIFIER, webhookUrl: receiver.url, webhookSecret: secret },
+  }));
+
+async function stopNotifier() {
+  await consumer?.stop();
+  consumer = undefined;
+}
+
+function replay(args: string[]) {
+  const out: string[] = [];
+  const done = replayCommand(['--group', groupId, '--topic', topic, ...args], {
+    prisma,
+    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'replay-it' },
+    defaultTopic: 'unused',
+    out: (l) => out.push(l),
+    pollIntervalMs: 200,
+  });
+  return { out, done };
+}
+
+const notificationCount = async () =>
+  (await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [groupId])).rows[0].n as number;
+
+beforeAll(async () => {
+  fx = await kafkaFixture(topic, 3);
+  prisma = createPrismaClient(TEST_DATABASE_URL, 6, 'replay-it');
+  db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+  receiver = await startWebhookReceiver({ secret });
+  await fx.producer.send({ topic, acks: -1, messages: Array.from({ length: N }, () => toMessage(ticketCreated(tenantId))) });
+  await startNotifier();
+  await receiver.waitForDeliveries(N, 30_000);
+});
+
+afterAll(async () => {
+  await stopNotifier();
+  await db.query('DELETE FROM replays WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+  await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
+  await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);
+});
+
+it('refuses to move the offsets while the group has live members', async () => {
+  const { out, done } = replay(['--from', 'earliest']);
+  expect(await done).toBe(EXIT.groupBusy);
+  expect(out.join('\n')).toMatch(/has 1 live member\(s\).*\n.*stop its consumers.*--wait/);
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM replays WHERE group_id = $1', [groupId]);
+  expect(rows[0].n).toBe(0);
+});
+
+it('replays the whole topic from earliest: every event is skipped, no new webhook', async () => {
+  // --wait: the command waits for the running consumer to stop, then moves the offsets; --follow: it
+  // stays until the restarted consumer has re-read everything.
+  const { out, done } = replay(['--from', 'earliest', '--wait', '--follow', '--timeout', '60s']);
+  await eventually(() => out.join('\n'), (t) => t.includes('waiting for group'), 10_000, 'the wait message');
+  await stopNotifier();
+  await eventually(() => out.join('\n'), (t) => t.includes('message(s) to re-read'), 20_000, 'the offsets to move');
+  await startNotifier();
+
+  expect(await done).toBe(EXIT.ok);
+  const text = out.join('\n');
+  expect(text).toContain(`${N} message(s) to re-read`);
+  expect(text).toMatch(new RegExp(`re-read\\s+${N} of ${N}`));
+  expect(text).toMatch(new RegExp(`skipped \\(already processed\\)\\s+${N}\\n`));
+  expect(text).toMatch(/processed as new\s+0\n/);
+  expect(consumer!.stats()).toMatchObject({ received: N, processed: 0, skippedDuplicate: N });
+
+  await new Promise((r) => setTimeout(r, 500));
+  expect(receiver.requests).toHaveLength(N);
+  expect(await notificationCount()).toBe(N);
+  const { rows } = await db.query('SELECT status FROM replays WHERE group_id = $1', [groupId]);
+  expect(rows).toEqual([{ status: 'completed' }]);
+});
+
+it('replays from a point in time: only the events after it are re-read; new events are processed as usual', async () => {
+  const before = await notificationCount();
+  await new Promise((r) => setTimeout(r, 20));
+  const from = new Date().toISOString();
+  const later = Array.from({ length: 4 }, () => ticketCreated(tenantId));
+  await fx.producer.send({ topic, acks: -1, messages: later.map((e) => toMessage(e)) });
+  await receiver.waitForDeliveries(N + 4, 20_000);
+
+  await stopNotifier();
+  const { out, done } = replay(['--from', from]);
+  expect(await done).toBe(EXIT.ok);
+  expect(out.join('\n')).toContain('4 message(s) to re-read');
+
+  await startNotifier();
+  const fresh = ticketCreated(tenantId);
+  await fx.producer.send({ topic, acks: -1, messages: [toMessage(fresh)] });
+  const follow = replay(['--follow', '--timeout', '60s']);
+  expect(await follow.done).toBe(EXIT.ok);
+  expect(follow.out.join('\n')).toMatch(/re-read\s+4 of 4\n\s+skipped \(already processed\)\s+4\n/);
+
+  await receiver.waitForDeliveries(N + 5, 20_000);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(receiver.requests).toHaveLength(N + 5);
+  expect(await notificationCount()).toBe(before + 5);
+});
