@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createApiApp } from './app.factory';
 import { Database } from './infra/database';
+import { pendingMigrations } from './infra/migrations-check';
 
 async function main(): Promise<void> {
   let config;
@@ -18,6 +19,12 @@ async function main(): Promise<void> {
   const app = await createApiApp(config, logger);
   try {
     await app.get(Database).prisma.$queryRaw`SELECT 1`;
+    const pending = await pendingMigrations(app.get(Database).prisma);
+    if (pending.length) {
+      logger.fatal({ pending }, `the database is not migrated (${pending.length} pending: ${pending.join(', ')}): run npm run db:migrate`);
+      await app.close();
+      process.exit(1);
+    }
   } catch (err) {
     const u = new URL(config.database.url);
     logger.fatal(

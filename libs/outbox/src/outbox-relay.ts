@@ -548,7 +548,12 @@ export class OutboxRelay {
 
   private getPool(): Pool {
     // Claims, stats and retention cleanup (never more than one of each at a time).
-    this.pool ??= new Pool({ connectionString: this.o.databaseUrl, max: 3, application_name: 'outbox-relay-aux', idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+    if (!this.pool) {
+      this.pool = new Pool({ connectionString: this.o.databaseUrl, max: 3, application_name: 'outbox-relay-aux', idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+      // An idle connection that PostgreSQL closes (restart, admin termination) emits 'error' on the
+      // pool; without a listener that would crash the whole process (the relay runs inside the API).
+      this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'idle relay connection closed by the server; it will be replaced'));
+    }
     return this.pool;
   }
 
