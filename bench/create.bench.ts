@@ -2,8 +2,9 @@
 //
 //   npm run bench:create          (build, then node -r ./scripts/register-aliases.js dist/bench/create.bench.js)
 //
-// Env: BENCH_DATABASE_URL or DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/tickets_bench; the
-// database name must contain "bench": its ticket tables are TRUNCATED at the start), BENCH_CONCURRENCY
+// Env: BENCH_DATABASE_URL (default: DATABASE_URL if its database is *_bench, else DATABASE_URL's server with
+// database tickets_bench, else postgresql://postgres@127.0.0.1:5432/tickets_bench; the name must end in
+// "bench": the bench creates and migrates it and TRUNCATES its ticket tables at the start), BENCH_CONCURRENCY
 // (32), BENCH_SECONDS per measured phase (6), BENCH_ROUNDS (3), BENCH_WARMUP_SECONDS (2), BENCH_POOL (the
 // API's DB_POOL_MAX; default = concurrency; the baseline's pool is always = concurrency), BENCH_CPU_PROF=<dir>
 // (write a V8 CPU profile of the API child there), BENCH_API_NODE_ARGS (extra node options for the API
@@ -316,11 +317,25 @@ function repoRoot(): string {
   return process.cwd(); // compiled to a private outDir: run from the repo
 }
 
+const isBenchDb = (url: string) => /(^|_)bench$/.test(decodeURIComponent(new URL(url).pathname.slice(1)));
+
+/**
+ * BENCH_DATABASE_URL; else DATABASE_URL if it names a *_bench database; else DATABASE_URL's server with the
+ * database tickets_bench; else the default. The bench truncates tables, so it never runs on another database.
+ */
 function benchDatabaseUrl(): string {
-  const url = env.BENCH_DATABASE_URL || env.DATABASE_URL || DEFAULT_URL;
-  const name = decodeURIComponent(new URL(url).pathname.slice(1));
-  if (!/bench/i.test(name)) {
-    throw new Error(`refusing to run against database "${name}": the bench truncates its ticket tables, so the name must contain "bench" (set BENCH_DATABASE_URL)`);
+  let url = env.BENCH_DATABASE_URL || undefined;
+  if (!url && env.DATABASE_URL) {
+    url = env.DATABASE_URL;
+    if (!isBenchDb(url)) {
+      const u = new URL(url);
+      u.pathname = '/tickets_bench';
+      url = u.toString();
+    }
+  }
+  url ??= DEFAULT_URL;
+  if (!isBenchDb(url)) {
+    throw new Error(`refusing to run against ${new URL(url).pathname.slice(1)}: the bench truncates its ticket tables, so the database name must end in "bench"`);
   }
   return url;
 }
@@ -351,7 +366,8 @@ export async function runCreateBench(): Promise<string> {
   const warmup = num('BENCH_WARMUP_SECONDS', 2);
   const poolSize = num('BENCH_POOL', concurrency);
   const cpuProfDir = env.BENCH_CPU_PROF;
-  const apiNodeArgs = (env.BENCH_API_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
+  const apiNodeArgs = (env.BENCH_API_NODE_ARGS ?? '--max-old-space-size=192').split(/\s+/).filter(Boolean);
   const url = benchDatabaseUrl();
   const root = repoRoot();
   const distRoot = join(__dirname, '..');

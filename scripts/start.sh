@@ -35,7 +35,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-node -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
+node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
 pids+=($!)
 if [ -f dist/apps/consumer/src/main.js ]; then
   node -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &

@@ -21,6 +21,18 @@ export async function startApi(opts: { mainJs: string; nodeArgs: string[]; env: 
     env: { ...process.env, ...opts.env, PORT: String(opts.port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // Never leave the API behind: if the bench dies (Ctrl-C, EPIPE, a crash), take the child with it.
+  const killChild = () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  };
+  process.once('exit', killChild);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(sig, () => {
+      killChild();
+      process.exit(130);
+    });
+  }
+  proc.once('exit', () => process.removeListener('exit', killChild));
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-8_000);
