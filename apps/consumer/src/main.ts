@@ -1,18 +1,9 @@
-import { ConfigError, loadConfig } from '@tickets/config';
+import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createConsumerApp } from './consumer.app';
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`consumer: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  const config = loadConfigOrExit('consumer');
   const logger = createLogger(config.logLevel, 'consumer');
   if (!config.notifier.webhookUrl) {
     logger.warn('NOTIFY_WEBHOOK_URL is not set: notifications of tenants without a webhook of their own are recorded as skipped');

@@ -1,26 +1,12 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { LoggerService } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
-import type { Logger } from '@tickets/logger';
+import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { AppModule } from './app.module';
 import { requestIdFrom } from './common/request-context';
 import { Metrics } from './metrics/metrics';
 
-/** Nest's own log lines, through pino. */
-class PinoNestLogger implements LoggerService {
-  constructor(private readonly logger: Logger) {}
-  log(message: unknown, context?: string) {
-    this.logger.debug({ context }, String(message));
-  }
-  error(message: unknown, trace?: string, context?: string) {
-    this.logger.error({ context, trace }, String(message));
-  }
-  warn(message: unknown, context?: string) {
-    this.logger.warn({ context }, String(message));
-  }
-}
 
 /** Builds the API (not listening). main.ts and the tests both start it this way. */
 export async function createApiApp(config: AppConfig, logger: Logger): Promise<NestFastifyApplication> {

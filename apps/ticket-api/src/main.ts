@@ -1,20 +1,11 @@
-import { ConfigError, loadConfig } from '@tickets/config';
+import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createApiApp } from './app.factory';
 import { Database } from './infra/database';
 import { pendingMigrations } from './infra/migrations-check';
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`ticket-api: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  const config = loadConfigOrExit('ticket-api');
   const logger = createLogger(config.logLevel, 'ticket-api');
   const app = await createApiApp(config, logger);
   try {

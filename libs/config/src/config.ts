@@ -194,3 +194,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
   };
 }
+
+/** loadConfig() for a process entry point: on a bad environment, prints what to fix and exits with code 2. */
+export function loadConfigOrExit(processName: string, env: NodeJS.ProcessEnv = process.env): AppConfig {
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${processName}: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}

@@ -12,3 +12,17 @@ export function createLogger(level: string, name: string): Logger {
     redact: { paths: ['req.headers.authorization', 'headers.authorization', 'apiKey', 'secret'], censor: '[redacted]' },
   });
 }
+
+/** Nest's own log lines through pino (Nest's `log` level becomes pino's debug: they are start-up chatter). */
+export class PinoNestLogger {
+  constructor(private readonly logger: Logger) {}
+  log(message: unknown, context?: string): void {
+    this.logger.debug({ context }, String(message));
+  }
+  error(message: unknown, trace?: string, context?: string): void {
+    this.logger.error({ context, trace }, String(message));
+  }
+  warn(message: unknown, context?: string): void {
+    this.logger.warn({ context }, String(message));
+  }
+}
