@@ -132,3 +132,28 @@ describe('ticket API contract', () => {
     expect(await (await fetch(`${stack.baseUrl}/metrics`)).text()).toContain('tickets_write_outcomes_total');
   });
 });
+
+describe('malformed HTTP', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(() => stack.stop());
+
+  it('a request the HTTP parser rejects still gets a problem body', async () => {
+    const { connect } = await import('node:net');
+    const url = new URL(stack.baseUrl);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write('POST /v1/tickets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x01b\r\nContent-Length: 2\r\n\r\n{}');
+      });
+      let data = '';
+      socket.on('data', (d) => (data += d));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(raw).toContain('Content-Type: application/problem+json');
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'malformed_request', status: 400, retryable: false });
+  });
+});

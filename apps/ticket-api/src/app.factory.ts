@@ -4,6 +4,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { AppConfig } from '@tickets/config';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { AppModule } from './app.module';
+import { problemBody } from './common/problem';
 import { requestIdFrom } from './common/request-context';
 import { Metrics } from './metrics/metrics';
 
@@ -15,6 +16,14 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
     genReqId: (req: { headers: Record<string, unknown> }) => requestIdFrom(req.headers),
     requestIdHeader: false,
     return503OnClosing: true,
+    // Requests Node's HTTP parser rejects (bad header bytes, broken framing) still get a problem body.
+    clientErrorHandler: (err, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const body = JSON.stringify(problemBody('malformed_request', `The HTTP request could not be parsed (${(err as { code?: string }).code ?? err.message}).`));
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
   });
   const fastify = adapter.getInstance();
   // Only JSON bodies: anything else is a 415 problem rather than a string that fails validation later.

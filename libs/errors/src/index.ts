@@ -5,6 +5,7 @@
 export type ErrorCode =
   | 'validation_failed'
   | 'malformed_json'
+  | 'malformed_request'
   | 'unsupported_media_type'
   | 'payload_too_large'
   | 'unauthorized'

@@ -11,6 +11,7 @@ interface ProblemSpec {
 export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   validation_failed: { status: 400, title: 'The request body is not valid', retryable: false },
   malformed_json: { status: 400, title: 'The request body is not valid JSON', retryable: false },
+  malformed_request: { status: 400, title: 'The HTTP request is malformed', retryable: false },
   unsupported_media_type: { status: 415, title: 'Unsupported content type', retryable: false },
   payload_too_large: { status: 413, title: 'The request body is too large', retryable: false },
   unauthorized: { status: 401, title: 'Missing or invalid API key', retryable: false },
@@ -56,6 +57,7 @@ export function problemBody(code: ErrorCode, detail: string, extensions: Record<
 export const PROBLEM_ADVICE: Record<ErrorCode, string> = {
   validation_failed: 'Fix the fields listed in `errors` and send again with a NEW Idempotency-Key (nothing was stored).',
   malformed_json: 'Send a valid JSON object with Content-Type: application/json.',
+  malformed_request: 'Check the request line and headers: a header value with a line break or control character is the usual cause.',
   unsupported_media_type: 'Send the body as application/json.',
   payload_too_large: 'Shrink the body (description <= 10,000 chars, small metadata) and send again.',
   unauthorized: 'Send Authorization: Bearer <api key>. Create a key with `npm run cli -- api-keys create --tenant <slug>`.',
