@@ -2,7 +2,8 @@
 # `npm start`: the whole system for a newcomer on a fresh machine. Installs what is missing, uses
 # DATABASE_URL or the local PostgreSQL (or docker compose where Docker exists), brings up Kafka,
 # migrates, creates a demo tenant, prints its API key and example curl commands, then runs the API
-# (with the outbox relay inside) and the notification consumer until Ctrl-C.
+# (with the outbox relay inside), the notification consumer and (without NOTIFY_WEBHOOK_URL) a local
+# webhook sink that prints each delivery, until Ctrl-C.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -37,10 +38,18 @@ trap cleanup INT TERM EXIT
 
 node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
 pids+=($!)
-if [ -f dist/apps/consumer/src/main.js ]; then
-  node -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
+SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
+if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
+  # No webhook target configured: deliver to a local sink that prints each notification.
+  export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
+  export NOTIFY_WEBHOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
+  export NOTIFY_WEBHOOK_URL="http://127.0.0.1:$WEBHOOK_SINK_PORT/webhooks"
+  node -r ./scripts/register-aliases.js dist/scripts/webhook-sink.js &
   pids+=($!)
+  SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
+node -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
+pids+=($!)
 
 for _ in $(seq 1 60); do
   curl -fsS "$BASE/health/ready" >/dev/null 2>&1 && break
@@ -54,6 +63,7 @@ cat <<TXT
     API        $BASE        (docs: $BASE/docs, OpenAPI: $BASE/openapi.json, metrics: $BASE/metrics)
     tenant     demo
     API key    $API_KEY
+    webhooks   $SINK_NOTE
 
   Try it:
     export TICKETS_API_KEY=$API_KEY
@@ -64,7 +74,7 @@ cat <<TXT
     curl -s $BASE/v1/idempotency-keys/demo-1 -H "Authorization: Bearer \$TICKETS_API_KEY"
     curl -s "$BASE/v1/tickets?externalRef=INC-1" -H "Authorization: Bearer \$TICKETS_API_KEY"
 
-  Ctrl-C stops the API and the consumer (the Kafka broker keeps running: npm run kafka:down).
+  Ctrl-C stops the API, the consumer and the sink (the Kafka broker keeps running: npm run kafka:down).
 
 TXT
 wait -n "${pids[@]}"
