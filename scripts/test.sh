@@ -16,4 +16,13 @@ say "migrating the test database"
 DATABASE_URL="$TEST_DATABASE_URL" node scripts/db-migrate.mjs deploy
 say "running unit, integration and e2e tests"
 # The e2e and integration tiers share one PostgreSQL and one broker on 2 cores: run the files one at a time.
-exec npx jest --ci --runInBand "$@"
+mkdir -p .tmp
+set +e
+npx jest --ci --runInBand --json --outputFile=.tmp/jest-results.json "$@"
+status=$?
+set -e
+# One plain closing line for CI: "tests: N passed, N failed".
+if [ -f .tmp/jest-results.json ]; then
+  node -e 'const r=require(process.argv[1]);console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed` + (r.numPendingTests ? `, ${r.numPendingTests} skipped` : ""))' "$ROOT/.tmp/jest-results.json"
+fi
+exit $status
