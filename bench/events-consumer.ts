@@ -36,19 +36,21 @@ export interface ConsumerBenchResult {
   rssPeakMb: number;
   /** RSS when 25/50/75/100 % of the messages were consumed (flat = bounded memory). */
   rssAtQuartilesMb: number[];
+  /** Highest RSS sampled while the replay (every message a duplicate) ran. */
+  replayRssPeakMb: number;
 }
 
 const PARTITIONS = 6;
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const perSec = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
+/** The directory holding scripts/db-migrate.mjs: above this file (bench/ or dist/bench/), else the cwd (a private outDir). */
 function repoRoot(): string {
-  let dir = __dirname;
-  while (!existsSync(join(dir, 'package.json'))) {
-    if (dirname(dir) === dir) throw new Error('run the benchmark from inside the repository');
-    dir = dirname(dir);
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
   }
-  return dir;
+  if (existsSync(join(process.cwd(), 'scripts', 'db-migrate.mjs'))) return process.cwd();
+  throw new Error('run the benchmark from inside the repository');
 }
 
 function event(tenantId: string): Message {
@@ -166,10 +168,13 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     // 3. Replay of the whole topic: every message is already in the inbox.
     log('replay from earliest (all duplicates) ...');
     await admin.resetOffsets({ groupId: groups.consumer, topic, earliest: true });
+    let replayRssPeak = process.memoryUsage().rss;
+    const replaySampler = setInterval(() => (replayRssPeak = Math.max(replayRssPeak, process.memoryUsage().rss)), 50);
     t = Date.now();
     consumer = await startConsumer(consumerOpts);
     const replayMs = await until('replay', n, () => consumer.stats().received, t, log);
     await consumer.stop();
+    clearInterval(replaySampler);
     if (consumer.stats().skippedDuplicate !== n) throw new Error(`replay skipped ${consumer.stats().skippedDuplicate} of ${n}`);
     const [{ notifications }] = await prisma.$queryRaw<{ notifications: number }[]>`SELECT count(*)::int AS notifications FROM notifications`;
     if (notifications !== n) throw new Error(`${notifications} notifications for ${n} events`);
@@ -187,6 +192,7 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
       rssBeforeMb: mb(rssBefore),
       rssPeakMb: mb(rssPeak),
       rssAtQuartilesMb: quartiles,
+      replayRssPeakMb: mb(replayRssPeak),
     };
     return result;
   } finally {
@@ -207,7 +213,7 @@ export function formatConsumerBench(r: ConsumerBenchResult): string {
     row('notification consumer (parse, inbox + notification, commit)', r.consumerMs, r.consumerPerSec, `${r.ratio.toFixed(2)}x`),
     row('replay from earliest (every message a duplicate)', r.replayMs, r.replayPerSec, `${(r.rawMs / r.replayMs).toFixed(2)}x`),
     '',
-    `webhook sending disabled (dispatch: false); RSS before ${r.rssBeforeMb} MB, peak ${r.rssPeakMb} MB, at 25/50/75/100 %: ${r.rssAtQuartilesMb.join(' / ')} MB`,
+    `webhook sending disabled (dispatch: false); RSS before ${r.rssBeforeMb} MB, peak ${r.rssPeakMb} MB, at 25/50/75/100 %: ${r.rssAtQuartilesMb.join(' / ')} MB, replay peak ${r.replayRssPeakMb} MB`,
   ].join('\n');
 }
 

@@ -74,12 +74,14 @@ const SEED_SQL = `
            ORDER BY s.g, k.n) x`;
 
 /**
- * Runs a warm-up round (5 000 rows, not counted) and `rounds` measured rounds (default 3) of
+ * Runs a warm-up round (`warmupRows`, default 5 000 rows, not counted) and `rounds` measured rounds (default 3) of
  * `rows` rows (default 50 000). Each round: seed the outbox, let a fresh relay drain it to a fresh
  * topic, then send the same messages with the raw producer to another fresh topic. Medians are
  * reported because a shared machine makes single runs noisy.
  */
-export async function runRelayBench(opts: { rows?: number; rounds?: number; log?: (line: string) => void } = {}): Promise<RelayBenchResult> {
+export async function runRelayBench(
+  opts: { rows?: number; rounds?: number; log?: (line: string) => void; /** rows of the unmeasured warm-up round (default 5 000) */ warmupRows?: number } = {},
+): Promise<RelayBenchResult> {
   const rows = opts.rows ?? 50_000;
   const roundCount = opts.rounds ?? 3;
   const log = opts.log ?? ((line: string) => console.log(line));
@@ -167,7 +169,7 @@ export async function runRelayBench(opts: { rows?: number; rounds?: number; log?
   };
 
   try {
-    await round(5_000, 'warm-up');
+    await round(opts.warmupRows ?? 5_000, 'warm-up');
     rssBefore = process.memoryUsage().rss;
     const rounds: RelayBenchRound[] = [];
     for (let i = 1; i <= roundCount; i++) {

@@ -80,9 +80,9 @@ const EnvSchema = z.object({
   /** How long a claimed notification stays reserved for one dispatcher (must exceed NOTIFY_TIMEOUT). */
   NOTIFY_LEASE: duration('60s'),
   NOTIFY_POLL_INTERVAL: duration('1s'),
-  NOTIFY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  NOTIFY_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
   /** kafkajs partitionsConsumedConcurrently for the notifier. */
-  CONSUMER_PARTITIONS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
+  CONSUMER_PARTITIONS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(6),
   /** Inbox rows are kept this long; must be at least the topic's retention.ms (see docs/consumer.md). */
   INBOX_RETENTION: duration('30d'),
   INBOX_PURGE_INTERVAL: duration('1h'),

@@ -1,0 +1,679 @@
+// POST-to-webhook latency over the whole event path, as it runs in production (issue #3, part 3).
+//
+// Used by bench/events.bench.ts (`runLatencyBench()`); also runs alone:
+//   node -r ./scripts/register-aliases.js dist/bench/events-latency.js
+//
+// Starts, on a fresh database (<DATABASE_URL's name>_bench_events, migrated, dropped afterwards) and a
+// fresh 6-partition topic (deleted afterwards):
+//   API       dist/apps/ticket-api/src/main.js as a child process, RELAY_ENABLED=true (the relay runs inside it);
+//   consumer  dist/apps/consumer/src/main.js as a child process, a unique NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL =
+//   receiver  a webhook endpoint in this process (checks every Standard Webhooks signature, answers 204).
+// Then:
+//   1. warm-up: POSTs for 2 s at concurrency 8 (autocannon), until their webhooks arrived;
+//   2. max POST rate: autocannon, 5 s at concurrency 32, a fresh Idempotency-Key per request; then waits
+//      until every ticket created so far has had its webhook (the backlog drains);
+//   3. open loop at HALF that rate for 15 s: a timer sends POST i at t0 + i/rate whatever the responses
+//      (keep-alive pool of up to 128 sockets); per ticket, latency = webhook arrival (receiver, this
+//      process) - intended send time (so a late scheduler or a full socket pool counts against us).
+//      Matched by the ticket id of the 201 body and the webhook body's data.ticketId.
+// Tuning goes through the environment only (the children inherit it): RELAY_POLL_INTERVAL,
+// NOTIFY_CONCURRENCY, NOTIFY_POLL_INTERVAL, CONSUMER_PARTITIONS_CONCURRENCY, DB_POOL_MAX ... The bench
+// sets LOG_LEVEL=warn, TICKET_EVENTS_TOPIC, NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL/_SECRET, DATABASE_URL,
+// and, unless the environment sets them, NOTIFY_CONCURRENCY=32 and CONSUMER_PARTITIONS_CONCURRENCY=6
+// (BENCH_DEFAULTS below: why).
+// EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
+// the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { Agent, createServer, request, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Kafka, logLevel } from 'kafkajs';
+import { Client } from 'pg';
+import { loadConfig } from '@tickets/config';
+import { createPrismaClient } from '@tickets/db';
+import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
+import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
+import { fixed, int, mb, percentile } from './support/stats';
+
+// autocannon ships no types; the slice of its programmatic API used here.
+interface AcResult {
+  errors: number;
+  timeouts: number;
+  statusCodeStats: Record<string, { count: number }>;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (
+  opts: Record<string, unknown>,
+  cb: (err: Error | null, res: AcResult) => void,
+) => { on(event: 'response', fn: (client: unknown, status: number, bytes: number, ms: number) => void): void };
+
+export interface Percentiles {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export interface LatencyBenchResult {
+  /** POST /v1/tickets 201/s, autocannon at `maxConcurrency` for `maxSeconds`, with relay and consumer running. */
+  maxPostRate: number;
+  maxPostP99Ms: number;
+  /** Non-201 answers and socket errors in the max-rate phase. */
+  maxPostBad: string;
+  maxConcurrency: number;
+  maxSeconds: number;
+  /** Time from the end of the max-rate phase until every ticket's webhook had arrived (backlog drain). */
+  backlog: { tickets: number; drainMs: number };
+  /** The open-loop phase. */
+  rate: number;
+  seconds: number;
+  sent: number;
+  created: number;
+  /** Non-201 responses and transport errors of the open-loop phase. */
+  failed: number;
+  failedDetail: string;
+  arrived: number;
+  /** Webhooks seen more than once for the same ticket (all phases). */
+  duplicates: number;
+  unverified: number;
+  /** Webhook arrival - intended send time, ms. */
+  e2e: Percentiles;
+  /** POST response time measured from the intended send time, ms. */
+  http: Percentiles;
+  /** Actual send - intended send time (the scheduler's lateness), ms. */
+  schedulerLag: Percentiles;
+  /** Per-stage breakdown from the database timestamps (ms, same clock): see `stages` in the report. */
+  stages: Record<string, Percentiles>;
+  /** CPU during the open-loop phase, % of one core. */
+  cpu: Record<string, number>;
+  /** PostgreSQL transactions (all sessions of the bench database) per POST during the open loop (approx.: the tail's are partly included). */
+  xactPerTicket: number;
+  /** VmHWM of the children at the end (relay runs inside the API). */
+  apiPeakRssMb: number;
+  consumerPeakRssMb: number;
+  settings: Record<string, string>;
+}
+
+const env = process.env;
+const posNum = (name: string, dflt: number) => {
+  const v = env[name];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}=${v} is not a positive number`);
+  return n;
+};
+
+/** The create request: ~1 KB of JSON (the same shape as bench:create's), no externalRef. */
+const BODY_TEXT = JSON.stringify({
+  title: 'Bench: the printer on floor 3 jams on every duplex job',
+  description:
+    'Since Monday the shared printer on floor 3 (HP LaserJet, asset 00417) jams whenever a job is printed double-sided. ' +
+    'Single-sided jobs go through. The paper tray was refilled with the usual 80 g/m2 stock and the rollers were wiped; ' +
+    'the jam happens at the duplex unit, the display shows error 13.B2.D1. Several people on the floor depend on it for ' +
+    'contract printouts, so please send someone or tell us which other printer to use in the meantime.',
+  priority: 'high',
+  requester: { name: 'Bench Agent', email: 'agent@bench.example' },
+  metadata: { source: 'bench-events', channel: 'agent', tags: ['printer', 'floor-3', 'duplex'] },
+});
+
+/**
+ * Applied to the children unless the environment sets them: the dispatcher's default of 8 deliveries in
+ * flight collapses when a delivery (claim, POST, record) slows past ~50 ms on a busy box (8 / 50 ms =
+ * 160/s: webhooks then queue for seconds), and the consumer should work on all 6 partitions at once.
+ * Set e.g. NOTIFY_CONCURRENCY=8 CONSUMER_PARTITIONS_CONCURRENCY=3 to measure the application defaults.
+ */
+const BENCH_DEFAULTS: Record<string, string> = { NOTIFY_CONCURRENCY: '32', CONSUMER_PARTITIONS_CONCURRENCY: '6' };
+
+/** Settings worth reporting: the env the children see for the knobs that shape latency. */
+const KNOBS: Array<[string, string]> = [
+  ['RELAY_POLL_INTERVAL', '1s'],
+  ['RELAY_BATCH_SIZE', '500'],
+  ['DB_POOL_MAX', '20'],
+  ['CONSUMER_PARTITIONS_CONCURRENCY', '3'],
+  ['NOTIFY_CONCURRENCY', '8'],
+  ['NOTIFY_POLL_INTERVAL', '1s'],
+  ['TICKET_EVENTS_PARTITIONS', '6'],
+];
+
+const now = () => performance.now();
+/** performance.now() on the wall clock (ms since the epoch), to compare with database timestamps. */
+let wallOffset = Date.now() - performance.now();
+const wall = (perf: number) => wallOffset + perf;
+
+export function pct(values: number[]): Percentiles {
+  return { n: values.length, p50: percentile(values, 0.5), p90: percentile(values, 0.9), p99: percentile(values, 0.99), max: values.length ? Math.max(...values) : NaN };
+}
+
+export const fmtPct = (p: Percentiles) => `p50 ${fixed(p.p50)}  p90 ${fixed(p.p90)}  p99 ${fixed(p.p99)}  max ${fixed(p.max)} ms (n=${p.n})`;
+
+function repoRoot(): string {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
+  }
+  return process.cwd();
+}
+
+/** Only the `-r <hook>` options of this process, so the children resolve @tickets/* the same way. */
+function requireHooks(): string[] {
+  const out: string[] = [];
+  const a = process.execArgv;
+  for (let i = 0; i < a.length; i++) {
+    if ((a[i] === '-r' || a[i] === '--require') && a[i + 1]) out.push('-r', a[++i]);
+    else if (a[i].startsWith('--require=')) out.push(a[i]);
+  }
+  return out;
+}
+
+// ---------- webhook receiver (Standard Webhooks, verified here, independently of the sender) ----------
+
+interface Arrival {
+  at: number;
+  count: number;
+}
+
+function startReceiver(secret: string) {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  const arrivals = new Map<string, Arrival>();
+  let requests = 0;
+  let unverified = 0;
+  let duplicates = 0;
+  const verify = (h: IncomingHttpHeaders, body: string) => {
+    const id = h['webhook-id'];
+    const ts = h['webhook-timestamp'];
+    const sig = h['webhook-signature'];
+    if (typeof id !== 'string' || typeof ts !== 'string' || typeof sig !== 'string') return false;
+    const expected = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest();
+    return sig.split(' ').some((s) => {
+      const got = Buffer.from(s.slice(3), 'base64');
+      return s.startsWith('v1,') && got.length === expected.length && timingSafeEqual(got, expected);
+    });
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = now();
+      requests++;
+      const body = Buffer.concat(chunks).toString('utf8');
+      if (!verify(req.headers, body)) {
+        unverified++;
+        res.writeHead(401).end();
+        return;
+      }
+      res.writeHead(204).end();
+      let ticketId: string | undefined;
+      try {
+        ticketId = (JSON.parse(body) as { data?: { ticketId?: string } }).data?.ticketId;
+      } catch {
+        /* counted as arrived for nothing */
+      }
+      if (!ticketId) return;
+      const a = arrivals.get(ticketId);
+      if (a) {
+        a.count++;
+        duplicates++;
+      } else arrivals.set(ticketId, { at, count: 1 });
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  return {
+    arrivals,
+    stats: () => ({ requests, unverified, duplicates }),
+    listen: () => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`))),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+// ---------- the consumer child ----------
+
+/** The API and consumer children while they run (so that a signal handler can stop them). */
+export const latencyChildren = new Set<ChildProcess>();
+
+interface Child {
+  pid: number;
+  proc: ChildProcess;
+  stderrTail(): string;
+  stop(): Promise<void>;
+}
+
+function startChild(mainJs: string, nodeArgs: string[], childEnv: Record<string, string>): Child {
+  const proc = spawn(process.execPath, [...nodeArgs, mainJs], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
+  return {
+    pid: proc.pid!,
+    proc,
+    stderrTail: () => stderr,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        const kill = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+        proc.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+// ---------- load ----------
+
+interface Ctx {
+  baseUrl: string;
+  apiKey: string;
+  runId: string;
+  /** Ticket ids of every 201 so far (all phases), for the drain wait. */
+  created: Set<string>;
+  log: (line: string) => void;
+}
+
+let keySeq = 0;
+
+/** Closed loop (autocannon): `connections` connections for `seconds`, a fresh key per request. */
+async function closedLoop(ctx: Ctx, connections: number, seconds: number): Promise<{ rate: number; p99: number; bad: number; badDetail: string }> {
+  const lat: number[] = [];
+  const codes = new Map<string, number>();
+  let ok = 0;
+  let bad = 0;
+  const t0 = now();
+  const res = await new Promise<AcResult>((resolve, reject) => {
+    const inst = autocannon(
+      {
+        url: `${ctx.baseUrl}/v1/tickets`,
+        connections,
+        duration: seconds,
+        method: 'POST',
+        headers: { authorization: `Bearer ${ctx.apiKey}`, 'content-type': 'application/json' },
+        body: BODY_TEXT,
+        timeout: 30,
+        requests: [
+          {
+            setupRequest: (req: Record<string, unknown>) => ({ ...req, headers: { ...(req.headers as object), 'idempotency-key': `ev-${ctx.runId}-${++keySeq}` } }),
+            onResponse: (status: number, body: string) => {
+              if (status !== 201) {
+                bad++;
+                const k = `${status} ${body.slice(0, 80)}`;
+                codes.set(k, (codes.get(k) ?? 0) + 1);
+                return;
+              }
+              ok++;
+              try {
+                ctx.created.add((JSON.parse(body) as { id: string }).id);
+              } catch {
+                bad++;
+              }
+            },
+          },
+        ],
+      },
+      (err, r) => (err ? reject(err) : resolve(r)),
+    );
+    inst.on('response', (_c, _s, _b, ms) => lat.push(ms));
+  });
+  const secs = (now() - t0) / 1000;
+  if (res.errors || res.timeouts) codes.set('socket errors/timeouts', res.errors + res.timeouts);
+  return { rate: ok / secs, p99: percentile(lat, 0.99), bad: bad + res.errors + res.timeouts, badDetail: [...codes].map(([k, v]) => `${k}: ${v}`).join('; ') };
+}
+
+interface Sample {
+  intended: number;
+  sent: number;
+  responded?: number;
+  status?: number;
+  ticketId?: string;
+  error?: string;
+}
+
+/** Open loop: request i is sent at t0 + i * 1000/rate, whatever happened to the earlier ones. */
+async function openLoop(ctx: Ctx, rate: number, seconds: number): Promise<Sample[]> {
+  const url = new URL(ctx.baseUrl);
+  const agent = new Agent({ keepAlive: true, maxSockets: 128 });
+  const total = Math.round(rate * seconds);
+  const interval = 1000 / rate;
+  const samples: Sample[] = [];
+  const bodyLen = String(Buffer.byteLength(BODY_TEXT));
+  let pendingResponses = 0;
+  let allResponded!: () => void;
+  const responded = new Promise<void>((r) => (allResponded = r));
+  let scheduled = 0;
+  const fire = (intended: number) => {
+    const s: Sample = { intended, sent: now() };
+    samples.push(s);
+    pendingResponses++;
+    const done = () => {
+      s.responded ??= now();
+      if (--pendingResponses === 0 && scheduled === total) allResponded();
+    };
+    const req = request(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: '/v1/tickets',
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${ctx.apiKey}`,
+          'content-type': 'application/json',
+          'content-length': bodyLen,
+          'idempotency-key': `ol-${ctx.runId}-${++keySeq}`,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          s.responded = now();
+          s.status = res.statusCode;
+          if (res.statusCode === 201) {
+            try {
+              s.ticketId = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string }).id;
+              ctx.created.add(s.ticketId);
+            } catch (e) {
+              s.error = `unparsable 201 body: ${(e as Error).message}`;
+            }
+          }
+          done();
+        });
+        res.on('error', (e) => ((s.error = e.message), done()));
+      },
+    );
+    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
+    req.on('error', (e) => ((s.error = e.message), done()));
+    req.end(BODY_TEXT);
+  };
+  const t0 = now() + 20;
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      const t = now();
+      while (scheduled < total && t0 + scheduled * interval <= t) fire(t0 + scheduled++ * interval);
+      if (scheduled >= total) return resolve();
+      setTimeout(tick, Math.max(0, t0 + scheduled * interval - now() - 0.5));
+    };
+    setTimeout(tick, 20);
+  });
+  if (pendingResponses > 0) await Promise.race([responded, new Promise((r) => setTimeout(r, 35_000))]);
+  agent.destroy();
+  return samples;
+}
+
+/** Waits until every ticket in `ids` has had its webhook, or `timeoutMs`; logs progress every second. */
+async function waitForWebhooks(ids: Iterable<string>, arrivals: Map<string, Arrival>, timeoutMs: number, label: string, log: (l: string) => void): Promise<number> {
+  const want = [...ids];
+  const t0 = now();
+  let lastLog = t0;
+  for (;;) {
+    const got = want.reduce((n, id) => n + (arrivals.has(id) ? 1 : 0), 0);
+    if (got >= want.length) return now() - t0;
+    if (now() - t0 > timeoutMs) {
+      log(`  ${label}: gave up after ${fixed(timeoutMs / 1000, 0)} s with ${got}/${want.length} webhooks`);
+      return now() - t0;
+    }
+    if (now() - lastLog >= 1000) {
+      lastLog = now();
+      log(`  ${label}: ${got}/${want.length} webhooks`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+// ---------- CPU ----------
+
+function kafkaBrokerPid(): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(repoRoot(), '.cache', 'kafka', 'kafka.pid'), 'utf8').trim());
+    return Number.isFinite(pid) && existsSync(`/proc/${pid}`) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function cpuMeter(pids: Record<string, number[]>) {
+  const read = () => Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((s, p) => s + safeCpu(p), 0)]));
+  const t0 = now();
+  const c0 = read();
+  const b0 = process.cpuUsage();
+  const m0 = machineJiffies();
+  return () => {
+    const secs = (now() - t0) / 1000;
+    const c1 = read();
+    const b = process.cpuUsage(b0);
+    const m = machineJiffies();
+    const out: Record<string, number> = {};
+    for (const k of Object.keys(pids)) out[k] = ((c1[k] - c0[k]) / secs) * 100;
+    out.bench = ((b.user + b.system) / 1e6 / secs) * 100;
+    const box = ((m.busy - m0.busy) / Math.max(1, m.total - m0.total)) * 100 * cpus().length;
+    out.other = Math.max(0, box - Object.values(out).reduce((a, b2) => a + b2, 0));
+    out.box = box;
+    return out;
+  };
+}
+
+function safeCpu(pid: number): number {
+  try {
+    return cpuSecondsOf(pid);
+  } catch {
+    return 0;
+  }
+}
+
+// ---------- the run ----------
+
+export async function runLatencyBench(opts: { log?: (line: string) => void } = {}): Promise<LatencyBenchResult> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  const config = loadConfig();
+  const openSeconds = posNum('EVENTS_OPEN_LOOP_SECONDS', 15);
+  const maxSeconds = posNum('EVENTS_MAX_SECONDS', 5);
+  const maxConcurrency = posNum('EVENTS_MAX_CONCURRENCY', 32);
+  const runId = randomBytes(4).toString('hex');
+  wallOffset = Date.now() - performance.now();
+  const dbUrl = new URL(config.database.url);
+  const dbName = `${decodeURIComponent(dbUrl.pathname.slice(1))}_bench_events`;
+  dbUrl.pathname = `/${dbName}`;
+  const url = dbUrl.toString();
+  const adminUrl = new URL(config.database.url);
+  adminUrl.pathname = '/postgres';
+  const adminSql = async (sql: string) => {
+    const c = new Client({ connectionString: adminUrl.toString() });
+    await c.connect();
+    await c.query(sql).finally(() => c.end());
+  };
+  const topic = `bench-events-${runId}`;
+  const groupId = `bench-events-notifier-${runId}`;
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-events', logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  const receiver = startReceiver(secret);
+  const distRoot = join(__dirname, '..');
+  const nodeArgs = requireHooks();
+  const cpuProfDir = env.EVENTS_CPU_PROF;
+  const childArgs = (name: string) =>
+    cpuProfDir ? [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : nodeArgs;
+  const tuned = Object.fromEntries(Object.entries(BENCH_DEFAULTS).filter(([k]) => !env[k]));
+  const settings: Record<string, string> = Object.fromEntries(
+    KNOBS.map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : tuned[k] ? `${tuned[k]} (bench default; app default ${d})` : `${d} (app default)`]),
+  );
+
+  let api: ApiChild | undefined;
+  let consumer: Child | undefined;
+  let db: Client | undefined;
+  let topicCreated = false;
+  try {
+    log(`database ${dbName}: (re)creating and migrating`);
+    await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+    execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...env, DATABASE_URL: url }, stdio: 'pipe' });
+    const prisma = createPrismaClient(url, 1, 'bench-events-setup');
+    const tenant = await createApiKey(prisma, `bench-events-${runId}`);
+    await prisma.$disconnect();
+    db = new Client({ connectionString: url, application_name: 'bench-events' });
+    await db.connect();
+
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: config.kafka.partitions }] });
+    topicCreated = true;
+    const hookUrl = await receiver.listen();
+    log(`topic ${topic} (${config.kafka.partitions} partitions), webhook receiver ${hookUrl}`);
+
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const common = { ...tuned, DATABASE_URL: url, LOG_LEVEL: 'warn', KAFKA_BROKERS: config.kafka.brokers.join(','), TICKET_EVENTS_TOPIC: topic };
+    api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs: childArgs('api'), port, env: { ...common, RELAY_ENABLED: 'true' } });
+    latencyChildren.add(api.proc);
+    consumer = startChild(join(distRoot, 'apps', 'consumer', 'src', 'main.js'), childArgs('consumer'), {
+      ...common,
+      NOTIFIER_GROUP_ID: groupId,
+      NOTIFY_WEBHOOK_URL: hookUrl,
+      NOTIFY_WEBHOOK_SECRET: secret,
+    });
+    latencyChildren.add(consumer.proc);
+    log(`API pid ${api.pid} on ${api.baseUrl} (relay inside), consumer pid ${consumer.pid} (group ${groupId})`);
+    log(`settings: ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+
+    const ctx: Ctx = { baseUrl: api.baseUrl, apiKey: tenant.apiKey, runId, created: new Set(), log };
+    // Wait until the consumer has joined its group and the path works: one ticket end to end.
+    log('first ticket end to end (consumer joins its group) ...');
+    const first = await openLoop(ctx, 1, 1);
+    if (first[0]?.status !== 201) throw new Error(`first POST failed: ${first[0]?.status ?? first[0]?.error}: ${api.stderrTail()}`);
+    await waitForWebhooks(ctx.created, receiver.arrivals, 60_000, 'first', log);
+    if (!receiver.arrivals.has(first[0].ticketId!)) throw new Error(`no webhook within 60 s; consumer stderr: ${consumer.stderrTail()}; API stderr: ${api.stderrTail()}`);
+    log(`  first ticket: ${fixed(receiver.arrivals.get(first[0].ticketId!)!.at - first[0].intended)} ms`);
+
+    log('warm-up: 2 s at concurrency 8');
+    const w = await closedLoop(ctx, 8, 2);
+    log(`  ${int(w.rate)} req/s; waiting for its webhooks`);
+    await waitForWebhooks(ctx.created, receiver.arrivals, 60_000, 'warm-up', log);
+
+    log(`max POST rate: autocannon ${maxSeconds} s at concurrency ${maxConcurrency}, fresh keys, relay + consumer running`);
+    const max = await closedLoop(ctx, maxConcurrency, maxSeconds);
+    log(`  ${int(max.rate)} req/s (p99 ${fixed(max.p99)} ms)${max.bad ? `, ${max.bad} non-201/errors (${max.badDetail})` : ''}`);
+    const backlogTickets = ctx.created.size;
+    const drainMs = await waitForWebhooks(ctx.created, receiver.arrivals, 120_000, 'backlog', log);
+    log(`  backlog drained: every webhook in ${fixed(drainMs / 1000, 2)} s after the max-rate phase`);
+
+    const rate = env.EVENTS_RATE ? posNum('EVENTS_RATE', 1) : Math.max(1, Math.round(max.rate / 2));
+    log(`open loop: ${rate} req/s (half the max) for ${openSeconds} s`);
+    const pgPids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL')).rows.map((r) => r.pid);
+    const brokerPid = kafkaBrokerPid();
+    const xacts = async () => Number((await db!.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n);
+    const xact0 = await xacts();
+    const meter = cpuMeter({ api: [api.pid], consumer: [consumer.pid], postgres: pgPids, ...(brokerPid ? { kafka: [brokerPid] } : {}) });
+    const progress = setInterval(() => log(`  ... ${receiver.arrivals.size - backlogTickets} webhooks so far in this phase`), 3000);
+    const samples = await openLoop(ctx, rate, openSeconds);
+    clearInterval(progress);
+    const cpu = meter();
+    await new Promise((r) => setTimeout(r, 600)); // pg_stat_database is updated by the backends at most every 500 ms
+    const xactPerTicket = ((await xacts()) - xact0) / Math.max(1, samples.length);
+    const createdIds = samples.filter((s) => s.ticketId).map((s) => s.ticketId!);
+    await waitForWebhooks(createdIds, receiver.arrivals, 30_000, 'open-loop tail', log);
+
+    const e2e: number[] = [];
+    for (const s of samples) {
+      const a = s.ticketId ? receiver.arrivals.get(s.ticketId) : undefined;
+      if (a) e2e.push(a.at - s.intended);
+    }
+    const failedCodes = new Map<string, number>();
+    for (const s of samples) if (s.status !== 201) failedCodes.set(s.error ?? String(s.status), (failedCodes.get(s.error ?? String(s.status)) ?? 0) + 1);
+
+    // Where the time goes: the API's created_at (request handling), the relay's mark (after the broker's
+    // ack), the consumer's inbox statement, and the webhook's arrival here. Same machine, same clock.
+    const { rows } = await db.query<{ ticket_id: string; created_ms: string; published_ms: string | null; received_ms: string | null }>(
+      `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
+              extract(epoch FROM o.published_at) * 1000 AS published_ms, extract(epoch FROM i.received_at) * 1000 AS received_ms
+         FROM outbox_events o LEFT JOIN inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
+        WHERE o.aggregate_id = ANY($2::uuid[])`,
+      [groupId, createdIds],
+    );
+    const byTicket = new Map(rows.map((r) => [r.ticket_id, r]));
+    const stage = { 'send -> API created_at': [] as number[], 'created_at -> relay mark (after ack)': [] as number[], 'relay mark -> inbox statement': [] as number[], 'inbox statement -> webhook arrival': [] as number[] };
+    for (const s of samples) {
+      const r = s.ticketId ? byTicket.get(s.ticketId) : undefined;
+      const a = s.ticketId ? receiver.arrivals.get(s.ticketId) : undefined;
+      if (!r || !a || r.published_ms === null || r.received_ms === null) continue;
+      const [c, p, i] = [Number(r.created_ms), Number(r.published_ms), Number(r.received_ms)];
+      stage['send -> API created_at'].push(c - wall(s.intended));
+      stage['created_at -> relay mark (after ack)'].push(p - c);
+      stage['relay mark -> inbox statement'].push(i - p);
+      stage['inbox statement -> webhook arrival'].push(wall(a.at) - i);
+    }
+
+    const apiMem = memoryOf(api.pid);
+    const consumerMem = memoryOf(consumer.pid);
+    const rstats = receiver.stats();
+    return {
+      maxPostRate: max.rate,
+      maxPostP99Ms: max.p99,
+      maxPostBad: max.bad ? `${max.bad} (${max.badDetail})` : '0',
+      maxConcurrency,
+      maxSeconds,
+      backlog: { tickets: backlogTickets, drainMs },
+      rate,
+      seconds: openSeconds,
+      sent: samples.length,
+      created: createdIds.length,
+      failed: samples.length - createdIds.length,
+      failedDetail: [...failedCodes].map(([k, v]) => `${k}: ${v}`).join(', '),
+      arrived: e2e.length,
+      duplicates: rstats.duplicates,
+      unverified: rstats.unverified,
+      e2e: pct(e2e),
+      http: pct(samples.filter((s) => s.responded !== undefined).map((s) => s.responded! - s.intended)),
+      schedulerLag: pct(samples.map((s) => s.sent - s.intended)),
+      stages: Object.fromEntries(Object.entries(stage).map(([k, v]) => [k, pct(v)])),
+      cpu,
+      xactPerTicket,
+      apiPeakRssMb: mb(apiMem.hwm),
+      consumerPeakRssMb: mb(consumerMem.hwm),
+      settings,
+    };
+  } finally {
+    if (consumer) {
+      await consumer.stop();
+      if (consumer.proc.exitCode !== 0 && consumer.proc.exitCode !== null) log(`consumer exited with ${consumer.proc.exitCode}: ${consumer.stderrTail()}`);
+    }
+    await api?.stop();
+    latencyChildren.clear();
+    await receiver.close();
+    if (topicCreated) await admin.deleteTopics({ topics: [topic] }).catch((e) => log(`could not delete topic ${topic}: ${(e as Error).message}`));
+    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+    await db?.end().catch(() => undefined);
+    await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch((e) => log(`could not drop ${dbName}: ${(e as Error).message}`));
+  }
+}
+
+export function formatLatency(r: LatencyBenchResult): string {
+  const lines = [
+    `max POST rate ${int(r.maxPostRate)} req/s (autocannon ${r.maxSeconds} s, concurrency ${r.maxConcurrency}, p99 ${fixed(r.maxPostP99Ms)} ms, non-201 ${r.maxPostBad}); ` +
+      `its ${int(r.backlog.tickets)} tickets' webhooks all arrived ${fixed(r.backlog.drainMs / 1000, 2)} s after it ended`,
+    `open loop ${r.rate} req/s for ${r.seconds} s: sent ${r.sent}, 201 ${r.created}, failed ${r.failed}${r.failedDetail ? ` (${r.failedDetail})` : ''}, webhooks arrived ${r.arrived}/${r.created}; duplicates ${r.duplicates}, bad signatures ${r.unverified}`,
+    `POST -> webhook  ${fmtPct(r.e2e)}`,
+    `POST response    ${fmtPct(r.http)}`,
+    `scheduler lag    ${fmtPct(r.schedulerLag)}`,
+    ...Object.entries(r.stages).map(([k, v]) => `  ${k.padEnd(38)} ${fmtPct(v)}`),
+    `CPU % of one core during the open loop: ${Object.entries(r.cpu).map(([k, v]) => `${k} ${int(v)}`).join(', ')}; ` +
+      `${fixed(r.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed((r.cpu.box - r.cpu.other) * 10 / r.rate, 1)} ms (all processes but "other")`,
+    `peak RSS (VmHWM): API + relay ${r.apiPeakRssMb} MB, consumer ${r.consumerPeakRssMb} MB`,
+  ];
+  return lines.join('\n');
+}
+
+if (require.main === module) {
+  runLatencyBench({ log: (l) => process.stderr.write(`${l}\n`) }).then(
+    (r) => {
+      console.log(formatLatency(r));
+      process.exit(0);
+    },
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}
