@@ -13,6 +13,18 @@ export interface DispatcherSettings {
   leaseMs: number;
   pollIntervalMs: number;
   concurrency: number;
+  /**
+   * Finished deliveries are recorded together: one statement per `recordBatchSize` results, or
+   * `recordFlushMs` after the first unrecorded one, whichever comes first (defaults 16 and 5 ms).
+   */
+  recordBatchSize?: number;
+  recordFlushMs?: number;
+  /**
+   * At least this long between two claims that follow wake-ups (default 5 ms), so that the
+   * notifications of several inbox commits are claimed together. A claim that came back full is
+   * followed as soon as a slot frees.
+   */
+  minClaimIntervalMs?: number;
 }
 
 export interface DispatcherOptions extends DispatcherSettings {
@@ -49,6 +61,13 @@ interface AttemptResult {
   retryAfterMs?: number;
 }
 
+interface Finished {
+  row: ClaimedRow;
+  result: AttemptResult;
+  outcome: Outcome;
+  done: (recorded: boolean) => void;
+}
+
 type Outcome =
   | { status: 'delivered' }
   | { status: 'pending'; delayMs: number; error: string }
@@ -60,8 +79,12 @@ type Outcome =
  * group never send the same notification at the same time; every result write is fenced by the token.
  * A dispatcher that dies mid-send leaves the lease to expire and the row is sent again with the same
  * webhook-id (at-least-once towards the receiver; the id is its dedup key).
- * Transactions: each claim and each result is its own short statement; never run inside a caller's
- * transaction, and no HTTP request is made while a database transaction is open.
+ * Transactions: each claim is one short statement; the results of deliveries that finish close
+ * together are recorded by one statement (per row still fenced by its lease token; every attempt row
+ * is inserted whether or not the fence matched). A claim round runs on wake() (the consumer's inbox
+ * commit, a retry falling due), on the poll, or when a slot frees while the last claim came back
+ * full or was skipped for lack of free slots; not after every finished delivery. Never run inside a
+ * caller's transaction, and no HTTP request is made while a database transaction is open.
  */
 export class WebhookDispatcher {
   private running = false;
@@ -71,6 +94,12 @@ export class WebhookDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly counters = { delivered: 0, retried: 0, dead: 0 };
+  /** The last claim came back full or was skipped (no free slot): claim again when a slot frees. */
+  private moreDue = false;
+  private unrecorded: Finished[] = [];
+  private flushTimer?: NodeJS.Timeout;
+  private readonly flushes = new Set<Promise<void>>();
+  private readonly stopWaiters = new Set<() => void>();
 
   constructor(private readonly opts: DispatcherOptions) {}
 
@@ -94,9 +123,15 @@ export class WebhookDispatcher {
     this.running = false;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    for (const w of [...this.stopWaiters]) w();
     this.wake();
     await this.loop;
-    await Promise.allSettled([...this.inFlight]);
+    // Deliveries still in flight finish and join a flush; flush what is left at once.
+    while (this.inFlight.size > 0 || this.unrecorded.length > 0 || this.flushes.size > 0) {
+      this.flush();
+      await Promise.race([Promise.allSettled([...this.inFlight]), ...this.flushes]);
+      await Promise.allSettled([...this.flushes]);
+    }
   }
 
   stats(): DispatcherStats {
@@ -104,19 +139,32 @@ export class WebhookDispatcher {
   }
 
   private async run(): Promise<void> {
+    let lastClaimAt = -Infinity;
     while (this.running) {
+      const gap = lastClaimAt + (this.opts.minClaimIntervalMs ?? 5) - performance.now();
+      if (gap > 0 && !this.moreDue) await this.pause(gap);
+      if (!this.running) break;
       const free = this.opts.concurrency - this.inFlight.size;
       let claimed = 0;
       if (free > 0) {
+        // This claim serves every wake-up so far, and records what finished so far.
+        this.wakeRequested = false;
+        lastClaimAt = performance.now();
+        const records = this.takeUnrecorded();
         try {
-          const rows = await this.claim(free);
+          const rows = await this.claim(free, records);
+          records.forEach((f) => f.done(true));
           claimed = rows.length;
           for (const row of rows) this.track(this.deliver(row));
         } catch (e) {
           this.opts.logger?.warn({ err: e }, 'notification claim failed; retrying after the poll interval');
+          this.recordFailed(records, e);
         }
       }
-      if (claimed > 0 && claimed === free) continue;
+      // Full claim: more may be due. No free slot: a wake-up was not served. Either way, claim
+      // again as soon as a slot frees; otherwise only on wake() or the poll.
+      this.moreDue = free <= 0 || (claimed > 0 && claimed === free);
+      if (this.moreDue && free > 0 && this.inFlight.size < this.opts.concurrency) continue;
       await this.sleep(this.opts.pollIntervalMs);
     }
   }
@@ -128,7 +176,26 @@ export class WebhookDispatcher {
     this.inFlight.add(p);
     void p.finally(() => {
       this.inFlight.delete(p);
-      this.wake();
+      if (this.moreDue) {
+        this.moreDue = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Waits `ms` (less only when stopping). */
+  private pause(ms: number): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.timers.delete(t);
+        this.stopWaiters.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.timers.add(t);
+      this.stopWaiters.add(done);
     });
   }
 
@@ -160,13 +227,18 @@ export class WebhookDispatcher {
     this.timers.add(t);
   }
 
-  /** Claims up to `limit` due notifications of this group; each claim counts as one attempt. */
-  private async claim(limit: number): Promise<ClaimedRow[]> {
+  /**
+   * Claims up to `limit` due notifications of this group; each claim counts as one attempt. Records
+   * `records` (see record()) in the same statement; those rows are never claimed by it.
+   */
+  private async claim(limit: number, records: Finished[] = []): Promise<ClaimedRow[]> {
     const token = randomUUID();
+    const rec = records.length > 0 ? this.recordSql(records) : undefined;
     const rows = await this.opts.prisma.$queryRaw<ClaimedRow[]>(Prisma.sql`
-      WITH due AS (
+      WITH ${rec ? Prisma.sql`${rec.ctes},` : Prisma.empty} due AS (
         SELECT id FROM notifications
         WHERE group_id = ${this.opts.groupId} AND status = 'pending' AND next_attempt_at <= now()
+          ${rec ? Prisma.sql`AND id <> ALL (${rec.ids}::uuid[])` : Prisma.empty}
         ORDER BY next_attempt_at
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -193,13 +265,8 @@ export class WebhookDispatcher {
       result = await this.send(row, secret);
       outcome = this.decide(row, result);
     }
-    try {
-      await this.record(row, result, outcome);
-    } catch (e) {
-      // The lease expires and the notification is sent again (same webhook-id): at-least-once.
-      this.opts.logger?.error({ err: e, notificationId: row.id }, 'could not record a webhook attempt');
-      return;
-    }
+    const recorded = await new Promise<boolean>((done) => this.enqueueRecord({ row, result, outcome, done }));
+    if (!recorded) return;
     if (outcome.status === 'delivered') this.counters.delivered++;
     else if (outcome.status === 'dead') {
       this.counters.dead++;
@@ -249,23 +316,90 @@ export class WebhookDispatcher {
     return { status: 'pending', delayMs, error: r.error ?? 'unknown error' };
   }
 
-  /** Records the attempt (always: it happened) and the new state (only while this dispatcher holds the lease). */
-  private async record(row: ClaimedRow, r: AttemptResult, o: Outcome): Promise<void> {
-    const delayMs = o.status === 'pending' ? o.delayMs : 0;
-    const error = o.status === 'delivered' ? null : o.error;
-    await this.opts.prisma.$executeRaw(Prisma.sql`
-      WITH upd AS (
-        UPDATE notifications
-        SET status = ${o.status},
-            delivered_at = CASE WHEN ${o.status} = 'delivered' THEN now() END,
-            next_attempt_at = CASE WHEN ${o.status} = 'pending' THEN now() + ${delayMs}::int * interval '1 millisecond' END,
-            last_error = ${error},
+  private enqueueRecord(f: Finished): void {
+    this.unrecorded.push(f);
+    if (this.unrecorded.length >= (this.opts.recordBatchSize ?? 16) || !this.running) this.flush();
+    else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), this.opts.recordFlushMs ?? 5);
+  }
+
+  private takeUnrecorded(): Finished[] {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const batch = this.unrecorded;
+    this.unrecorded = [];
+    return batch;
+  }
+
+  private recordFailed(batch: Finished[], e: unknown): void {
+    if (batch.length === 0) return;
+    // The leases expire and these notifications are sent again (same webhook-id): at-least-once.
+    this.opts.logger?.error({ err: e, notificationIds: batch.map((f) => f.row.id) }, 'could not record webhook attempts');
+    batch.forEach((f) => f.done(false));
+  }
+
+  /** Starts recording everything finished so far, in one statement. */
+  private flush(): void {
+    const batch = this.takeUnrecorded();
+    if (batch.length === 0) return;
+    const p = this.record(batch).then(
+      () => batch.forEach((f) => f.done(true)),
+      (e) => this.recordFailed(batch, e),
+    );
+    this.flushes.add(p);
+    void p.finally(() => this.flushes.delete(p));
+  }
+
+  /** The CTEs (r, upd, ins) that record `batch`: see record(). */
+  private recordSql(batch: Finished[]): { ids: string[]; ctes: Prisma.Sql } {
+    const ids: string[] = [];
+    const tokens: string[] = [];
+    const statuses: string[] = [];
+    const delays: number[] = [];
+    const errors: (string | null)[] = [];
+    const attemptNos: number[] = [];
+    const codes: (number | null)[] = [];
+    const attemptErrors: (string | null)[] = [];
+    const durations: number[] = [];
+    for (const { row, result: r, outcome: o } of batch) {
+      ids.push(row.id);
+      tokens.push(row.lease_token);
+      statuses.push(o.status);
+      delays.push(o.status === 'pending' ? o.delayMs : 0);
+      errors.push(o.status === 'delivered' ? null : o.error);
+      attemptNos.push(row.attempts);
+      codes.push(r.statusCode);
+      attemptErrors.push(r.error);
+      durations.push(r.durationMs);
+    }
+    const ctes = Prisma.sql`
+      r AS (
+        SELECT * FROM unnest(${ids}::uuid[], ${tokens}::uuid[], ${statuses}::text[], ${delays}::int[], ${errors}::text[],
+                             ${attemptNos}::int[], ${codes}::int[], ${attemptErrors}::text[], ${durations}::int[])
+                 AS r(id, token, status, delay_ms, last_error, attempt_no, status_code, error, duration_ms)
+      ), upd AS (
+        UPDATE notifications n
+        SET status = r.status,
+            delivered_at = CASE WHEN r.status = 'delivered' THEN now() END,
+            next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond' END,
+            last_error = r.last_error,
             lease_token = NULL
-        WHERE id = ${row.id}::uuid AND lease_token = ${row.lease_token}::uuid
-        RETURNING id
-      )
-      INSERT INTO notification_attempts (notification_id, attempt_no, status_code, error, duration_ms)
-      VALUES (${row.id}::uuid, ${row.attempts}, ${r.statusCode}::int, ${r.error}, ${r.durationMs})
-      ON CONFLICT (notification_id, attempt_no) DO NOTHING`);
+        FROM r
+        WHERE n.id = r.id AND n.lease_token = r.token
+        RETURNING n.id
+      ), ins AS (
+        INSERT INTO notification_attempts (notification_id, attempt_no, status_code, error, duration_ms)
+        SELECT id, attempt_no, status_code, error, duration_ms FROM r
+        ON CONFLICT (notification_id, attempt_no) DO NOTHING
+        RETURNING 1
+      )`;
+    return { ids, ctes };
+  }
+
+  /**
+   * Records the attempts (always: they happened) and the new states (only for the rows whose lease
+   * this dispatcher still holds), for several finished deliveries in one statement.
+   */
+  private async record(batch: Finished[]): Promise<void> {
+    await this.opts.prisma.$executeRaw(Prisma.sql`WITH ${this.recordSql(batch).ctes} SELECT 1`);
   }
 }

@@ -15,6 +15,27 @@ export interface OutboxCounts {
   deadLetters: number;
 }
 
+/** The oldest unpublished rows (see OutboxRepository.claim); $1: limit, $2: seqs to skip. */
+const CLAIM_SQL = `SELECT o.seq::text AS seq, o.event_id AS "eventId", o.aggregate_id AS "aggregateId", o.event_type AS "eventType",
+              o.payload::text AS payload, o.headers, o.attempts, b.event_id AS "blockedBy"
+         FROM outbox_events o
+         LEFT JOIN LATERAL (
+                SELECT d.event_id FROM outbox_dead_letters d
+                 WHERE d.aggregate_id = o.aggregate_id AND d.seq < o.seq
+                 ORDER BY d.seq LIMIT 1) b ON true
+        WHERE o.published_at IS NULL
+          AND o.seq <> ALL ($2::bigint[])
+          AND o.aggregate_id <> ALL (ARRAY(
+                SELECT aggregate_id FROM outbox_events
+                 WHERE published_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > now()))
+        ORDER BY o.seq -- the column: a bare "seq" would sort by the text alias ('10' < '2')
+        LIMIT $1`;
+
+/** Marks the rows whose seqs are the parameter `param` published. */
+const MARK_SQL = (param: string) => `UPDATE outbox_events
+          SET published_at = now(), attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
+        WHERE seq = ANY(${param}::bigint[]) AND published_at IS NULL`;
+
 /**
  * The relay's SQL on outbox_events / outbox_dead_letters (raw `pg`, parameterised; Prisma cannot
  * LISTEN and this is the house-style exception for the outbox claim). The relay runs mark, park
@@ -30,34 +51,24 @@ export class OutboxRepository {
    * No row lock: only the leader claims.
    */
   async claim(db: Queryable, limit: number, exclude: string[] = []): Promise<OutboxRow[]> {
-    const { rows } = await db.query<OutboxRow>(
-      `SELECT o.seq::text AS seq, o.event_id AS "eventId", o.aggregate_id AS "aggregateId", o.event_type AS "eventType",
-              o.payload::text AS payload, o.headers, o.attempts, b.event_id AS "blockedBy"
-         FROM outbox_events o
-         LEFT JOIN LATERAL (
-                SELECT d.event_id FROM outbox_dead_letters d
-                 WHERE d.aggregate_id = o.aggregate_id AND d.seq < o.seq
-                 ORDER BY d.seq LIMIT 1) b ON true
-        WHERE o.published_at IS NULL
-          AND o.seq <> ALL ($2::bigint[])
-          AND o.aggregate_id <> ALL (ARRAY(
-                SELECT aggregate_id FROM outbox_events
-                 WHERE published_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > now()))
-        ORDER BY o.seq -- the column: a bare "seq" would sort by the text alias ('10' < '2')
-        LIMIT $1`,
-      [limit, exclude],
-    );
+    const { rows } = await db.query<OutboxRow>(CLAIM_SQL, [limit, exclude]);
+    return rows;
+  }
+
+  /**
+   * markPublished(`publishedSeqs`) and claim(limit, exclude) in one statement: one round trip and one
+   * transaction instead of two. The claim reads the snapshot from before the mark, so `exclude` must
+   * contain `publishedSeqs`. Like markPublished: only on the connection that holds the leader lock,
+   * and only after the broker acknowledged every one of `publishedSeqs`.
+   */
+  async markPublishedAndClaim(db: Queryable, publishedSeqs: string[], limit: number, exclude: string[]): Promise<OutboxRow[]> {
+    const { rows } = await db.query<OutboxRow>(`WITH marked AS (${MARK_SQL('$3')})\n${CLAIM_SQL}`, [limit, exclude, publishedSeqs]);
     return rows;
   }
 
   /** Called only after the broker acknowledged every one of these rows. */
   async markPublished(db: Queryable, seqs: string[]): Promise<number> {
-    const res = await db.query(
-      `UPDATE outbox_events
-          SET published_at = now(), attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
-        WHERE seq = ANY($1::bigint[]) AND published_at IS NULL`,
-      [seqs],
-    );
+    const res = await db.query(MARK_SQL('$1'), [seqs]);
     return res.rowCount ?? 0;
   }
 
