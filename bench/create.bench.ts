@@ -23,15 +23,16 @@
 // is 0 whatever the bars say (1 only when the bench itself cannot run).
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
+import { repoRoot, requireHooks } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcRequest {
@@ -308,14 +309,6 @@ async function runHttp(ctx: Ctx, kind: 'create' | 'replay', seconds: number, nam
 
 // ---------- setup ----------
 
-function repoRoot(): string {
-  let dir = __dirname;
-  while (dir !== dirname(dir)) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
-    dir = dirname(dir);
-  }
-  return process.cwd(); // compiled to a private outDir: run from the repo
-}
 
 const isBenchDb = (url: string) => /(^|_)bench$/.test(decodeURIComponent(new URL(url).pathname.slice(1)));
 
@@ -340,16 +333,6 @@ function benchDatabaseUrl(): string {
   return url;
 }
 
-/** Only the `-r <hook>` options of this process, so the API child resolves @tickets/* the same way. */
-function requireHooks(): string[] {
-  const out: string[] = [];
-  const a = process.execArgv;
-  for (let i = 0; i < a.length; i++) {
-    if ((a[i] === '-r' || a[i] === '--require') && a[i + 1]) out.push('-r', a[++i]);
-    else if (a[i].startsWith('--require=')) out.push(a[i]);
-  }
-  return out;
-}
 
 /** CPU time the request path used per successful request: API child + this process + the bench DB's Postgres. */
 const cpuMsPerReq = (p: Phase) => ((p.cpu.api + p.cpu.bench + p.cpu.pg) * 10) / p.rate;

@@ -13,14 +13,14 @@
 // RSS of this process is sampled every 50 ms while the consumer runs: it must stay flat.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Kafka, logLevel, type Message } from 'kafkajs';
 import { Client } from 'pg';
 import { loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { TicketCreatedV1 } from '@tickets/contracts';
 import { startConsumer } from '../apps/consumer/src/consumer';
+import { repoRoot } from './support/paths';
 
 export interface ConsumerBenchResult {
   messages: number;
@@ -44,14 +44,6 @@ const PARTITIONS = 6;
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const perSec = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
-/** The directory holding scripts/db-migrate.mjs: above this file (bench/ or dist/bench/), else the cwd (a private outDir). */
-function repoRoot(): string {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
-  }
-  if (existsSync(join(process.cwd(), 'scripts', 'db-migrate.mjs'))) return process.cwd();
-  throw new Error('run the benchmark from inside the repository');
-}
 
 function event(tenantId: string): Message {
   const ticketId = randomUUID();

@@ -24,12 +24,12 @@
 // EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
 // the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { Agent, createServer, request, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
@@ -38,6 +38,7 @@ import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
+import { repoRoot, requireHooks } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcResult {
@@ -151,23 +152,7 @@ export function pct(values: number[]): Percentiles {
 
 export const fmtPct = (p: Percentiles) => `p50 ${fixed(p.p50)}  p90 ${fixed(p.p90)}  p99 ${fixed(p.p99)}  max ${fixed(p.max)} ms (n=${p.n})`;
 
-function repoRoot(): string {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
-  }
-  return process.cwd();
-}
 
-/** Only the `-r <hook>` options of this process, so the children resolve @tickets/* the same way. */
-function requireHooks(): string[] {
-  const out: string[] = [];
-  const a = process.execArgv;
-  for (let i = 0; i < a.length; i++) {
-    if ((a[i] === '-r' || a[i] === '--require') && a[i + 1]) out.push('-r', a[++i]);
-    else if (a[i].startsWith('--require=')) out.push(a[i]);
-  }
-  return out;
-}
 
 // ---------- webhook receiver (Standard Webhooks, verified here, independently of the sender) ----------
 

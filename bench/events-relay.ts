@@ -11,14 +11,14 @@
 // Also samples the relay's RSS every 50 ms: it must stay flat (the relay streams 500-row batches).
 import { execFileSync, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Kafka, Partitioners, logLevel, type Message } from 'kafkajs';
 import { Client } from 'pg';
 import { Registry } from 'prom-client';
 import { loadConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay } from '@tickets/outbox';
+import { repoRoot } from './support/paths';
 
 export interface RelayBenchRound {
   relayMs: number;
@@ -44,13 +44,6 @@ export interface RelayBenchResult {
 const BATCH = 500;
 const PARTITIONS = 6;
 
-/** The directory holding scripts/db-migrate.mjs: above this file (bench/ or dist/bench/), else the cwd. */
-function repoRoot(): string {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
-  }
-  return process.cwd();
-}
 
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

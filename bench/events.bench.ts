@@ -15,13 +15,14 @@
 // (1 only when the bench itself cannot run). Env: see events-latency.ts (EVENTS_*, and the app's own
 // variables for tuning); EVENTS_RELAY_ROWS (50000), EVENTS_CONSUMER_MESSAGES (50000).
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { runConsumerBench, type ConsumerBenchResult } from './events-consumer';
 import { formatLatency, latencyChildren, runLatencyBench, type LatencyBenchResult } from './events-latency';
 import { runRelayBench, type RelayBenchResult } from './events-relay';
 import { fixed, int } from './support/stats';
+import { repoRoot } from './support/paths';
 
 const SUB = '--events-sub';
 type SubKind = 'relay' | 'consumer';
@@ -64,12 +65,6 @@ async function runSub(kind: SubKind, args: string[]): Promise<void> {
   await new Promise<void>((r) => process.send!({ result: { ...result, vmHwmMb: vmHwmMb() } }, () => r()));
 }
 
-function repoRoot(): string {
-  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
-  }
-  return process.cwd(); // compiled to a private outDir: run from the repo
-}
 
 const bar = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
 const x = (n: number) => `${fixed(n, 2)}x`;

@@ -1,0 +1,21 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** The repository root, found upwards from the compiled file (dist/ or a private outDir); else the cwd. */
+export function repoRoot(): string {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'scripts', 'db-migrate.mjs'))) return dir;
+  }
+  return process.cwd();
+}
+
+/** Only the `-r <hook>` options of this process, so child processes resolve @tickets/* the same way. */
+export function requireHooks(): string[] {
+  const out: string[] = [];
+  const a = process.execArgv;
+  for (let i = 0; i < a.length; i++) {
+    if ((a[i] === '-r' || a[i] === '--require') && a[i + 1]) out.push('-r', a[++i]);
+    else if (a[i].startsWith('--require=')) out.push(a[i]);
+  }
+  return out;
+}
