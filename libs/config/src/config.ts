@@ -44,6 +44,8 @@ const EnvSchema = z.object({
   /** How long a key keeps resolving to the ticket it made (must be >= the replay window). */
   IDEMPOTENCY_KEY_RETENTION: duration('30d'),
   IDEMPOTENCY_PURGE_INTERVAL: duration('10m'),
+  /** Committed answers kept in each API process so a replay needs no database round trip (0: off). */
+  IDEMPOTENCY_REPLAY_CACHE_SIZE: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
   /** Seconds a caller is told to wait (Retry-After) when its key is in flight elsewhere. */
   IDEMPOTENCY_IN_USE_RETRY_AFTER: z.coerce.number().int().min(1).max(60).default(1),
   AUTH_CACHE_TTL: duration('30s'),
@@ -95,7 +97,7 @@ export interface AppConfig {
   logLevel: Env['LOG_LEVEL'];
   http: { host: string; port: number; bodyLimitBytes: number };
   database: { url: string; poolMax: number };
-  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number };
+  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number; replayCacheSize: number };
   auth: { cacheTtlMs: number };
   kafka: { brokers: string[]; clientId: string; topic: string; partitions: number; retentionMs: number };
   relay: {
@@ -160,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       keyRetentionMs: e.IDEMPOTENCY_KEY_RETENTION,
       purgeIntervalMs: e.IDEMPOTENCY_PURGE_INTERVAL,
       inUseRetryAfterSeconds: e.IDEMPOTENCY_IN_USE_RETRY_AFTER,
+      replayCacheSize: e.IDEMPOTENCY_REPLAY_CACHE_SIZE,
     },
     auth: { cacheTtlMs: e.AUTH_CACHE_TTL },
     kafka: {

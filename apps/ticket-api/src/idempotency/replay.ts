@@ -33,5 +33,6 @@ export function replayOrReject(prior: StoredKey, operation: string, print: strin
     ticketId: prior.ticketId,
     replayed: true,
     deduplicated: prior.outcome === 'deduplicated',
+    replayUntil: prior.replayUntil.getTime(),
   };
 }

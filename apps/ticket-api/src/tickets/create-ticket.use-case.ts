@@ -7,6 +7,7 @@ import { DomainError } from '@tickets/errors';
 import { APP_CONFIG } from '../common/tokens';
 import { fingerprint } from '../idempotency/idempotency-key';
 import { replayOrReject } from '../idempotency/replay';
+import { ReplayCache } from '../idempotency/replay-cache';
 import { toTicket, type TicketRow } from './ticket.mapper';
 import { TicketsRepository, type NewKey } from './tickets.repository';
 import type { WriteResult } from './tickets.results';
@@ -24,14 +25,37 @@ export interface CreateCommand {
 
 @Injectable()
 export class CreateTicketUseCase {
+  private readonly cache: ReplayCache;
+
   constructor(
     private readonly repo: TicketsRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.cache = new ReplayCache(config.idempotency.replayCacheSize);
+  }
 
   async execute(cmd: CreateCommand): Promise<WriteResult> {
     const request = cmd.input as unknown as Record<string, unknown>;
     const print = fingerprint(CREATE_OPERATION, request);
+    const cached = this.cache.replay(cmd.tenantId, cmd.idempotencyKey, CREATE_OPERATION, print);
+    if (cached) return cached;
+    const result = await this.run(cmd, request, print);
+    if (result.replayUntil !== undefined) {
+      // Committed by now (created, deduplicated or replayed from the database): later replays skip the database.
+      this.cache.remember(cmd.tenantId, cmd.idempotencyKey, {
+        operation: CREATE_OPERATION,
+        fingerprint: print,
+        status: result.status,
+        body: result.body,
+        ticketId: result.ticketId,
+        deduplicated: result.deduplicated,
+        replayUntil: result.replayUntil,
+      });
+    }
+    return result;
+  }
+
+  private async run(cmd: CreateCommand, request: Record<string, unknown>, print: string): Promise<WriteResult> {
     for (let attempt = 0; ; attempt++) {
       const now = new Date();
       const row: TicketRow & { tenantId: string; idempotencyKey: string } = {
@@ -81,16 +105,14 @@ export class CreateTicketUseCase {
       }
       if (res.prior) return replayOrReject(res.prior, CREATE_OPERATION, print, request, now);
       if (!res.gotLock) throw this.inUse();
-      if (res.created) return { outcome: 'created', status: 201, body, ticketId: row.id, replayed: false, deduplicated: false };
+      if (res.created) return { outcome: 'created', status: 201, body, ticketId: row.id, replayed: false, deduplicated: false, replayUntil: key.replayUntil.getTime() };
       if (res.duplicateTicketId) {
         const existing = await this.repo.findTicket(cmd.tenantId, res.duplicateTicketId);
         if (!existing) continue; // deleted meanwhile; try again
         const dupBody = JSON.stringify(toTicket(existing));
-        const stored = await this.repo.insertKey(
-          this.newKey(cmd, print, request, now, { responseStatus: 200, responseBody: dupBody, outcome: 'deduplicated', ticketId: existing.id }),
-        );
-        if (!stored) continue; // the key was used concurrently: the next round replays it
-        return { outcome: 'deduplicated', status: 200, body: dupBody, ticketId: existing.id, replayed: false, deduplicated: true };
+        const dupKey = this.newKey(cmd, print, request, now, { responseStatus: 200, responseBody: dupBody, outcome: 'deduplicated', ticketId: existing.id });
+        if (!(await this.repo.insertKey(dupKey))) continue; // the key was used concurrently: the next round replays it
+        return { outcome: 'deduplicated', status: 200, body: dupBody, ticketId: existing.id, replayed: false, deduplicated: true, replayUntil: dupKey.replayUntil.getTime() };
       }
       if (attempt >= MAX_RACE_RETRIES) throw new Error('create made no progress after repeated attempts');
     }

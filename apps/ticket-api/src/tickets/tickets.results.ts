@@ -7,4 +7,6 @@ export interface WriteResult {
   ticketId: string;
   replayed: boolean;
   deduplicated: boolean;
+  /** For a replay: when the stored response stops being replayed (epoch ms). */
+  replayUntil?: number;
 }
