@@ -32,7 +32,7 @@ import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
-import { repoRoot, requireHooks } from './support/paths';
+import { HEAP_CAP, repoRoot, requireHooks } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcRequest {
@@ -350,7 +350,7 @@ export async function runCreateBench(): Promise<string> {
   const poolSize = num('BENCH_POOL', concurrency);
   const cpuProfDir = env.BENCH_CPU_PROF;
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
-  const apiNodeArgs = (env.BENCH_API_NODE_ARGS ?? '--max-old-space-size=192').split(/\s+/).filter(Boolean);
+  const apiNodeArgs = (env.BENCH_API_NODE_ARGS ?? HEAP_CAP).split(/\s+/).filter(Boolean);
   const url = benchDatabaseUrl();
   const root = repoRoot();
   const distRoot = join(__dirname, '..');

@@ -38,7 +38,7 @@ import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
-import { repoRoot, requireHooks } from './support/paths';
+import { HEAP_CAP, repoRoot, requireHooks } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcResult {
@@ -481,8 +481,9 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const distRoot = join(__dirname, '..');
   const nodeArgs = requireHooks();
   const cpuProfDir = env.EVENTS_CPU_PROF;
+  // API and consumer run as the project runs them (heap capped).
   const childArgs = (name: string) =>
-    cpuProfDir ? [...nodeArgs, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : nodeArgs;
+    cpuProfDir ? [...nodeArgs, HEAP_CAP, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : [...nodeArgs, HEAP_CAP];
   const tuned = Object.fromEntries(Object.entries(BENCH_DEFAULTS).filter(([k]) => !env[k]));
   const settings: Record<string, string> = Object.fromEntries(
     KNOBS.map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : tuned[k] ? `${tuned[k]} (bench default; app default ${d})` : `${d} (app default)`]),

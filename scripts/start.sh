@@ -48,7 +48,7 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   pids+=($!)
   SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
-node -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
+node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
 pids+=($!)
 
 for _ in $(seq 1 60); do

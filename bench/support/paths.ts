@@ -19,3 +19,10 @@ export function requireHooks(): string[] {
   }
   return out;
 }
+
+/**
+ * The V8 heap cap the API and the consumer run with (npm run start:api / start:consumer, scripts/start.sh,
+ * the Docker image). Without it V8 sizes old space from the machine's RAM and lets
+ * garbage pile up to hundreds of MB before a full collection (docs/benchmarks.md).
+ */
+export const HEAP_CAP = '--max-old-space-size=192';
