@@ -4,11 +4,11 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
 
 require_node() {
-  command -v node >/dev/null || die "Node.js is not installed. Install Node.js 20.11+ (22 and 24 work too)."
+  command -v node >/dev/null || die "Node.js is not installed. Install Node.js 20.19+ (22 and 24 work too)."
   local major minor
   major=$(node -p 'process.versions.node.split(".")[0]'); minor=$(node -p 'process.versions.node.split(".")[1]')
-  if [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 11 ]; }; then
-    die "Node.js $(node -v) is too old: this project needs 20.11 or newer."
+  if [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 19 ]; }; then
+    die "Node.js $(node -v) is too old: this project needs 20.19 or newer (NestJS 12 is ESM-only; older Node cannot require() it)."
   fi
 }
 
