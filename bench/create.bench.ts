@@ -32,7 +32,7 @@ import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
-import { HEAP_CAP, repoRoot, requireHooks } from './support/paths';
+import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcRequest {
@@ -68,13 +68,7 @@ const autocannon = require('autocannon') as (opts: AcOptions, cb: (err: Error | 
 
 const DEFAULT_URL = 'postgresql://postgres@127.0.0.1:5432/tickets_bench';
 const env = process.env;
-const num = (name: string, dflt: number) => {
-  const v = env[name];
-  if (v === undefined || v === '') return dflt;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}=${v} is not a positive number`);
-  return n;
-};
+const num = positiveNumberEnv;
 
 /** The create request: ~1 KB of JSON, no externalRef (so every new key makes a new ticket). */
 const BODY = {

@@ -38,7 +38,7 @@ import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
-import { HEAP_CAP, repoRoot, requireHooks } from './support/paths';
+import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcResult {
@@ -101,13 +101,7 @@ export interface LatencyBenchResult {
 }
 
 const env = process.env;
-const posNum = (name: string, dflt: number) => {
-  const v = env[name];
-  if (v === undefined || v === '') return dflt;
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}=${v} is not a positive number`);
-  return n;
-};
+const posNum = positiveNumberEnv;
 
 /** The create request: ~1 KB of JSON (the same shape as bench:create's), no externalRef. */
 const BODY_TEXT = JSON.stringify({

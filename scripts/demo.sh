@@ -11,7 +11,7 @@ cd "$ROOT"
 
 require_node
 install_deps
-export DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/tickets}"
+use_database_url
 ensure_postgres "$DATABASE_URL"
 if [ -z "${TICKETS_API_URL:-}" ] || [ -z "${TICKETS_API_KEY:-}" ]; then
   ensure_kafka

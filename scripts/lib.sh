@@ -20,6 +20,9 @@ install_deps() {
   fi
 }
 
+# The local development database unless DATABASE_URL names another.
+use_database_url() { export DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/tickets}"; }
+
 # true when something accepts TCP connections on host:port
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 

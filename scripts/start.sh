@@ -10,7 +10,7 @@ cd "$ROOT"
 
 require_node
 install_deps
-export DATABASE_URL="${DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/tickets}"
+use_database_url
 export PORT="${PORT:-3000}"
 ensure_postgres "$DATABASE_URL"
 ensure_kafka

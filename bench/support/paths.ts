@@ -26,3 +26,12 @@ export function requireHooks(): string[] {
  * garbage pile up to hundreds of MB before a full collection (docs/benchmarks.md).
  */
 export const HEAP_CAP = '--max-old-space-size=192';
+
+/** A positive number from the environment, or `dflt` when unset; anything else stops the bench with the name. */
+export function positiveNumberEnv(name: string, dflt: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}=${v} is not a positive number`);
+  return n;
+}
