@@ -27,8 +27,9 @@ const msg = (value: Buffer | null, offset = '7') => ({ offset, key: Buffer.from(
 
 describe('parseTicketEventMessage', () => {
   it('accepts a valid envelope', () => {
-    const r = parseTicketEventMessage(msg(Buffer.from(JSON.stringify(event))));
-    expect(r).toEqual({ ok: true, offset: '7', event });
+    const value = Buffer.from(JSON.stringify(event));
+    const r = parseTicketEventMessage(msg(value));
+    expect(r).toEqual({ ok: true, offset: '7', event, value });
   });
 
   it('dead-letters text that is not JSON, keeping key, value and headers', () => {

@@ -10,7 +10,8 @@ export interface RawMessage {
 }
 
 export type ParsedMessage =
-  | { ok: true; offset: string; event: TicketEvent }
+  /** `value`: the message bytes as read (valid UTF-8 JSON, no NUL): stored as the notification's payload. */
+  | { ok: true; offset: string; event: TicketEvent; value: Buffer }
   | { ok: false; offset: string; reason: string; key: string | null; value: string | null; headers: Record<string, string> };
 
 // An escaped NUL (\u0000) not itself preceded by an escaping backslash.
@@ -47,7 +48,7 @@ export function parseTicketEventMessage(message: RawMessage): ParsedMessage {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
     return invalid(`not a TicketEvent: ${issues.join('; ')}${parsed.error.issues.length > 5 ? '; ...' : ''}`);
   }
-  return { ok: true, offset: message.offset, event: parsed.data };
+  return { ok: true, offset: message.offset, event: parsed.data, value: message.value };
 }
 
 /** UTF-8 text, or `base64:<...>` when the bytes are not UTF-8 or hold a NUL (not storable as text). */

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { Prisma } from '@tickets/db';
+import { Prisma, int4Array, int8Array, textArray, uuidArray } from '@tickets/db';
 import type { ParsedMessage } from '../message-parser';
 
 export interface RecordBatchInput {
@@ -26,6 +26,53 @@ export interface RecordBatchResult {
   noTarget: number;
 }
 
+/** Transient: the statement rolled back whole, and running it again (carefully) succeeds. */
+const RETRYABLE = new Set(['23505' /* unique_violation */, '40P01' /* deadlock_detected */]);
+
+/** A chunk's messages as statement columns: one entry per distinct valid event id, in event id order. */
+interface Columns {
+  ids: string[];
+  types: string[];
+  tenants: string[];
+  tickets: string[];
+  offsets: string[];
+  payloads: Buffer[];
+  /** Further copies of the event in this chunk (a duplicate publish read in one fetch). */
+  repeats: number[];
+  /** The offsets of all valid messages, repeats included (replay counters). */
+  validOffsets: string[];
+  invalid: { o: string; reason: string; key: string | null; value: string | null; headers: Record<string, string> }[];
+}
+
+function toColumns(messages: readonly ParsedMessage[]): Columns {
+  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], repeats: [], validOffsets: [], invalid: [] };
+  const first = new Map<string, { m: Extract<ParsedMessage, { ok: true }>; repeats: number }>();
+  for (const m of messages) {
+    if (!m.ok) {
+      c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
+      continue;
+    }
+    c.validOffsets.push(m.offset);
+    const id = m.event.id.toLowerCase();
+    const seen = first.get(id);
+    if (seen) seen.repeats++;
+    else first.set(id, { m, repeats: 0 });
+  }
+  // Inserted in event id order: two consumers writing overlapping events (a rebalance) then wait on
+  // each other's index entries in the same order, never in a cycle (a deadlock otherwise, measured).
+  for (const id of [...first.keys()].sort()) {
+    const { m, repeats } = first.get(id)!;
+    c.ids.push(id);
+    c.types.push(m.event.type);
+    c.tenants.push(m.event.tenantId);
+    c.tickets.push(m.event.ticketId);
+    c.offsets.push(m.offset);
+    c.payloads.push(m.value);
+    c.repeats.push(repeats);
+  }
+  return c;
+}
+
 const NO_TARGET = "no webhook target: the tenant has no webhook_url and NOTIFY_WEBHOOK_URL is not set";
 
 /**
@@ -37,75 +84,97 @@ const NO_TARGET = "no webhook target: the tenant has no webhook_url and NOTIFY_W
 export class InboxRepository {
   constructor(private readonly pool: Pool) {}
 
-  private async query<T>(sql: Prisma.Sql): Promise<T[]> {
-    return (await this.pool.query(sql.text, sql.values as unknown[])).rows as T[];
+  /** `name`: run as a named prepared statement (parsed and, once PostgreSQL settles on a generic plan, planned once per connection). */
+  private async query<T>(sql: Prisma.Sql, name?: string): Promise<T[]> {
+    return (await this.pool.query({ name, text: sql.text, values: sql.values as unknown[] })).rows as T[];
   }
 
   /**
    * One atomic statement (its own transaction; the caller commits the Kafka offset only after it
-   * returns): dead-letters the invalid messages, inserts each event id into inbox_events
-   * (ON CONFLICT = already processed: counts a duplicate), creates one notification per new event,
-   * and advances the counters of a running replay of this group for offsets below its end.
+   * returns): dead-letters the invalid messages, inserts each event id not yet in inbox_events and one
+   * notification for it, counts the events already there as duplicates, and advances the counters of a
+   * running replay of this group for offsets below its end.
+   *
+   * The fast path probes the inbox's primary key per event and inserts plainly. Two consumers racing on
+   * the same event (a rebalance, kafkajs#1046) make the later insert fail with a unique violation, and
+   * the whole statement rolls back; it is then re-run in careful mode (ON CONFLICT DO NOTHING on both
+   * inserts, notifications only for the inbox rows really inserted), which waits out and skips the
+   * other consumer's rows. Careful mode also covers a notification left behind after its inbox row was
+   * purged. The events travel as binary arrays (libs/db pg-binary) and the payload is stored as the
+   * message text, not jsonb: see docs/consumer.md for what each change was worth.
    */
   async recordBatch(input: RecordBatchInput): Promise<RecordBatchResult> {
-    const rows = input.messages.map((m) =>
-      m.ok
-        ? { o: m.offset, event_id: m.event.id, event_type: m.event.type, tenant_id: m.event.tenantId, ticket_id: m.event.ticketId, payload: m.event }
-        : { o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers },
-    );
+    const columns = toColumns(input.messages);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.runRecordBatch(input, columns, attempt > 1);
+      } catch (err) {
+        if (attempt >= 3 || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
+      }
+    }
+  }
+
+  private async runRecordBatch(input: RecordBatchInput, c: Columns, careful: boolean): Promise<RecordBatchResult> {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
     const [r] = await this.query<RecordBatchResult>(Prisma.sql`
-      WITH m AS (
-        SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
-          o bigint, event_id uuid, event_type text, tenant_id uuid, ticket_id uuid, payload jsonb,
-          reason text, key text, value text, headers jsonb)
+      WITH v AS (
+        SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
+                             ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
+                             ${int4Array(c.repeats)}::int4[])
+          AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats)
       ),
-      v AS (
-        SELECT DISTINCT ON (event_id) event_id, event_type, tenant_id, ticket_id, payload, o,
-               (count(*) OVER (PARTITION BY event_id) - 1)::int AS extra
-        FROM m WHERE reason IS NULL
-        ORDER BY event_id, o
+      -- Seen by this group before? One primary-key probe per event; OFFSET 0 keeps the EXISTS a per-row
+      -- subplan (as a join, the planner may hash the whole inbox).
+      c AS (
+        SELECT v.*, EXISTS (SELECT 1 FROM inbox_events i WHERE i.event_id = v.event_id AND i.group_id = ${groupId} OFFSET 0) AS seen
+        FROM v
+      ),
+      bad AS (
+        SELECT * FROM jsonb_to_recordset(${JSON.stringify(c.invalid)}::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb)
       ),
       dl AS (
         INSERT INTO consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
-        SELECT ${groupId}, ${topic}, ${partition}, o, key, value, COALESCE(headers, '{}'::jsonb), reason
-        FROM m WHERE reason IS NOT NULL
+        SELECT ${groupId}, ${topic}, ${partition}, o, key, value, COALESCE(headers, '{}'::jsonb), reason FROM bad
         ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING
         RETURNING 1
       ),
       ins AS (
         INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
-        SELECT ${groupId}, event_id, event_type, ticket_id, ${topic}, ${partition}, o, extra FROM v
-        ON CONFLICT (group_id, event_id) DO UPDATE
-          SET duplicates = inbox_events.duplicates + EXCLUDED.duplicates + 1, last_duplicate_at = now()
-        RETURNING event_id, "offset", (xmax = 0) AS inserted
+        SELECT ${groupId}, event_id, event_type, ticket_id, ${topic}, ${partition}, o, repeats FROM c WHERE NOT seen
+        ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
+        RETURNING event_id, "offset"
       ),
-      -- The events this statement inserted, as one array: joining v to ins row by row would be planned
-      -- as a nested loop (the planner cannot estimate either side) and cost O(n^2).
-      fresh AS (
-        SELECT COALESCE(array_agg(event_id), '{}') AS ids, count(*)::int AS n FROM ins WHERE inserted
+      dup AS (
+        UPDATE inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
+        FROM c WHERE c.seen AND i.event_id = c.event_id AND i.group_id = ${groupId}
+        RETURNING 1
       ),
       notif AS (
         INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
                                    status, next_attempt_at, last_error, payload)
-        SELECT ${groupId}, v.tenant_id, v.event_id, v.ticket_id, v.event_type,
+        SELECT ${groupId}, c.tenant_id, c.event_id, c.ticket_id, c.event_type,
                COALESCE(t.webhook_url, ${url}::text),
                CASE WHEN t.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
                CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN 'skipped' ELSE 'pending' END,
                CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN NULL ELSE now() END,
                CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN ${NO_TARGET} END,
-               v.payload
-        FROM v LEFT JOIN tenants t ON t.id = v.tenant_id
-        WHERE v.event_id = ANY ((SELECT ids FROM fresh)::uuid[])
-        ON CONFLICT (event_id, group_id) DO NOTHING
+               c.payload
+        FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
+        ${careful
+          ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins) ON CONFLICT (event_id, group_id) DO NOTHING`
+          : Prisma.sql`WHERE NOT c.seen`}
         RETURNING status
+      ),
+      m AS (
+        SELECT o, true AS ok FROM unnest(${int8Array(c.validOffsets)}::int8[]) AS o
+        UNION ALL SELECT o, false FROM bad
       ),
       counted AS (
         SELECT rp.replay_id, rp.last_offset AS seen, count(*)::int AS n,
-               count(*) FILTER (WHERE m.reason IS NULL)::int AS valid,
-               count(*) FILTER (WHERE m.reason IS NOT NULL)::int AS bad,
-               (SELECT count(*) FROM ins WHERE ins.inserted AND ins."offset" > rp.last_offset AND ins."offset" < rp.end_offset)::int AS new,
+               count(*) FILTER (WHERE m.ok)::int AS valid,
+               count(*) FILTER (WHERE NOT m.ok)::int AS bad,
+               (SELECT count(*) FROM ins WHERE ins."offset" > rp.last_offset AND ins."offset" < rp.end_offset)::int AS new,
                max(m.o) AS top
         FROM replay_partitions rp
         JOIN replays r ON r.id = rp.replay_id AND r.group_id = ${groupId} AND r.topic = ${topic} AND r.status = 'running'
@@ -122,18 +191,17 @@ export class InboxRepository {
         WHERE rp.replay_id = c.replay_id AND rp.partition = ${partition} AND rp.last_offset = c.seen
         RETURNING 1
       )
-      SELECT (SELECT count(*) FROM m)::int AS received,
-             (SELECT n FROM fresh) AS processed,
-             ((SELECT count(*) FROM m WHERE reason IS NULL) - (SELECT n FROM fresh))::int AS "skippedDuplicate",
-             (SELECT count(*) FROM m WHERE reason IS NOT NULL)::int AS "deadLettered",
+      SELECT (SELECT count(*) FROM ins)::int AS processed,
+             (SELECT count(*) FROM dl)::int AS dead_letter_rows,
+             (SELECT count(*) FROM dup)::int AS duplicate_rows,
              (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
              (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
-             (SELECT count(*) FROM counters)::int AS replay_rows`);
+             (SELECT count(*) FROM counters)::int AS replay_rows`, careful ? undefined : 'inbox-record-batch');
     return {
-      received: r.received,
+      received: input.messages.length,
       processed: r.processed,
-      skippedDuplicate: r.skippedDuplicate,
-      deadLettered: r.deadLettered,
+      skippedDuplicate: c.validOffsets.length - r.processed,
+      deadLettered: c.invalid.length,
       pending: r.pending,
       noTarget: r.noTarget,
     };
