@@ -2,24 +2,31 @@
 //
 //   npm run bench:consumer        (build, then node dist/bench/events-consumer.js [messages])
 //
-// Produces N valid ticket events (default 50 000) to a fresh 6-partition topic, then reads them three times:
+// Produces N valid ticket events (default 50 000) to a fresh 6-partition topic, reads it once untimed
+// (kafkajs and the broker's page cache warm up, so the baseline is not measured cold), then reads it:
 //   raw      a bare kafkajs consumer (eachBatch, autoCommit, counts messages; no parsing, no database);
-//   consumer startConsumer(): JSON + zod parse, one inbox statement per chunk of 500 (inbox row +
+//   parse    floor 1: the same plus JSON + zod parse of every message, no database;
+//   key      floor 2: parse, then one statement per batch inserting only the 16-byte event id into a
+//            one-column table (ON CONFLICT DO NOTHING), then the offset commit: the least any
+//            database-backed dedup can do per event;
+//   consumer startConsumer(): JSON + zod parse, one inbox statement per chunk of 1000 (inbox row +
 //            pending notification), offset commit after each statement. Webhook sending is DISABLED
 //            (dispatch: false): the dispatcher's speed is the receivers', not the consumer's;
 //   replay   the same consumer group moved back to earliest: every message is a duplicate (skip path).
-// All three use partitionsConsumedConcurrently = CONSUMER_PARTITIONS_CONCURRENCY (default 3) and a fresh
-// group, and are timed from run() to the N-th message. The database is <DATABASE_URL's name>_bench_consumer (migrated, dropped afterwards).
+// All use partitionsConsumedConcurrently = CONSUMER_PARTITIONS_CONCURRENCY (default 3) and a fresh
+// group, and are timed from run() to the N-th message. The floors say how much of the gap to raw
+// any design that validates each message and records it durably must pay on this machine. The database is <DATABASE_URL's name>_bench_consumer (migrated, dropped afterwards).
 // RSS of this process is sampled every 50 ms while the consumer runs: it must stay flat.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Kafka, logLevel, type Message } from 'kafkajs';
-import { Client } from 'pg';
+import { Kafka, logLevel, type EachBatchPayload, type Message } from 'kafkajs';
+import { Client, Pool } from 'pg';
 import { loadConfig } from '@tickets/config';
-import { createPrismaClient } from '@tickets/db';
+import { createPrismaClient, uuidArray } from '@tickets/db';
 import { TicketCreatedV1 } from '@tickets/contracts';
 import { startConsumer } from '../apps/consumer/src/consumer';
+import { parseTicketEventMessage } from '../apps/consumer/src/message-parser';
 import { repoRoot } from './support/paths';
 
 export interface ConsumerBenchResult {
@@ -30,6 +37,10 @@ export interface ConsumerBenchResult {
   consumerPerSec: number;
   /** consumer throughput / raw kafkajs throughput (target >= 0.5). */
   ratio: number;
+  /** Floor 1: raw + JSON + zod parse of every message, no database. */
+  parseOnlyPerSec: number;
+  /** Floor 2: parse + one insert of the bare event id per message (one statement per batch) + commit. */
+  keyOnlyPerSec: number;
   replayMs: number;
   replayPerSec: number;
   rssBeforeMb: number;
@@ -108,7 +119,7 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
   const admin = kafka.admin();
   const suffix = randomUUID().slice(0, 8);
   const topic = `bench-consumer-${suffix}`;
-  const groups = { raw: `bench-raw-${suffix}`, consumer: `bench-notifier-${suffix}` };
+  const groups = { warm: `bench-warm-${suffix}`, raw: `bench-raw-${suffix}`, parse: `bench-parse-${suffix}`, key: `bench-key-${suffix}`, consumer: `bench-notifier-${suffix}` };
 
   await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
   execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...process.env, DATABASE_URL: benchUrl.toString() }, stdio: 'pipe' });
@@ -127,16 +138,42 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     await producer.disconnect();
     log(`  produced in ${Date.now() - t} ms`);
 
+    // A bare kafkajs consumer (autoCommit) whose eachBatch runs `work` on each batch.
+    const readAll = async (label: string, groupId: string, work: (b: EachBatchPayload['batch']) => Promise<void> | void): Promise<number> => {
+      let count = 0;
+      const c = kafka.consumer({ groupId, maxWaitTimeInMs: 500 });
+      await c.connect();
+      await c.subscribe({ topic, fromBeginning: true });
+      const started = Date.now();
+      await c.run({
+        partitionsConsumedConcurrently: concurrency,
+        eachBatch: async ({ batch }) => {
+          await work(batch);
+          count += batch.messages.length;
+        },
+      });
+      const ms = await until(label, n, () => count, started, log);
+      await c.disconnect();
+      return ms;
+    };
+
+    log('warm-up read (untimed) ...');
+    await readAll('warm-up', groups.warm, () => undefined);
+
     // 1. Raw kafkajs consumer.
     log('raw kafkajs consumer ...');
-    let rawCount = 0;
-    const raw = kafka.consumer({ groupId: groups.raw, maxWaitTimeInMs: 500 });
-    await raw.connect();
-    await raw.subscribe({ topic, fromBeginning: true });
-    t = Date.now();
-    await raw.run({ partitionsConsumedConcurrently: concurrency, eachBatch: async ({ batch }) => void (rawCount += batch.messages.length) });
-    const rawMs = await until('raw', n, () => rawCount, t, log);
-    await raw.disconnect();
+    const rawMs = await readAll('raw', groups.raw, () => undefined);
+
+    // Floors: what validating every message, then also recording its id durably, cost by themselves.
+    log('floor 1: parse only (JSON + zod), no database ...');
+    const parseMs = await readAll('parse', groups.parse, (b) => void b.messages.map(parseTicketEventMessage));
+    log('floor 2: parse + insert the bare event id (one statement per batch) ...');
+    const keyPool = new Pool({ connectionString: benchUrl.toString(), max: concurrency });
+    await keyPool.query('CREATE TABLE bench_floor_keys (event_id uuid PRIMARY KEY)');
+    const keyMs = await readAll('key', groups.key, async (b) => {
+      const ids = b.messages.map(parseTicketEventMessage).flatMap((m) => (m.ok ? [m.event.id] : []));
+      await keyPool.query('INSERT INTO bench_floor_keys SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [uuidArray(ids)]);
+    }).finally(() => keyPool.end());
 
     // 2. The notification consumer (dedup + notification insert + commit after the transaction).
     log('notification consumer (dispatch disabled) ...');
@@ -171,7 +208,7 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     const [{ notifications }] = await prisma.$queryRaw<{ notifications: number }[]>`SELECT count(*)::int AS notifications FROM notifications`;
     if (notifications !== n) throw new Error(`${notifications} notifications for ${n} events`);
 
-    await admin.deleteGroups([groups.raw, groups.consumer]).catch(() => undefined);
+    await admin.deleteGroups(Object.values(groups)).catch(() => undefined);
     const result: ConsumerBenchResult = {
       messages: n,
       rawMs,
@@ -179,6 +216,8 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
       consumerMs,
       consumerPerSec: perSec(n, consumerMs),
       ratio: Math.round((rawMs / consumerMs) * 100) / 100,
+      parseOnlyPerSec: perSec(n, parseMs),
+      keyOnlyPerSec: perSec(n, keyMs),
       replayMs,
       replayPerSec: perSec(n, replayMs),
       rssBeforeMb: mb(rssBefore),
@@ -202,6 +241,8 @@ export function formatConsumerBench(r: ConsumerBenchResult): string {
     `| ${'run'.padEnd(58)} | messages |     time |    msg/s | vs raw  |`,
     `|${'-'.repeat(60)}|---------:|---------:|---------:|--------:|`,
     row('raw kafkajs consumer (eachBatch, no parse, no DB)', r.rawMs, r.rawPerSec, '1.00x'),
+    row('floor 1: + JSON + zod parse, no DB', (r.messages / r.parseOnlyPerSec) * 1000, r.parseOnlyPerSec, `${(r.parseOnlyPerSec / r.rawPerSec).toFixed(2)}x`),
+    row('floor 2: + insert the bare event id, commit', (r.messages / r.keyOnlyPerSec) * 1000, r.keyOnlyPerSec, `${(r.keyOnlyPerSec / r.rawPerSec).toFixed(2)}x`),
     row('notification consumer (parse, inbox + notification, commit)', r.consumerMs, r.consumerPerSec, `${r.ratio.toFixed(2)}x`),
     row('replay from earliest (every message a duplicate)', r.replayMs, r.replayPerSec, `${(r.rawMs / r.replayMs).toFixed(2)}x`),
     '',
