@@ -110,6 +110,26 @@ function migrationsList() {
 
 const filters = { externalTables: [], externalEnums: [] };
 
+/**
+ * @prisma/adapter-pg runs a migration script by splitting it on every ";", comments and string
+ * literals included, so a ";" in a "--" comment cuts a statement in two ("syntax error at or near ...").
+ * Refuse such files before anything is applied, naming the line.
+ */
+function checkSemicolonsInComments(list) {
+  const problems = [];
+  for (const dir of list.migrationDirectories) {
+    const content = dir.migrationFile.content;
+    if (content.tag !== 'ok') continue;
+    content.value.split('\n').forEach((line, i) => {
+      const at = line.indexOf('--');
+      if (at >= 0 && line.slice(at).includes(';')) problems.push(`  ${dir.path}/migration.sql:${i + 1}: ${line.trim()}`);
+    });
+  }
+  if (problems.length) {
+    fail(`a ";" inside a -- comment breaks the migration (the driver adapter splits scripts on every ";"). Reword these lines:\n${problems.join('\n')}`);
+  }
+}
+
 async function main() {
   const [cmd = 'deploy', name] = process.argv.slice(2);
   const url = databaseUrl();
@@ -118,6 +138,7 @@ async function main() {
     await createDatabaseIfMissing(url);
     const { engine } = await loadEngine(url);
     const list = migrationsList();
+    checkSemicolonsInComments(list);
     const out = await engine.applyMigrations({ migrationsList: list, filters });
     const applied = out.appliedMigrationNames;
     console.log(applied.length

@@ -1,6 +1,6 @@
 -- The consumer's hot path (issue #3, docs/consumer.md): inbox primary key led by the uuid, a BRIN
 -- index for the time-range purge instead of a B-tree, and the notification payload stored as the
--- message text instead of jsonb. Generated with npm run db:diff; existing jsonb payloads convert to text.
+-- message text instead of jsonb. Generated with npm run db:diff, existing jsonb payloads convert to text.
 
 -- DropIndex
 DROP INDEX "inbox_events_group_id_received_at_idx";
