@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Prisma, type PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
+import { HttpPoster } from './http-post';
 import { classifyStatus, parseRetryAfter, retryDelayMs } from './retry-policy';
 import { webhookHeaders } from './signature';
 
@@ -99,6 +100,7 @@ export class WebhookDispatcher {
   private unrecorded: Finished[] = [];
   private flushTimer?: NodeJS.Timeout;
   private readonly flushes = new Set<Promise<void>>();
+  private readonly http = new HttpPoster();
   private readonly stopWaiters = new Set<() => void>();
 
   constructor(private readonly opts: DispatcherOptions) {}
@@ -132,6 +134,7 @@ export class WebhookDispatcher {
       await Promise.race([Promise.allSettled([...this.inFlight]), ...this.flushes]);
       await Promise.allSettled([...this.flushes]);
     }
+    this.http.close();
   }
 
   stats(): DispatcherStats {
@@ -281,29 +284,22 @@ export class WebhookDispatcher {
     const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
     const body = JSON.stringify({ type: row.event_type, timestamp: (payload as { occurredAt?: string }).occurredAt, data: payload });
     const started = performance.now();
-    try {
-      const res = await fetch(row.target_url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) },
-        body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
-      });
-      await res.body?.cancel().catch(() => undefined);
-      return {
-        statusCode: res.status,
-        error: res.ok ? null : `HTTP ${res.status}`,
-        durationMs: Math.round(performance.now() - started),
-        retryAfterMs: parseRetryAfter(res.headers.get('retry-after')),
-      };
-    } catch (e) {
-      const err = e as Error & { cause?: { code?: string; message?: string } };
-      const error =
-        err.name === 'TimeoutError' || err.name === 'AbortError'
-          ? `timeout after ${this.opts.timeoutMs} ms`
-          : `network error: ${err.cause?.code ?? err.cause?.message ?? err.message}`;
-      return { statusCode: null, error, durationMs: Math.round(performance.now() - started) };
-    }
+    const res = await this.http.post(
+      row.target_url,
+      { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) },
+      body,
+      this.opts.timeoutMs,
+    );
+    const durationMs = Math.round(performance.now() - started);
+    if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    const retryAfter = res.headers['retry-after'];
+    return {
+      statusCode: res.statusCode,
+      error: ok ? null : `HTTP ${res.statusCode}`,
+      durationMs,
+      retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null)),
+    };
   }
 
   private decide(row: ClaimedRow, r: AttemptResult): Outcome {
