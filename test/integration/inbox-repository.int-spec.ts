@@ -108,4 +108,20 @@ describe('InboxRepository.recordBatch', () => {
     );
     expect(rows[0]).toEqual({ inbox: 200, notifications: 200, distinct_events: 200 });
   });
+
+  it('an event replayed after its inbox row was purged, while its notification remains: no second notification', async () => {
+    const groupId = newGroup();
+    const repo = new InboxRepository(db);
+    const event = ticketCreated(tenantId);
+    const input = { groupId, topic: 't', partition: 2, defaultWebhookUrl: 'http://127.0.0.1:9/hook' };
+    await repo.recordBatch({ ...input, messages: parsed([JSON.stringify(event)], 1) });
+    // What an INBOX_RETENTION shorter than the topic's retention would do before a replay.
+    await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+
+    // The fast path hits the notification's unique key; the careful re-run skips it.
+    const replayed = await repo.recordBatch({ ...input, messages: parsed([JSON.stringify(event)], 1) });
+    expect(replayed).toMatchObject({ received: 1, pending: 0 });
+    const { rows } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+    expect(rows[0].n).toBe(1);
+  });
 });
