@@ -41,17 +41,27 @@ export function createPrismaClient(url: string, poolMax: number, applicationName
   return new PrismaClient({ adapter });
 }
 
-/** The PostgreSQL SQLSTATE behind a Prisma or driver error, if there is one. */
+/** Prisma's own error codes (P1001, P2010 ...) have the shape of a SQLSTATE; PL/pgSQL's P0001-P0004 are real ones. */
+const PRISMA_CODE = /^P[1-9]\d{3}$/;
+
+/**
+ * The PostgreSQL SQLSTATE behind a Prisma or driver error, if there is one: a `pg` error's `code`, or,
+ * for a Prisma error (e.g. P2010 from $queryRaw), the driver adapter's `originalCode` in its cause or
+ * in `meta.driverAdapterError`.
+ */
 export function sqlState(error: unknown): string | undefined {
   const seen = new Set<unknown>();
-  let cur: unknown = error;
-  while (cur && typeof cur === 'object' && !seen.has(cur)) {
+  const queue: unknown[] = [error];
+  while (queue.length) {
+    const cur = queue.shift();
+    if (!cur || typeof cur !== 'object' || seen.has(cur)) continue;
     seen.add(cur);
     const o = cur as Record<string, unknown>;
-    for (const v of [o.code, (o.meta as Record<string, unknown> | undefined)?.code, (o.cause as Record<string, unknown> | undefined)?.originalCode]) {
-      if (typeof v === 'string' && /^[0-9A-Z]{5}$/.test(v)) return v;
+    const meta = o.meta as Record<string, unknown> | undefined;
+    for (const v of [o.code, meta?.code, o.originalCode]) {
+      if (typeof v === 'string' && /^[0-9A-Z]{5}$/.test(v) && !PRISMA_CODE.test(v)) return v;
     }
-    cur = o.cause;
+    queue.push(o.cause, meta?.driverAdapterError);
   }
   return undefined;
 }
