@@ -17,17 +17,16 @@
 // group, and are timed from run() to the N-th message. The floors say how much of the gap to raw
 // any design that validates each message and records it durably must pay on this machine. The database is <DATABASE_URL's name>_bench_consumer (migrated, dropped afterwards).
 // RSS of this process is sampled every 50 ms while the consumer runs: it must stay flat.
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { Kafka, logLevel, type EachBatchPayload, type Message } from 'kafkajs';
-import { Client, Pool } from 'pg';
+import { Pool } from 'pg';
 import { loadConfig } from '@tickets/config';
 import { createPrismaClient, uuidArray } from '@tickets/db';
 import { TicketCreatedV1 } from '@tickets/contracts';
 import { startConsumer } from '../apps/consumer/src/consumer';
 import { parseTicketEventMessage } from '../apps/consumer/src/message-parser';
-import { repoRoot } from './support/paths';
+import { scratchDatabase } from './support/paths';
+import { mb } from './support/stats';
 
 export interface ConsumerBenchResult {
   messages: number;
@@ -52,7 +51,6 @@ export interface ConsumerBenchResult {
 }
 
 const PARTITIONS = 6;
-const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const perSec = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
 
@@ -105,25 +103,16 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
   const log = opts.log ?? ((line: string) => console.log(line));
   const config = loadConfig();
   const concurrency = config.consumer.partitionsConcurrency;
-  const benchUrl = new URL(config.database.url);
-  const dbName = `${decodeURIComponent(benchUrl.pathname.slice(1))}_bench_consumer`;
-  benchUrl.pathname = `/${dbName}`;
-  const adminUrl = new URL(config.database.url);
-  adminUrl.pathname = '/postgres';
-  const adminSql = async (sql: string) => {
-    const c = new Client({ connectionString: adminUrl.toString() });
-    await c.connect();
-    await c.query(sql).finally(() => c.end());
-  };
+  const scratch = scratchDatabase(config.database.url, 'bench_consumer');
+  const benchUrl = scratch.url;
   const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-consumer', logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   const suffix = randomUUID().slice(0, 8);
   const topic = `bench-consumer-${suffix}`;
   const groups = { warm: `bench-warm-${suffix}`, raw: `bench-raw-${suffix}`, parse: `bench-parse-${suffix}`, key: `bench-key-${suffix}`, consumer: `bench-notifier-${suffix}` };
 
-  await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-  execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...process.env, DATABASE_URL: benchUrl.toString() }, stdio: 'pipe' });
-  const prisma = createPrismaClient(benchUrl.toString(), 10, 'bench-consumer');
+  await scratch.create();
+  const prisma = createPrismaClient(benchUrl, 10, 'bench-consumer');
   await admin.connect();
   try {
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }] });
@@ -168,7 +157,7 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     log('floor 1: parse only (JSON + zod), no database ...');
     const parseMs = await readAll('parse', groups.parse, (b) => void b.messages.map(parseTicketEventMessage));
     log('floor 2: parse + insert the bare event id (one statement per batch) ...');
-    const keyPool = new Pool({ connectionString: benchUrl.toString(), max: concurrency });
+    const keyPool = new Pool({ connectionString: benchUrl, max: concurrency });
     await keyPool.query('CREATE TABLE bench_floor_keys (event_id uuid PRIMARY KEY)');
     const keyMs = await readAll('key', groups.key, async (b) => {
       const ids = b.messages.map(parseTicketEventMessage).flatMap((m) => (m.ok ? [m.event.id] : []));
@@ -182,7 +171,7 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     const quartiles: number[] = [];
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
     const notifier = { ...config.notifier, webhookUrl: 'http://127.0.0.1:9/unused', webhookSecret: 'bench-secret-not-used' };
-    const consumerOpts = { prisma, databaseUrl: benchUrl.toString(), kafka: { brokers: config.kafka.brokers, clientId: 'bench-consumer' }, topic, groupId: groups.consumer, notifier, dispatch: false, partitionsConcurrency: concurrency };
+    const consumerOpts = { prisma, databaseUrl: benchUrl, kafka: { brokers: config.kafka.brokers, clientId: 'bench-consumer' }, topic, groupId: groups.consumer, notifier, dispatch: false, partitionsConcurrency: concurrency };
     t = Date.now();
     let consumer = await startConsumer(consumerOpts);
     const consumerMs = await until('consumer', n, () => consumer.stats().received, t, log, () => {
@@ -230,7 +219,7 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
     await admin.disconnect();
     await prisma.$disconnect();
-    await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+    await scratch.drop();
   }
 }
 

@@ -23,10 +23,10 @@
 // (BENCH_DEFAULTS below: why).
 // EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
 // the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { Agent, createServer, request, type IncomingHttpHeaders } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -35,10 +35,11 @@ import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
 import { loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
+import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
-import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv } from './support/paths';
+import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcResult {
@@ -156,22 +157,10 @@ interface Arrival {
 }
 
 function startReceiver(secret: string) {
-  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
   const arrivals = new Map<string, Arrival>();
   let requests = 0;
   let unverified = 0;
   let duplicates = 0;
-  const verify = (h: IncomingHttpHeaders, body: string) => {
-    const id = h['webhook-id'];
-    const ts = h['webhook-timestamp'];
-    const sig = h['webhook-signature'];
-    if (typeof id !== 'string' || typeof ts !== 'string' || typeof sig !== 'string') return false;
-    const expected = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest();
-    return sig.split(' ').some((s) => {
-      const got = Buffer.from(s.slice(3), 'base64');
-      return s.startsWith('v1,') && got.length === expected.length && timingSafeEqual(got, expected);
-    });
-  };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -179,7 +168,7 @@ function startReceiver(secret: string) {
       const at = now();
       requests++;
       const body = Buffer.concat(chunks).toString('utf8');
-      if (!verify(req.headers, body)) {
+      if (!verifyWebhook(secret, req.headers, body)) {
         unverified++;
         res.writeHead(401).end();
         return;
@@ -455,17 +444,8 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const maxConcurrency = posNum('EVENTS_MAX_CONCURRENCY', 32);
   const runId = randomBytes(4).toString('hex');
   wallOffset = Date.now() - performance.now();
-  const dbUrl = new URL(config.database.url);
-  const dbName = `${decodeURIComponent(dbUrl.pathname.slice(1))}_bench_events`;
-  dbUrl.pathname = `/${dbName}`;
-  const url = dbUrl.toString();
-  const adminUrl = new URL(config.database.url);
-  adminUrl.pathname = '/postgres';
-  const adminSql = async (sql: string) => {
-    const c = new Client({ connectionString: adminUrl.toString() });
-    await c.connect();
-    await c.query(sql).finally(() => c.end());
-  };
+  const scratch = scratchDatabase(config.database.url, 'bench_events', env);
+  const { name: dbName, url } = scratch;
   const topic = `bench-events-${runId}`;
   const groupId = `bench-events-notifier-${runId}`;
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
@@ -489,8 +469,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   let topicCreated = false;
   try {
     log(`database ${dbName}: (re)creating and migrating`);
-    await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-    execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...env, DATABASE_URL: url }, stdio: 'pipe' });
+    await scratch.create();
     const prisma = createPrismaClient(url, 1, 'bench-events-setup');
     const tenant = await createApiKey(prisma, `bench-events-${runId}`);
     await prisma.$disconnect();
@@ -625,7 +604,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     await admin.deleteGroups([groupId]).catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
     await db?.end().catch(() => undefined);
-    await adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch((e) => log(`could not drop ${dbName}: ${(e as Error).message}`));
+    await scratch.drop().catch((e) => log(`could not drop ${dbName}: ${(e as Error).message}`));
   }
 }
 

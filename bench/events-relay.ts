@@ -9,16 +9,16 @@
 //          same settings (idempotent, maxInFlightRequests 1, acks -1, sends of 500) to another fresh
 //          topic, from a child process (messages preloaded, not timed).
 // Also samples the relay's RSS every 50 ms: it must stay flat (the relay streams 500-row batches).
-import { execFileSync, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { Kafka, Partitioners, logLevel, type Message } from 'kafkajs';
 import { Client } from 'pg';
 import { Registry } from 'prom-client';
 import { loadConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay } from '@tickets/outbox';
-import { repoRoot } from './support/paths';
+import { scratchDatabase } from './support/paths';
+import { mb } from './support/stats';
 
 export interface RelayBenchRound {
   relayMs: number;
@@ -45,7 +45,6 @@ const BATCH = 500;
 const PARTITIONS = 6;
 
 
-const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const SEED_SQL = `
@@ -79,29 +78,15 @@ export async function runRelayBench(
   const roundCount = opts.rounds ?? 3;
   const log = opts.log ?? ((line: string) => console.log(line));
   const config = loadConfig();
-  const benchUrl = new URL(config.database.url);
-  const dbName = `${decodeURIComponent(benchUrl.pathname.slice(1))}_bench_relay`;
-  benchUrl.pathname = `/${dbName}`;
-  const adminUrl = new URL(config.database.url);
-  adminUrl.pathname = '/postgres';
+  const scratch = scratchDatabase(config.database.url, 'bench_relay');
+  const benchUrl = scratch.url;
   const brokers = config.kafka.brokers;
   const kafka = new Kafka({ brokers, clientId: 'bench-relay', logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   const topics: string[] = [];
 
-  const adminSql = async (sql: string) => {
-    const c = new Client({ connectionString: adminUrl.toString() });
-    await c.connect();
-    await c.query(sql).finally(() => c.end());
-  };
-  const dropDb = () => adminSql(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-
-  await dropDb();
-  execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], {
-    env: { ...process.env, DATABASE_URL: benchUrl.toString() },
-    stdio: 'pipe',
-  });
-  const db = new Client({ connectionString: benchUrl.toString() });
+  await scratch.create();
+  const db = new Client({ connectionString: benchUrl });
   await db.connect();
   await admin.connect();
   let relay: OutboxRelay | undefined;
@@ -122,7 +107,7 @@ export async function runRelayBench(
     // --- relay: start() -> every row acknowledged and marked ---------------------------------------
     const registry = new Registry();
     relay = new OutboxRelay({
-      databaseUrl: benchUrl.toString(),
+      databaseUrl: benchUrl,
       kafka: { brokers, clientId: 'bench-relay', topic: relayTopic, partitions: PARTITIONS },
       logger: createLogger('warn', 'bench-relay'),
       registry,
@@ -154,7 +139,7 @@ export async function runRelayBench(
 
     // --- raw producer: the same messages, same settings, in a child process (so that its 50 000
     // messages held in memory do not inflate the relay's RSS in the next round) --------------------
-    const rawMs = await rawProducerInChild(benchUrl.toString(), brokers, rawTopic);
+    const rawMs = await rawProducerInChild(benchUrl, brokers, rawTopic);
     const ratio = Math.round((rawMs / relayMs) * 100) / 100;
     log(`${label}: relay ${(relayMs / 1000).toFixed(2)} s, raw ${(rawMs / 1000).toFixed(2)} s, ratio ${ratio}x, relay rss peak ${mb(roundPeak)} MB`);
     await admin.deleteTopics({ topics: [relayTopic, rawTopic] }).catch(() => undefined);
@@ -184,7 +169,7 @@ export async function runRelayBench(
     await admin.deleteTopics({ topics }).catch(() => undefined);
     await admin.disconnect();
     await db.end();
-    await dropDb();
+    await scratch.drop();
   }
 }
 

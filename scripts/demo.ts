@@ -12,15 +12,16 @@
 // TICKETS_API_URL + TICKETS_API_KEY: use a running API instead of starting one (no webhook check then).
 // DATABASE_URL (postgresql://postgres@127.0.0.1:5432/tickets): where the tickets are counted.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingHttpHeaders, type Server as HttpServer } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { TicketClient, TicketClientError, RetryableError, type CreateTicketResult } from '@tickets/agent-client';
 import { FaultProxy } from '@tickets/fault-proxy';
+import { verifyWebhook } from '@tickets/notifications';
 
 const DIST = join(__dirname, '..'); // dist/ (this file is dist/scripts/demo.js)
 const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/tickets';
@@ -145,19 +146,6 @@ async function waitForApi(baseUrl: string, api: { proc: ChildProcess; log: strin
   }
 }
 
-/** True when the compiled API runs the outbox relay itself (RELAY_ENABLED). */
-function apiHasRelay(): boolean {
-  const walk = (dir: string): boolean =>
-    readdirSync(dir, { withFileTypes: true }).some((e) =>
-      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.js') && readFileSync(join(dir, e.name), 'utf8').includes('@tickets/outbox'),
-    );
-  try {
-    return walk(join(DIST, 'apps/ticket-api/src'));
-  } catch {
-    return false;
-  }
-}
-
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(process.execPath, [...process.execArgv, join(DIST, 'apps/cli/src/main.js'), ...args], { env: process.env }, (error, stdout, stderr) => {
@@ -179,19 +167,6 @@ interface Receiver {
   badSignatures: number;
 }
 
-function verify(secret: string, headers: IncomingHttpHeaders, body: string): boolean {
-  const id = headers['webhook-id'];
-  const ts = headers['webhook-timestamp'];
-  const sigs = headers['webhook-signature'];
-  if (typeof id !== 'string' || typeof ts !== 'string' || typeof sigs !== 'string') return false;
-  const expected = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${ts}.${body}`).digest();
-  return sigs.split(' ').some((s) => {
-    const [version, b64] = s.split(',');
-    const got = Buffer.from(b64 ?? '', 'base64');
-    return version === 'v1' && got.length === expected.length && timingSafeEqual(got, expected);
-  });
-}
-
 async function startReceiver(secret: string): Promise<Receiver & { close(): Promise<void> }> {
   const rec: Receiver = { url: '', ids: new Map(), requests: 0, redeliveries: 0, badSignatures: 0 };
   const server: HttpServer = createHttpServer((req, res) => {
@@ -200,7 +175,7 @@ async function startReceiver(secret: string): Promise<Receiver & { close(): Prom
     req.on('end', () => {
       rec.requests += 1;
       const body = Buffer.concat(chunks).toString('utf8');
-      if (!verify(secret, req.headers, body)) {
+      if (!verifyWebhook(secret, req.headers, body)) {
         rec.badSignatures += 1;
         res.writeHead(401).end();
         return;
@@ -369,12 +344,9 @@ async function main(): Promise<void> {
     receiver = await startReceiver(secret);
     closers.push(receiver.close);
     const hook = await cli(['webhooks', 'set', '--tenant', tenantSlug, '--url', receiver.url, '--secret', secret]);
-    const consumerBuilt = existsSync(join(DIST, 'apps/consumer/src/main.js'));
     if (hook.code !== 0) {
-      notificationsNote = "n/a (`cli webhooks set` is not available in this build)";
+      notificationsNote = 'n/a (`cli webhooks set` failed)';
       notes.push(`cli webhooks set failed (exit ${hook.code}): ${(hook.stderr || hook.stdout).trim().split('\n')[0]}`);
-    } else if (!consumerBuilt) {
-      notificationsNote = 'n/a (consumer not running: dist/apps/consumer is not built)';
     }
 
     const port = await freePort();
@@ -382,12 +354,7 @@ async function main(): Promise<void> {
     const common = { DATABASE_URL: settings.databaseUrl };
     say(`starting the API on ${baseUrl} (logs: ${logDir})`);
     const api = startChild('api', 'apps/ticket-api/src/main.js', { ...common, PORT: String(port), HOST: '127.0.0.1' });
-    if (!apiHasRelay() && existsSync(join(DIST, 'apps/relay/src/main.js')) && (process.env.RELAY_ENABLED ?? 'true') !== 'false') {
-      // This build's API has no relay inside yet: run the standalone one (same relay; one publishes per database).
-      startChild('relay', 'apps/relay/src/main.js', common);
-      notes.push('the API in this build has no outbox relay inside; the demo ran apps/relay as its own process.');
-    }
-    if (consumerBuilt && !notificationsNote) {
+    if (!notificationsNote) {
       consumer = startChild('consumer', 'apps/consumer/src/main.js', common);
     }
     await waitForApi(baseUrl, api);

@@ -12,9 +12,7 @@ export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5
 ensure_postgres "$TEST_DATABASE_URL"
 ensure_kafka
 build
-say "migrating the test database"
-DATABASE_URL="$TEST_DATABASE_URL" node scripts/db-migrate.mjs deploy
-say "running unit, integration and e2e tests"
+say "running unit, integration and e2e tests (Jest's globalSetup migrates the test database)"
 # The e2e and integration tiers share one PostgreSQL and one broker on 2 cores: run the files one at a time.
 mkdir -p .tmp
 set +e

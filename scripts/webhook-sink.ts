@@ -2,22 +2,13 @@
 // checking its Standard Webhooks signature, so a newcomer sees the whole flow without a server of
 // their own. Env: WEBHOOK_SINK_PORT (3999), NOTIFY_WEBHOOK_SECRET (required).
 import { createServer } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
-import { WEBHOOK_HEADERS, signWebhook } from '@tickets/notifications';
+import { WEBHOOK_HEADERS, verifyWebhook } from '@tickets/notifications';
 
 const secret = process.env.NOTIFY_WEBHOOK_SECRET;
 const port = Number(process.env.WEBHOOK_SINK_PORT ?? 3999);
 if (!secret) {
   process.stderr.write('webhook-sink: set NOTIFY_WEBHOOK_SECRET\n');
   process.exit(2);
-}
-
-function verified(id: string, timestamp: string, signature: string, body: string): boolean {
-  const expected = Buffer.from(signWebhook(secret!, id, Number(timestamp), body));
-  return signature.split(' ').some((s) => {
-    const got = Buffer.from(s);
-    return got.length === expected.length && timingSafeEqual(got, expected);
-  });
 }
 
 const seen = new Set<string>();
@@ -27,7 +18,7 @@ createServer((req, res) => {
   req.on('end', () => {
     const h = (name: string) => String(req.headers[name] ?? '');
     const id = h(WEBHOOK_HEADERS.id);
-    const ok = verified(id, h(WEBHOOK_HEADERS.timestamp), h(WEBHOOK_HEADERS.signature), body);
+    const ok = verifyWebhook(secret!, req.headers, body);
     let what = '';
     try {
       const n = JSON.parse(body) as { type?: string; data?: { type?: string; ticketId?: string; data?: { title?: string; status?: string } } };

@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { Client } from 'pg';
 
 /** The repository root, found upwards from the compiled file (dist/ or a private outDir); else the cwd. */
 export function repoRoot(): string {
@@ -34,4 +36,31 @@ export function positiveNumberEnv(name: string, dflt: number): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}=${v} is not a positive number`);
   return n;
+}
+
+/**
+ * A benchmark's own database next to DATABASE_URL's (`<name>_<suffix>`): `create()` drops any
+ * leftover and migrates a fresh one, `drop()` removes it. `env` is what the migration runs with.
+ */
+export function scratchDatabase(baseUrl: string, suffix: string, env: NodeJS.ProcessEnv = process.env) {
+  const url = new URL(baseUrl);
+  const name = `${decodeURIComponent(url.pathname.slice(1))}_${suffix}`;
+  url.pathname = `/${name}`;
+  const adminUrl = new URL(baseUrl);
+  adminUrl.pathname = '/postgres';
+  const dropSql = `DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`;
+  const admin = async (sql: string) => {
+    const c = new Client({ connectionString: adminUrl.toString() });
+    await c.connect();
+    await c.query(sql).finally(() => c.end());
+  };
+  return {
+    name,
+    url: url.toString(),
+    async create(): Promise<void> {
+      await admin(dropSql);
+      execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...env, DATABASE_URL: url.toString() }, stdio: 'pipe' });
+    },
+    drop: (): Promise<void> => admin(dropSql),
+  };
 }

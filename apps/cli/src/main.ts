@@ -1,7 +1,8 @@
-import { ConfigError, loadConfig, type AppConfig } from '@tickets/config';
+import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { createApiKey } from '../../ticket-api/src/auth/api-keys';
 import { purgeIdempotencyKeys } from '../../ticket-api/src/idempotency/purge';
+import { flag } from './flags';
 import { RECONCILE_USAGE, reconcileCommand } from './reconcile.command';
 import { WEBHOOKS_USAGE, webhooksCommand } from './webhooks.command';
 
@@ -12,11 +13,6 @@ const USAGE = `usage: npm run --silent cli -- <command>
   purge                                      apply the idempotency retention windows now (shows progress)
 ${RECONCILE_USAGE}
 ${WEBHOOKS_USAGE.split('\n').slice(1).join('\n')}`;
-
-function flag(argv: string[], name: string): string | undefined {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-}
 
 const commands: Record<string, Command> = {
   'api-keys': async (argv, { prisma, out }) => {
@@ -43,10 +39,6 @@ const commands: Record<string, Command> = {
 commands.webhooks = webhooksCommand;
 commands.reconcile = (argv, deps) => reconcileCommand(argv, { ...deps, defaultGroup: deps.config.notifier.groupId });
 
-export function registerCommand(name: string, command: Command): void {
-  commands[name] = command;
-}
-
 async function main(): Promise<void> {
   const [name, ...argv] = process.argv.slice(2);
   const command = name ? commands[name] : undefined;
@@ -54,13 +46,7 @@ async function main(): Promise<void> {
     process.stderr.write(`${USAGE}\n`);
     process.exit(2);
   }
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    process.stderr.write(`cli: ${e instanceof ConfigError ? e.message : String(e)}\n`);
-    process.exit(2);
-  }
+  const config = loadConfigOrExit('cli');
   const prisma = createPrismaClient(config.database.url, 2, 'tickets-cli');
   try {
     process.exitCode = await command(argv, { prisma, config, out: (line) => process.stdout.write(`${line}\n`) });

@@ -1,4 +1,5 @@
 import { Prisma, type PrismaClient } from '@tickets/db';
+import { flag } from './flags';
 
 /**
  * The reconciliation job: checks tickets, idempotency keys, the outbox and notifications against each
@@ -119,11 +120,6 @@ export async function reconcile(
   }
   opts.onProgress?.(CHECKS.length, CHECKS.length, 'done');
   return findings;
-}
-
-function flag(argv: string[], name: string): string | undefined {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : undefined;
 }
 
 const HOURS = /^(\d+)([mhd])$/;

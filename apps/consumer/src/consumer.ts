@@ -98,11 +98,11 @@ export async function startConsumer(opts: ConsumerOptions): Promise<RunningConsu
     opts.dispatch === false
       ? undefined
       : new WebhookDispatcher({
+          ...opts.notifier,
           prisma: opts.prisma,
           groupId: opts.groupId,
           defaultSecret: opts.notifier.webhookSecret,
           logger: log?.child({ component: 'dispatcher' }),
-          ...pickSettings(opts.notifier),
         });
   // maxWaitTimeInMs bounds an idle fetch, and so how long stop() waits for the fetch in flight.
   const consumer: Consumer = kafka.consumer({ groupId: opts.groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 500 });
@@ -207,11 +207,6 @@ export async function startConsumer(opts: ConsumerOptions): Promise<RunningConsu
       log?.info(stats, 'notification consumer stopped');
     },
   };
-}
-
-function pickSettings(s: DispatcherSettings): DispatcherSettings {
-  const { maxAttempts, retryBaseMs, retryMaxDelayMs, timeoutMs, leaseMs, pollIntervalMs, concurrency } = s;
-  return { maxAttempts, retryBaseMs, retryMaxDelayMs, timeoutMs, leaseMs, pollIntervalMs, concurrency };
 }
 
 /**

@@ -1,16 +1,10 @@
 // `npm run replay -- --group <group> [--topic <topic>] --from earliest|<ISO-8601> [--wait] [--follow]`
-import { ConfigError, loadConfig } from '@tickets/config';
+import { loadConfigOrExit } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { replayCommand } from './replay/replay.command';
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    process.stderr.write(`replay: ${e instanceof ConfigError ? e.message : String(e)}\n`);
-    process.exit(2);
-  }
+  const config = loadConfigOrExit('replay');
   const prisma = createPrismaClient(config.database.url, 2, 'tickets-replay');
   try {
     process.exitCode = await replayCommand(process.argv.slice(2), {

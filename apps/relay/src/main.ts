@@ -1,13 +1,13 @@
 // The outbox relay on its own: `npm run start:relay`. Same relay as the one inside the API
 // (RELAY_ENABLED); any number of copies may run, one per database publishes (docs/relay.md).
-import { loadConfig } from '@tickets/config';
+import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
 
 const STATS_LOG_INTERVAL_MS = 60_000;
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfigOrExit('outbox-relay');
   const logger = createLogger(config.logLevel, 'outbox-relay');
   const relay = new OutboxRelay(relayOptionsFromConfig(config, logger));
 
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  // Config errors and the like: print and exit non-zero (the logger may not exist yet).
+  // Start-up failures before the logger exists: print and exit non-zero.
   console.error(err instanceof Error ? err.message : err);
   process.exit(1);
 });

@@ -9,7 +9,6 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'ticket-api');
   const app = await createApiApp(config, logger);
   try {
-    await app.get(Database).prisma.$queryRaw`SELECT 1`;
     const pending = await pendingMigrations(app.get(Database).prisma);
     if (pending.length) {
       logger.fatal({ pending }, `the database is not migrated (${pending.length} pending: ${pending.join(', ')}): run npm run db:migrate`);

@@ -1,4 +1,4 @@
-export { WEBHOOK_HEADERS, signingKey, signWebhook, webhookHeaders } from './signature';
+export { WEBHOOK_HEADERS, signingKey, signWebhook, verifyWebhook, webhookHeaders } from './signature';
 export { classifyStatus, retryDelayMs, parseRetryAfter } from './retry-policy';
 export type { AttemptVerdict, RetryPolicy } from './retry-policy';
 export { WebhookDispatcher } from './webhook-dispatcher';

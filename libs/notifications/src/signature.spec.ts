@@ -1,4 +1,4 @@
-import { signWebhook, signingKey, webhookHeaders } from './signature';
+import { signWebhook, signingKey, verifyWebhook, webhookHeaders } from './signature';
 
 describe('webhook signature (Standard Webhooks)', () => {
   it('matches the published test vector', () => {
@@ -25,5 +25,17 @@ describe('webhook signature (Standard Webhooks)', () => {
       'webhook-timestamp': '1614265330',
       'webhook-signature': 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
     });
+  });
+
+  it('verifies what it signs, among several signatures, and nothing else', () => {
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const body = '{"test": 2432232314}';
+    const h = webhookHeaders(secret, 'msg_1', body);
+    expect(verifyWebhook(secret, h, body)).toBe(true);
+    expect(verifyWebhook(secret, { ...h, 'webhook-signature': `v1,bm90IGl0 ${h['webhook-signature']}` }, body)).toBe(true);
+    expect(verifyWebhook(secret, h, `${body} `)).toBe(false);
+    expect(verifyWebhook('whsec_cGxhaW4tcGFzc3dvcmQ=', h, body)).toBe(false);
+    expect(verifyWebhook(secret, { ...h, 'webhook-id': 'msg_2' }, body)).toBe(false);
+    expect(verifyWebhook(secret, { 'webhook-id': 'msg_1' }, body)).toBe(false);
   });
 });

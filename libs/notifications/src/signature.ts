@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 // Pure functions (no I/O, no transaction). Standard Webhooks: https://www.standardwebhooks.com
 
@@ -21,7 +21,7 @@ export function signingKey(secret: string): Buffer {
 }
 
 /** `v1,<base64 HMAC-SHA256 of "${id}.${timestamp}.${body}">`; `timestamp` in unix seconds. */
-export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+export function signWebhook(secret: string, id: string, timestamp: number | string, body: string): string {
   const mac = createHmac('sha256', signingKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
   return `v1,${mac}`;
 }
@@ -34,4 +34,20 @@ export function webhookHeaders(secret: string, id: string, body: string, nowMs =
     [WEBHOOK_HEADERS.timestamp]: String(timestamp),
     [WEBHOOK_HEADERS.signature]: signWebhook(secret, id, timestamp, body),
   };
+}
+
+/**
+ * The receiver's check: true when one of the space-separated `webhook-signature` values is the v1
+ * signature of this id, timestamp (as sent) and body. Does not judge the timestamp's age.
+ */
+export function verifyWebhook(secret: string, headers: Record<string, string | string[] | undefined>, body: string): boolean {
+  const id = headers[WEBHOOK_HEADERS.id];
+  const timestamp = headers[WEBHOOK_HEADERS.timestamp];
+  const signatures = headers[WEBHOOK_HEADERS.signature];
+  if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string') return false;
+  const expected = Buffer.from(signWebhook(secret, id, timestamp, body));
+  return signatures.split(' ').some((s) => {
+    const got = Buffer.from(s);
+    return got.length === expected.length && timingSafeEqual(got, expected);
+  });
 }

@@ -50,7 +50,8 @@ interface ClaimedRow {
   target_url: string;
   target_source: string | null;
   attempts: number;
-  payload: unknown;
+  /** notifications.payload: the event text as read from Kafka. */
+  payload: string;
   tenant_secret: string | null;
   lease_token: string;
 }
@@ -281,8 +282,8 @@ export class WebhookDispatcher {
   }
 
   private async send(row: ClaimedRow, secret: string): Promise<AttemptResult> {
-    const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
-    const body = JSON.stringify({ type: row.event_type, timestamp: (payload as { occurredAt?: string }).occurredAt, data: payload });
+    const payload = JSON.parse(row.payload) as { occurredAt?: string };
+    const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
     const started = performance.now();
     const res = await this.http.post(
       row.target_url,
@@ -292,11 +293,10 @@ export class WebhookDispatcher {
     );
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
-    const ok = res.statusCode >= 200 && res.statusCode < 300;
     const retryAfter = res.headers['retry-after'];
     return {
       statusCode: res.statusCode,
-      error: ok ? null : `HTTP ${res.statusCode}`,
+      error: classifyStatus(res.statusCode) === 'delivered' ? null : `HTTP ${res.statusCode}`,
       durationMs,
       retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null)),
     };

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { Prisma, int4Array, int8Array, textArray, uuidArray } from '@tickets/db';
+import { Prisma, int4Array, int8Array, sqlState, textArray, uuidArray } from '@tickets/db';
 import type { ParsedMessage } from '../message-parser';
 
 export interface RecordBatchInput {
@@ -109,7 +109,7 @@ export class InboxRepository {
       try {
         return await this.runRecordBatch(input, columns, attempt > 1);
       } catch (err) {
-        if (attempt >= 3 || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
+        if (attempt >= 3 || !RETRYABLE.has(sqlState(err) ?? '')) throw err;
       }
     }
   }
@@ -117,7 +117,7 @@ export class InboxRepository {
   private async runRecordBatch(input: RecordBatchInput, c: Columns, careful: boolean): Promise<RecordBatchResult> {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
-    const [r] = await this.query<RecordBatchResult>(Prisma.sql`
+    const [r] = await this.query<Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'>>(Prisma.sql`
       WITH v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
@@ -137,7 +137,6 @@ export class InboxRepository {
         INSERT INTO consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
         SELECT ${groupId}, ${topic}, ${partition}, o, key, value, COALESCE(headers, '{}'::jsonb), reason FROM bad
         ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING
-        RETURNING 1
       ),
       ins AS (
         INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
@@ -148,7 +147,6 @@ export class InboxRepository {
       dup AS (
         UPDATE inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
         FROM c WHERE c.seen AND i.event_id = c.event_id AND i.group_id = ${groupId}
-        RETURNING 1
       ),
       notif AS (
         INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
@@ -189,14 +187,11 @@ export class InboxRepository {
         SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
         FROM counted c
         WHERE rp.replay_id = c.replay_id AND rp.partition = ${partition} AND rp.last_offset = c.seen
-        RETURNING 1
       )
+      -- dl, dup and counters run although nothing reads them (PostgreSQL executes every data-modifying CTE).
       SELECT (SELECT count(*) FROM ins)::int AS processed,
-             (SELECT count(*) FROM dl)::int AS dead_letter_rows,
-             (SELECT count(*) FROM dup)::int AS duplicate_rows,
              (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
-             (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
-             (SELECT count(*) FROM counters)::int AS replay_rows`, careful ? undefined : 'inbox-record-batch');
+             (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget"`, careful ? undefined : 'inbox-record-batch');
     return {
       received: input.messages.length,
       processed: r.processed,

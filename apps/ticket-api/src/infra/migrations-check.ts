@@ -1,23 +1,33 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
-import type { PrismaClient } from '@tickets/db';
+import { dirname, join } from 'node:path';
+import { sqlState, type PrismaClient } from '@tickets/db';
+
+/** prisma/migrations of the checkout this file runs from (dist/... or the sources), found by walking up. */
+function migrationsDir(from = __dirname): string | undefined {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'prisma', 'migrations');
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
 
 /**
  * Names of the migrations in prisma/migrations that the database has not applied. Lets a process
  * refuse to start against an unmigrated database with a clear message instead of failing on the
- * first query that touches a missing table.
+ * first query that touches a missing table. Any other database error (unreachable, no permission)
+ * is thrown, for the caller to report as such.
  */
-export async function pendingMigrations(prisma: PrismaClient, root = join(__dirname, '..', '..', '..', '..', '..')): Promise<string[]> {
-  const dir = join(root, 'prisma', 'migrations');
-  if (!existsSync(dir)) return [];
+export async function pendingMigrations(prisma: PrismaClient, dir = migrationsDir()): Promise<string[]> {
+  if (!dir) return [];
   const wanted = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
   let applied: string[] = [];
   try {
     const rows = await prisma.$queryRaw<Array<{ migration_name: string }>>`
       SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`;
     applied = rows.map((r) => r.migration_name);
-  } catch {
-    return wanted; // no _prisma_migrations table: nothing applied
+  } catch (err) {
+    if (sqlState(err) === '42P01') return wanted; // no _prisma_migrations table: nothing applied
+    throw err;
   }
   return wanted.filter((m) => !applied.includes(m)).sort();
 }

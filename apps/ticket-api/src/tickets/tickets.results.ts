@@ -7,6 +7,6 @@ export interface WriteResult {
   ticketId: string;
   replayed: boolean;
   deduplicated: boolean;
-  /** For a replay: when the stored response stops being replayed (epoch ms). */
+  /** When the stored response stops being replayed (epoch ms); set on every committed create outcome. */
   replayUntil?: number;
 }
