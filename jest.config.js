@@ -3,18 +3,21 @@
 //   integration  test/integration/**/*.int-spec.ts (real PostgreSQL, real Kafka where touched)
 //   e2e          test/e2e/**/*.e2e-spec.ts (real apps over HTTP and Kafka)
 // `npm test` (scripts/test.sh) brings up PostgreSQL/Kafka, migrates the test database and runs all.
+// NestJS 12 ships ESM only. On Node 24.9+ run with --experimental-vm-modules (scripts/test.sh does),
+// Jest require()s ES modules natively. Elsewhere (Node 22) those packages are transpiled to CommonJS by
+// test/support/esm-to-cjs.js. Jest's own capability check: vm.SourceTextModule#hasAsyncGraph.
+const nativeEsm = typeof require('node:vm').SourceTextModule?.prototype.hasAsyncGraph === 'function';
+const ESM_ONLY = ['@nestjs', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
-  '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.js',
+  ...(nativeEsm ? {} : { '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.js' }),
 };
-// ESM-only packages that Jest must transpile (see test/support/esm-to-cjs.js).
-const ESM_ONLY = ['@nestjs', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
 const common = {
   transform,
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: { '^@tickets/(.*)$': '<rootDir>/libs/$1/src' },
-  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  transformIgnorePatterns: nativeEsm ? ['/node_modules/'] : [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/libs/agent-client/dist/'],
 };
 module.exports = {

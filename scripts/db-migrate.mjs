@@ -62,7 +62,7 @@ async function loadEngine(url) {
   const bgPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
   const bg = await import(bgPath);
   const bytes = readFileSync(join(dirname(bgPath), 'schema_engine_bg.wasm'));
-  // The package's default entry imports the .wasm as an ES module, which Node 20 refuses: wire it by hand.
+  // The package's default entry imports the .wasm as an ES module, which Node 22 refuses without a flag: wire it by hand.
   const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { './schema_engine_bg.js': bg });
   bg.__wbg_set_wasm(instance.exports);
   instance.exports.__wbindgen_start?.();

@@ -3,13 +3,44 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
 
+# The project runs on the Node.js version pinned in .node-version (TICKETS_NODE_VERSION picks another
+# exact version, e.g. CI's Node 22 run). A machine whose Node is older than the pin's major version gets
+# the pinned build from the npm registry (the official binaries, package node-<os>-<arch>) in
+# .cache/node/, once; every later command here then runs on it. A machine with Node 24+ sees nothing.
 require_node() {
-  command -v node >/dev/null || die "Node.js is not installed. Install Node.js 20.19+ (22 and 24 work too)."
-  local major minor
-  major=$(node -p 'process.versions.node.split(".")[0]'); minor=$(node -p 'process.versions.node.split(".")[1]')
-  if [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 19 ]; }; then
-    die "Node.js $(node -v) is too old: this project needs 20.19 or newer (NestJS 12 is ESM-only; older Node cannot require() it)."
+  local want have="" have_major=0
+  want="${TICKETS_NODE_VERSION:-$(tr -d ' \r\n' <"$ROOT/.node-version")}"
+  if command -v node >/dev/null; then have=$(node -p process.versions.node); have_major=${have%%.*}; fi
+  if [ -n "${TICKETS_NODE_VERSION:-}" ]; then
+    [ "$have" = "$want" ] && return 0
+  elif [ "$have_major" -ge "${want%%.*}" ]; then
+    return 0
   fi
+  local dir="$ROOT/.cache/node/v$want" why="Node ${have:-(none)} is older than the project's $want"
+  [ -n "${TICKETS_NODE_VERSION:-}" ] && why="TICKETS_NODE_VERSION=$want"
+  if [ -x "$dir/bin/node" ]; then
+    say "$why: running on .cache/node/v$want/bin/node"
+  else
+    say "$why: fetching Node.js $want from the npm registry into .cache/node/ (~50 MB, once) and running on it"
+    fetch_node "$want" "$dir"
+  fi
+  export PATH="$dir/bin:$PATH"
+}
+
+fetch_node() {
+  local version="$1" dir="$2" os arch tmp
+  command -v npm >/dev/null || die "Node.js $version is needed and npm is missing to fetch it. Install Node.js $version (or any 24.x) from nodejs.org."
+  case "$(uname -s)" in Linux) os=linux ;; Darwin) os=darwin ;; *) die "no Node.js build on the npm registry for $(uname -s): install Node.js $version yourself." ;; esac
+  case "$(uname -m)" in x86_64 | amd64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) die "no Node.js build on the npm registry for $(uname -m): install Node.js $version yourself." ;; esac
+  mkdir -p "$ROOT/.cache/node"
+  tmp=$(mktemp -d "$ROOT/.cache/node/.fetch.XXXXXX")
+  (cd "$tmp" && npm pack "node-$os-$arch@$version" --silent >/dev/null && tar xzf ./*.tgz package/bin/node) ||
+    { rm -rf "$tmp"; die "could not fetch node-$os-$arch@$version from the npm registry (see npm's message above). Install Node.js $version yourself, or try again."; }
+  mkdir -p "$tmp/v$version/bin" && mv "$tmp/package/bin/node" "$tmp/v$version/bin/node"
+  # Another command may have fetched it meanwhile: keep whichever landed first.
+  [ -e "$dir" ] || mv "$tmp/v$version" "$dir"
+  rm -rf "$tmp"
+  "$dir/bin/node" -v >/dev/null || die "the fetched Node.js at $dir does not run on this machine: install Node.js $version yourself."
 }
 
 install_deps() {

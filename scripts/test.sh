@@ -16,7 +16,12 @@ say "running unit, integration and e2e tests (Jest's globalSetup migrates the te
 # The e2e and integration tiers share one PostgreSQL and one broker on 2 cores: run the files one at a time.
 mkdir -p .tmp
 set +e
-npx jest --ci --runInBand --json --outputFile=.tmp/jest-results.json "$@"
+# Node 24.9+: Jest loads NestJS's ES modules natively with --experimental-vm-modules (see jest.config.js).
+jest_node_flags=()
+if node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>24||(a===24&&b>=9)?0:1)'; then
+  jest_node_flags=(--experimental-vm-modules --disable-warning=ExperimentalWarning)
+fi
+node ${jest_node_flags[@]+"${jest_node_flags[@]}"} node_modules/jest/bin/jest.js --ci --runInBand --json --outputFile=.tmp/jest-results.json "$@"
 status=$?
 set -e
 # One plain closing line for CI: "tests: N passed, N failed".

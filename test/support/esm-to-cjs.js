@@ -1,6 +1,6 @@
-// Jest transformer for the ESM-only packages in node_modules (NestJS 12 ships ESM only). Jest's CommonJS
-// runtime cannot require() ES modules before Node 24.9, so these files are transpiled to CommonJS here.
-// The application itself needs none of this: Node 20.19+ loads them natively (require(esm)).
+// Jest transformer for the ESM-only packages in node_modules (NestJS 12 ships ESM only), used only where
+// Jest cannot require() ES modules itself: Node before 24.9, or without --experimental-vm-modules (see
+// jest.config.js). The application itself needs none of this: Node 22.12+ loads them natively (require(esm)).
 const ts = require('typescript');
 const crypto = require('node:crypto');
 
