@@ -1,5 +1,5 @@
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { reconcile } from '../../apps/cli/src/reconcile.command';
+import { reconcile } from '@tickets/reconcile';
 import { TEST_DATABASE_URL } from '../support/env';
 import { post, startTestStack, type TestStack } from '../support/stack';
 
