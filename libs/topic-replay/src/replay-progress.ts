@@ -25,19 +25,22 @@ export function replayReport(p: ReplayProgress, elapsedMs: number): string {
  * offset, printing progress, then the report; marks the replay completed (own statement).
  */
 export async function followReplay(admin: Admin, repo: ReplayRepository, id: string, timing: ReplayTiming, out: (line: string) => void): Promise<FollowOutcome> {
+  const first = await repo.progress(id);
+  if (!first) throw new Error(`replay ${id} not found`);
   let last = '';
   let lastAt = Date.now();
   for (;;) {
+    // Offsets first, counters second: the counters are written in the same statement as the inbox rows,
+    // before the offset commit, so counters read after offsets that passed the end offsets are final.
+    // (Read the other way round, a commit landing between the two reads reports stale counters.)
+    const [committed] = await admin.fetchOffsets({ groupId: first.groupId, topics: [first.topic] });
+    const offsetOf = (partition: number) => BigInt(committed?.partitions.find((c) => c.partition === partition)?.offset ?? '-1');
     const p = await repo.progress(id);
     if (!p) throw new Error(`replay ${id} not found`);
     if (p.status === 'superseded' || p.status === 'failed') {
       out(`replay ${id} is ${p.status}`);
       return 'failed';
     }
-    const [committed] = await admin.fetchOffsets({ groupId: p.groupId, topics: [p.topic] });
-    const offsetOf = (partition: number) => BigInt(committed?.partitions.find((c) => c.partition === partition)?.offset ?? '-1');
-    // Counters are written in the same statement as the inbox rows, before the offset commit: once the
-    // committed offsets pass the end offsets, the counters are final.
     const done = p.partitions.every((x) => x.start >= x.end || offsetOf(x.partition) >= x.end);
     const line = progressLine(p);
     if (line !== last || done) {
