@@ -1,10 +1,13 @@
-// Replay (npm run replay) against the real broker: the group's offsets really move back, the
-// consumer really re-reads the topic, and the inbox turns every re-read event into a skip.
+// Replay (`npm run cli -- replay`, libs/topic-replay) against the real broker: the group's offsets
+// really move back, the consumer really re-reads the topic, and the inbox turns every re-read event
+// into a skip. The command is run as the CLI runs it: argument parsing, then the lib.
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
+import { loadConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { runCli } from '../../apps/cli/src/cli';
+import { REPLAY_EXIT as EXIT, replayCli } from '../../apps/cli/src/replay.command';
 import { startConsumer, type RunningConsumer } from '../../apps/consumer/src/consumer';
-import { EXIT, replayCommand } from '../../apps/consumer/src/replay/replay.command';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
@@ -40,13 +43,9 @@ async function stopNotifier() {
 
 function replay(args: string[]) {
   const out: string[] = [];
-  const done = replayCommand(['--group', groupId, '--topic', topic, ...args], {
-    prisma,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'replay-it' },
-    defaultTopic: 'unused',
-    out: (l) => out.push(l),
-    pollIntervalMs: 200,
-  });
+  const config = loadConfig({ DATABASE_URL: TEST_DATABASE_URL, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), KAFKA_CLIENT_ID: 'replay-it', TICKET_EVENTS_TOPIC: topic });
+  const ctx = { prisma, config, out: (l: string) => out.push(l), err: (t: string) => out.push(t) };
+  const done = runCli(['replay', '--group', groupId, ...args], [replayCli], { ...ctx, open: async () => ({ ctx, close: async () => undefined }) });
   return { out, done };
 }
 

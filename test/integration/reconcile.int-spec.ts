@@ -1,5 +1,8 @@
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { reconcile } from '../../apps/cli/src/reconcile.command';
+import { loadConfig } from '@tickets/config';
+import { reconcile } from '@tickets/reconcile';
+import { runCli } from '../../apps/cli/src/cli';
+import { reconcileCli } from '../../apps/cli/src/reconcile.command';
 import { TEST_DATABASE_URL } from '../support/env';
 import { post, startTestStack, type TestStack } from '../support/stack';
 
@@ -44,5 +47,23 @@ describe('reconciliation job', () => {
     const missing = findings.find((f) => f.check === 'ticket without its ticket.created.v1 event')!;
     expect(missing.sample).toEqual([ids[0]]);
     expect(missing.advice).toMatch(/\w/);
+  });
+
+  it('as the CLI command: exit 1 and the findings as JSON, exit 0 when everything agrees', async () => {
+    const t = await stack.newTenant('recon-cli');
+    expect((await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: 'cli' }, 'cli-1')).status).toBe(201);
+    const cli = async (...argv: string[]) => {
+      const out: string[] = [];
+      const progress: string[] = [];
+      const ctx = { prisma, config: loadConfig({ DATABASE_URL: TEST_DATABASE_URL }), out: (l: string) => out.push(l), err: (t: string) => progress.push(t) };
+      const code = await runCli(['reconcile', '--tenant', t.slug, ...argv], [reconcileCli], { ...ctx, open: async () => ({ ctx, close: async () => undefined }) });
+      return { code, out, progress };
+    };
+    const bad = await cli('--grace', '0s', '--json');
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.out.join('\n'))).toMatchObject({ ok: false, findings: [{ check: 'outbox event unpublished for longer than the grace period', count: 1 }] });
+    expect(bad.progress.at(-1)).toBe('reconcile: [10/10] done\n');
+    const ok = await cli('--grace', '1h');
+    expect(ok).toMatchObject({ code: 0, out: ['reconcile: everything agrees (tickets, keys, outbox, inbox, notifications)'] });
   });
 });

@@ -2,60 +2,34 @@ import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { createApiKey } from '../../ticket-api/src/auth/api-keys';
 import { purgeIdempotencyKeys } from '../../ticket-api/src/idempotency/purge';
-import { flag } from './flags';
-import { RECONCILE_USAGE, reconcileCommand } from './reconcile.command';
-import { WEBHOOKS_USAGE, webhooksCommand } from './webhooks.command';
+import { apiKeysCli } from './api-keys.command';
+import { runCli } from './cli';
+import type { CliContext } from './command-line';
+import { purgeCli } from './purge.command';
+import { reconcileCli } from './reconcile.command';
+import { replayCli } from './replay.command';
+import { webhooksCli } from './webhooks.command';
 
-type Command = (argv: string[], deps: { prisma: PrismaClient; out: (line: string) => void; config: AppConfig }) => Promise<number>;
+// `npm run cli -- <command> [options]`; `npm run cli -- --help` lists the commands.
+const commands = [
+  apiKeysCli((prisma, tenantSlug) => createApiKey(prisma, tenantSlug)),
+  purgeCli((prisma, onProgress) => purgeIdempotencyKeys(prisma, { onProgress })),
+  reconcileCli,
+  webhooksCli,
+  replayCli,
+];
 
-const USAGE = `usage: npm run --silent cli -- <command>
-  api-keys create --tenant <slug> [--json]   create the tenant if needed and a new API key (shown once)
-  purge                                      apply the idempotency retention windows now (shows progress)
-${RECONCILE_USAGE}
-${WEBHOOKS_USAGE.split('\n').slice(1).join('\n')}`;
-
-const commands: Record<string, Command> = {
-  'api-keys': async (argv, { prisma, out }) => {
-    const tenant = flag(argv, 'tenant');
-    if (argv[0] !== 'create' || !tenant) {
-      process.stderr.write(`${USAGE}\n`);
-      return 2;
-    }
-    const created = await createApiKey(prisma, tenant);
-    if (argv.includes('--json')) out(JSON.stringify({ tenant: created.tenant, apiKey: created.apiKey }));
-    else out(`tenant ${created.tenant} (${created.tenantId})\napi key ${created.apiKey}\n(store it now: only its hash is kept)`);
-    return 0;
-  },
-  purge: async (_argv, { prisma, out }) => {
-    const r = await purgeIdempotencyKeys(prisma, {
-      onProgress: (p) => process.stderr.write(`\rpurge: ${p.keysDeleted} expired keys deleted, ${p.responsesCleared} stored responses cleared`),
-    });
-    process.stderr.write('\n');
-    out(JSON.stringify(r));
-    return 0;
-  },
-};
-
-commands.webhooks = webhooksCommand;
-commands.reconcile = (argv, deps) => reconcileCommand(argv, { ...deps, defaultGroup: deps.config.notifier.groupId });
-
-async function main(): Promise<void> {
-  const [name, ...argv] = process.argv.slice(2);
-  const command = name ? commands[name] : undefined;
-  if (!command) {
-    process.stderr.write(`${USAGE}\n`);
-    process.exit(2);
-  }
-  const config = loadConfigOrExit('cli');
-  const prisma = createPrismaClient(config.database.url, 2, 'tickets-cli');
-  try {
-    process.exitCode = await command(argv, { prisma, config, out: (line) => process.stdout.write(`${line}\n`) });
-  } catch (e) {
-    process.stderr.write(`cli: ${(e as Error).message}\n`);
-    process.exitCode = 1;
-  } finally {
-    await prisma.$disconnect();
-  }
+async function open(): Promise<{ ctx: CliContext; close(): Promise<void> }> {
+  const config: AppConfig = loadConfigOrExit('cli');
+  const prisma: PrismaClient = createPrismaClient(config.database.url, 2, 'tickets-cli');
+  const ctx: CliContext = { prisma, config, out: (line) => process.stdout.write(`${line}\n`), err: (text) => process.stderr.write(text) };
+  return { ctx, close: () => prisma.$disconnect() };
 }
 
-void main();
+void runCli(process.argv.slice(2), commands, {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (text) => process.stderr.write(text),
+  open,
+}).then((code) => {
+  process.exitCode = code;
+});

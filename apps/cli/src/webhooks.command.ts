@@ -1,79 +1,82 @@
-import type { PrismaClient } from '@tickets/db';
-import { signingKey } from '@tickets/notifications';
+import { maskSecret, secretProblem, urlProblem, WebhookTargetsRepository } from '@tickets/webhook-targets';
+import { CLI, parseCommandLine, commandHelp, UsageProblem, type CliCommand, type CliContext } from './command-line';
 
-export const WEBHOOKS_USAGE = `usage: npm run --silent cli -- webhooks <set|show|clear> --tenant <slug> [options]
-  webhooks set --tenant <slug> --url <https://...> --secret <whsec_base64 | text>
-      deliver this tenant's notifications to <url>, signed with <secret> (Standard Webhooks;
-      a whsec_ secret is base64-decoded, any other secret is used as its UTF-8 bytes)
-  webhooks show --tenant <slug>     print the tenant's webhook target (secret masked)
-  webhooks clear --tenant <slug>    back to NOTIFY_WEBHOOK_URL / NOTIFY_WEBHOOK_SECRET`;
+type WebhooksArgs = { action: 'show' | 'clear'; tenant: string } | { action: 'set'; tenant: string; url: string; secret: string };
 
-function flag(argv: string[], name: string): string | undefined {
-  const i = argv.indexOf(`--${name}`);
-  const v = i >= 0 ? argv[i + 1] : undefined;
-  return v === undefined || v.startsWith('--') ? undefined : v;
-}
-
-const mask = (secret: string | null) => (secret ? `${secret.startsWith('whsec_') ? 'whsec_' : ''}**** (${secret.length} chars)` : '(none)');
-
-function urlProblem(url: string): string | undefined {
-  try {
-    const u = new URL(url);
-    return /^https?:$/.test(u.protocol) ? undefined : `--url must be an http(s) URL, got ${u.protocol}`;
-  } catch {
-    return `--url is not a URL: ${url}`;
-  }
-}
-
-function secretProblem(secret: string): string | undefined {
-  if (secret.length < 16) return '--secret must be at least 16 characters';
-  if (secret.startsWith('whsec_')) {
-    const b64 = secret.slice(6);
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return '--secret starts with whsec_ but the rest is not base64';
-    if (signingKey(secret).length < 16) return '--secret: the base64 part of a whsec_ secret must decode to at least 16 bytes';
-  }
-  return undefined;
-}
+const ACTIONS = ['set', 'show', 'clear'];
 
 /**
  * `webhooks set|show|clear --tenant <slug>`: the per-tenant override of NOTIFY_WEBHOOK_URL/SECRET.
  * A notification takes its target when its event is consumed; the secret is read at each delivery.
- * Returns the exit code (0 ok, 1 unknown tenant, 2 usage).
+ * Exit codes: 0 ok, 1 unknown tenant, 2 usage.
  */
-export async function webhooksCommand(argv: string[], deps: { prisma: PrismaClient; out: (line: string) => void }): Promise<number> {
-  const { prisma, out } = deps;
-  const [action] = argv;
-  const slug = flag(argv, 'tenant');
-  if (!slug || !['set', 'show', 'clear'].includes(action)) {
-    out(WEBHOOKS_USAGE);
-    return 2;
-  }
-  const tenant = await prisma.tenant.findUnique({ where: { slug } });
-  if (!tenant) {
-    out(`webhooks: no tenant with slug "${slug}" (create it with: npm run cli -- api-keys create --tenant ${slug})`);
-    return 1;
-  }
-  if (action === 'show') {
-    out(tenant.webhookUrl ? `tenant ${slug}: ${tenant.webhookUrl} (secret ${mask(tenant.webhookSecret)})` : `tenant ${slug}: no override (NOTIFY_WEBHOOK_URL is used)`);
+export const webhooksCli: CliCommand<WebhooksArgs> = {
+  name: 'webhooks',
+  summary: "set, show or clear a tenant's webhook target (overrides NOTIFY_WEBHOOK_URL / NOTIFY_WEBHOOK_SECRET)",
+  usage: [
+    'webhooks set --tenant <slug> --url <https://...> --secret <whsec_base64 | text>',
+    'webhooks show --tenant <slug>',
+    'webhooks clear --tenant <slug>',
+  ],
+  details: [
+    'Notifications are signed with the secret (Standard Webhooks): a whsec_ secret is base64-decoded, any',
+    'other secret is used as its UTF-8 bytes. A notification takes its target when its event is consumed.',
+  ],
+  positionals: [
+    { name: 'set', description: "deliver this tenant's notifications to --url, signed with --secret" },
+    { name: 'show', description: "print the tenant's webhook target (secret masked)" },
+    { name: 'clear', description: 'back to NOTIFY_WEBHOOK_URL / NOTIFY_WEBHOOK_SECRET' },
+  ],
+  options: {
+    tenant: { type: 'string', value: '<slug>', description: "the tenant's slug", required: true },
+    url: { type: 'string', value: '<url>', description: 'with set: the http(s) URL notifications are POSTed to', default: 'none' },
+    secret: { type: 'string', value: '<secret>', description: 'with set: the signing secret, whsec_<base64> or text of 16+ characters', default: 'none' },
+  },
+  validate(values, positionals) {
+    const [action, ...extra] = positionals;
+    if (!ACTIONS.includes(action) || extra.length) {
+      return new UsageProblem(`the action is one of set, show, clear${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`);
+    }
+    const tenant = values.tenant as string | undefined;
+    if (!tenant) return new UsageProblem(`--tenant <slug> is required: whose webhook to ${action}`);
+    if (action !== 'set') {
+      const stray = values.url !== undefined ? '--url' : values.secret !== undefined ? '--secret' : undefined;
+      return stray ? new UsageProblem(`${stray} goes only with set`) : { action: action as 'show' | 'clear', tenant };
+    }
+    const url = values.url as string | undefined;
+    const secret = values.secret as string | undefined;
+    if (!url || !secret) return new UsageProblem(`webhooks set needs both --url and --secret (missing ${!url ? '--url' : '--secret'})`);
+    const badUrl = urlProblem(url);
+    if (badUrl) return new UsageProblem(`--url ${badUrl}`);
+    const badSecret = secretProblem(secret);
+    if (badSecret) return new UsageProblem(`--secret ${badSecret}`);
+    return { action: 'set', tenant, url, secret };
+  },
+  async run(args, { prisma, out }: Pick<CliContext, 'prisma' | 'out'>) {
+    const repo = new WebhookTargetsRepository(prisma);
+    const target = await repo.find(args.tenant);
+    if (!target) {
+      out(`webhooks: no tenant with slug "${args.tenant}" (create it with: ${CLI} api-keys create --tenant ${args.tenant})`);
+      return 1;
+    }
+    const slug = target.slug;
+    if (args.action === 'set') {
+      await repo.set(target.tenantId, args.url, args.secret);
+      out(`tenant ${slug}: notifications of new events go to ${args.url} (secret ${maskSecret(args.secret)})`);
+    } else if (args.action === 'clear') {
+      await repo.set(target.tenantId, null, null);
+      out(`tenant ${slug}: webhook override cleared (NOTIFY_WEBHOOK_URL is used)`);
+    } else {
+      out(target.url ? `tenant ${slug}: ${target.url} (secret ${maskSecret(target.secret)})` : `tenant ${slug}: no override (NOTIFY_WEBHOOK_URL is used)`);
+    }
     return 0;
-  }
-  if (action === 'clear') {
-    await prisma.tenant.update({ where: { id: tenant.id }, data: { webhookUrl: null, webhookSecret: null } });
-    out(`tenant ${slug}: webhook override cleared (NOTIFY_WEBHOOK_URL is used)`);
-    return 0;
-  }
-  const url = flag(argv, 'url');
-  const secret = flag(argv, 'secret');
-  if (!url || !secret) {
-    out(`webhooks set needs both --url and --secret\n${WEBHOOKS_USAGE}`);
-    return 2;
-  }
-  const problem = urlProblem(url) ?? secretProblem(secret);
-  if (problem) {
-    out(`webhooks: ${problem}`);
-    return 2;
-  }
-  await prisma.tenant.update({ where: { id: tenant.id }, data: { webhookUrl: url, webhookSecret: secret } });
-  out(`tenant ${slug}: notifications of new events go to ${url} (secret ${mask(secret)})`);
-  return 0;
+  },
+};
+
+/** The webhooks command called directly (tests and scripts): parse, then run; usage problems exit 2. */
+export async function webhooksCommand(argv: string[], deps: Pick<CliContext, 'prisma' | 'out'>): Promise<number> {
+  const parsed = parseCommandLine(webhooksCli, argv);
+  if (parsed.kind === 'help') deps.out(commandHelp(webhooksCli));
+  if (parsed.kind === 'usage') deps.out(parsed.message);
+  return parsed.kind === 'args' ? webhooksCli.run(parsed.args, deps as CliContext) : parsed.kind === 'help' ? 0 : 2;
 }

@@ -24,7 +24,7 @@ export interface ReplayProgress {
   partitions: { partition: number; start: bigint; end: bigint }[];
 }
 
-/** The replays / replay_partitions rows behind `npm run replay`. */
+/** The replays / replay_partitions rows behind `npm run cli -- replay` (the consumer writes the counters). */
 export class ReplayRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
@@ -46,6 +46,7 @@ export class ReplayRepository {
     return id;
   }
 
+  /** Own statement, outside any transaction. */
   async finish(id: string, status: 'completed' | 'failed'): Promise<void> {
     await this.prisma.replay.update({ where: { id }, data: { status, finishedAt: new Date() } });
   }
@@ -56,6 +57,7 @@ export class ReplayRepository {
     return r?.id;
   }
 
+  /** One read (the replay with its partitions). */
   async progress(id: string): Promise<ReplayProgress | undefined> {
     const r = await this.prisma.replay.findUnique({ where: { id }, include: { partitions: { orderBy: { partition: 'asc' } } } });
     if (!r) return undefined;

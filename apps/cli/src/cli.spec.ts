@@ -1,0 +1,177 @@
+import type { AppConfig } from '@tickets/config';
+import type { PrismaClient } from '@tickets/db';
+import { apiKeysCli } from './api-keys.command';
+import { runCli, type CliIo } from './cli';
+import { commandHelp, parseCommandLine, type CliContext } from './command-line';
+import { purgeCli } from './purge.command';
+import { reconcileCli } from './reconcile.command';
+import { replayCli } from './replay.command';
+import { webhooksCli } from './webhooks.command';
+
+const created: string[] = [];
+const commands = [
+  apiKeysCli(async (_prisma, slug) => {
+    created.push(slug);
+    return { tenant: slug, tenantId: 'tenant-id', apiKey: 'tk_secret' };
+  }),
+  purgeCli(async (_prisma, onProgress) => {
+    onProgress({ keysDeleted: 2, responsesCleared: 0 });
+    return { keysDeleted: 2, responsesCleared: 5 };
+  }),
+  reconcileCli,
+  webhooksCli,
+  replayCli,
+];
+
+/** An io whose database is never expected: `open` records that it was called. */
+function fakeIo() {
+  const out: string[] = [];
+  const err: string[] = [];
+  let opened = 0;
+  const ctx: CliContext = {
+    prisma: {} as PrismaClient,
+    config: { notifier: { groupId: 'ticket-notifier' }, kafka: { topic: 'ticket-events' } } as AppConfig,
+    out: (l) => out.push(l),
+    err: (t) => err.push(t),
+  };
+  const io: CliIo = {
+    out: (l) => out.push(l),
+    err: (t) => err.push(t),
+    open: async () => {
+      opened++;
+      return { ctx, close: async () => undefined };
+    },
+  };
+  return { io, out, err, opened: () => opened };
+}
+
+const cli = async (...argv: string[]) => {
+  const f = fakeIo();
+  const code = await runCli(argv, commands, f.io);
+  return { code, out: f.out.join('\n'), err: f.err.join(''), opened: f.opened() };
+};
+
+const argsOf = <A>(command: { name: string } & Parameters<typeof parseCommandLine<A>>[0], ...argv: string[]) => {
+  const parsed = parseCommandLine(command, argv);
+  if (parsed.kind !== 'args') throw new Error(`expected arguments, got ${JSON.stringify(parsed)}`);
+  return parsed.args;
+};
+
+describe('cli --help', () => {
+  it('lists every command with its summary, without configuration or database', async () => {
+    const r = await cli('--help');
+    expect(r).toMatchObject({ code: 0, opened: 0, err: '' });
+    for (const c of commands) expect(r.out).toMatch(new RegExp(`^  ${c.name}\\s+${c.summary.slice(0, 20).replace(/[()]/g, '.')}`, 'm'));
+    expect(r.out).toContain('npm run cli -- <command> --help');
+  });
+
+  it.each(commands.map((c) => [c.name]))('%s --help prints its usage and every option with meaning and default', async (name) => {
+    const command = commands.find((c) => c.name === name)!;
+    const r = await cli(name, '--help');
+    expect(r).toMatchObject({ code: 0, opened: 0, err: '' });
+    expect(r.out).toBe(commandHelp(command));
+    expect(r.out.split('\n')[0]).toBe(`usage: npm run cli -- ${command.usage[0]}`);
+    for (const [option, spec] of Object.entries(command.options)) {
+      const line = r.out.split('\n').find((l) => l.startsWith(`  --${option}`));
+      expect(line).toContain(spec.description);
+      expect(line).toMatch(spec.required ? /\(required\)$/ : new RegExp(`\\(default: ${(spec.default ?? 'none').replace(/[()|]/g, '.')}\\)$`));
+    }
+    expect(r.out).toMatch(/^ {2}-h, --help\s+show this help/m);
+    expect(await cli(name, '-h')).toMatchObject({ code: 0, out: r.out });
+  });
+
+  it('shows the defaults operators rely on', async () => {
+    expect((await cli('reconcile', '--help')).out).toMatch(/--since <duration>.*\(default: 24h\)\n.*--grace <duration>.*\(default: 5m\)/);
+    expect((await cli('replay', '--help')).out).toMatch(/--timeout <duration>.*\(default: 30m\)/);
+    expect((await cli('replay', '--help')).out).toMatch(/--topic <topic>.*\(default: TICKET_EVENTS_TOPIC, ticket-events\)/);
+    expect((await cli('help', 'webhooks')).out).toBe(commandHelp(webhooksCli));
+  });
+});
+
+describe('cli usage errors: exit 2, naming the problem and pointing to --help, before any database', () => {
+  it.each([
+    [['reconcile', '--bogus'], /cli reconcile: unknown option --bogus\nRun `npm run cli -- reconcile --help`/],
+    [['replay', '--group', 'g', '--from', 'earliest', '--form', 'x'], /cli replay: unknown option --form\n/],
+    [['api-keys', 'create', '--tenant'], /cli api-keys: --tenant needs a value: --tenant <slug>\n/],
+    [['webhooks', 'show', '--tenant', '--url', 'x'], /cli webhooks: --tenant needs a value/],
+    [['reconcile', '--json=yes'], /cli reconcile: --json takes no value\n/],
+    [['purge', 'now'], /cli purge: unexpected argument "now": this command takes only options\n/],
+    [['api-keys', '--tenant', 'acme'], /cli api-keys: the action is "create", e\.g\. `api-keys create --tenant acme`\n/],
+    [['api-keys', 'delete', '--tenant', 'acme'], /the action is "create".*, not "delete"/],
+    [['api-keys', 'create'], /--tenant <slug> is required/],
+    [['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test'], /webhooks set needs both --url and --secret \(missing --secret\)/],
+    [['webhooks', 'set', '--tenant', 'acme', '--url', 'ftp://x.test', '--secret', 'a-long-enough-secret'], /--url must be an http\(s\) URL, got ftp:/],
+    [['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test', '--secret', 'short'], /--secret must be at least 16 characters/],
+    [['webhooks', 'show', '--tenant', 'acme', '--url', 'https://x.test'], /--url goes only with set/],
+    [['webhooks', 'rotate', '--tenant', 'acme'], /the action is one of set, show, clear, not "rotate"/],
+    [['reconcile', '--since', 'yesterday'], /--since: "yesterday" is not a duration/],
+    [['replay', '--from', 'earliest'], /--group <group> is required/],
+    [['replay', '--group', 'g'], /--from is required \(or --follow to follow the latest replay\)/],
+    [['replay', '--group', 'g', '--from', 'last tuesday'], /--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "last tuesday"/],
+    [['replay', '--group', 'g', '--from', '2026-13-45T00:00:00Z'], /--from must be "earliest" or an ISO-8601 time/],
+    [['replay', '--group', 'g', '--follow', '--timeout', 'soon'], /--timeout: "soon" is not a duration/],
+  ])('%j', async (argv, message) => {
+    const r = await cli(...argv);
+    expect(r).toMatchObject({ code: 2, opened: 0, out: '' });
+    expect(r.err).toMatch(message);
+    expect(r.err).toMatch(new RegExp(`Run \`npm run cli -- ${argv[0]} --help\` for its usage and options\\.\\n$`));
+  });
+
+  it('an unknown or missing command lists the commands and points to --help', async () => {
+    for (const argv of [['replay-topic'], [], ['--tenant', 'x']]) {
+      const r = await cli(...argv);
+      expect(r).toMatchObject({ code: 2, opened: 0 });
+      expect(r.err).toContain('the commands are api-keys, purge, reconcile, webhooks, replay.\nRun `npm run cli -- --help`');
+    }
+    expect((await cli('replay-topic')).err).toMatch(/^cli: unknown command "replay-topic"/);
+    expect((await cli('--tenant')).err).toMatch(/^cli: unknown option --tenant \(options go after the command\)/);
+  });
+});
+
+describe('cli arguments', () => {
+  it('reconcile: durations, group and tenant, with their defaults', () => {
+    expect(argsOf(reconcileCli)).toEqual({ sinceMs: 86_400_000, graceMs: 300_000, group: undefined, tenant: null, json: false });
+    expect(argsOf(reconcileCli, '--since', '7d', '--grace', '30s', '--group', 'g', '--tenant', 'acme', '--json')).toEqual({
+      sinceMs: 7 * 86_400_000,
+      graceMs: 30_000,
+      group: 'g',
+      tenant: 'acme',
+      json: true,
+    });
+    expect(argsOf(reconcileCli, '--tenant=acme').tenant).toBe('acme');
+  });
+
+  it('replay: from earliest or a time, wait, follow, timeout', () => {
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({ group: 'g', topic: undefined, from: 'earliest', wait: false, follow: false, timeoutMs: 1_800_000 });
+    expect(argsOf(replayCli, '--group', 'g', '--topic', 't', '--from', '2026-11-30T08:00:00+01:00', '--wait', '--follow', '--timeout', '60s')).toEqual({
+      group: 'g',
+      topic: 't',
+      from: '2026-11-30T08:00:00+01:00',
+      wait: true,
+      follow: true,
+      timeoutMs: 60_000,
+    });
+    expect(argsOf(replayCli, '--group', 'g', '--follow').from).toBeUndefined();
+    expect(argsOf(replayCli, '--group', 'g', '--from', '2026-11-30').from).toBe('2026-11-30');
+  });
+
+  it('webhooks: set with url and secret, show and clear with the tenant only', () => {
+    expect(argsOf(webhooksCli, 'set', '--tenant', 'acme', '--url', 'https://x.test/h', '--secret', 'whsec_MDEyMzQ1Njc4OWFiY2RlZg==')).toEqual({
+      action: 'set',
+      tenant: 'acme',
+      url: 'https://x.test/h',
+      secret: 'whsec_MDEyMzQ1Njc4OWFiY2RlZg==',
+    });
+    expect(argsOf(webhooksCli, 'clear', '--tenant', 'acme')).toEqual({ action: 'clear', tenant: 'acme' });
+    expect(argsOf(webhooksCli, '--tenant', 'acme', 'show')).toEqual({ action: 'show', tenant: 'acme' });
+  });
+
+  it('api-keys and purge run with the functions they are given', async () => {
+    const keys = await cli('api-keys', 'create', '--tenant', 'acme', '--json');
+    expect(keys).toMatchObject({ code: 0, opened: 1, out: '{"tenant":"acme","apiKey":"tk_secret"}' });
+    expect(created).toEqual(['acme']);
+    const purge = await cli('purge');
+    expect(purge).toMatchObject({ code: 0, opened: 1, out: '{"keysDeleted":2,"responsesCleared":5}' });
+    expect(purge.err).toBe('\rpurge: 2 expired keys deleted, 0 stored responses cleared\n');
+  });
+});

@@ -1,0 +1,81 @@
+import { parseDuration } from '@tickets/config';
+import { isReplayStart, replayTopic, type ReplayOutcome } from '@tickets/topic-replay';
+import { CLI, UsageProblem, type CliCommand } from './command-line';
+
+/** Exit codes: 0 done, 1 failed, 2 usage, 3 the group has live members (no --wait), 4 timed out. */
+export const REPLAY_EXIT = { ok: 0, failed: 1, usage: 2, groupBusy: 3, timeout: 4 } as const;
+
+const EXIT_OF: Record<ReplayOutcome['outcome'], number> = {
+  started: REPLAY_EXIT.ok,
+  completed: REPLAY_EXIT.ok,
+  'unknown-topic': REPLAY_EXIT.failed,
+  'no-replay': REPLAY_EXIT.failed,
+  failed: REPLAY_EXIT.failed,
+  'group-busy': REPLAY_EXIT.groupBusy,
+  timeout: REPLAY_EXIT.timeout,
+};
+
+interface ReplayArgs {
+  group: string;
+  topic?: string;
+  from?: string;
+  wait: boolean;
+  follow: boolean;
+  timeoutMs: number;
+}
+
+/** `replay`: rewinds a consumer group's offsets so its consumers re-read the topic (libs/topic-replay). */
+export const replayCli: CliCommand<ReplayArgs> = {
+  name: 'replay',
+  summary: "move a consumer group's offsets back so it re-reads the topic (safe: dedup by event id)",
+  usage: [
+    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--wait] [--follow] [--timeout 30m]',
+    'replay --group <group> [--topic <topic>] --follow      (follow the group\'s latest replay)',
+  ],
+  details: [
+    "Moves the consumer group's committed offsets back, so the consumers re-read the topic from there.",
+    'The group must have no live members (stop the consumers first), or pass --wait to wait until it has none.',
+    '--follow stays until the group\'s committed offsets pass the messages that existed at replay time and',
+    'reports how many were re-read and how many were skipped as already processed (no new notification).',
+    'Exit codes: 0 done, 1 failed, 2 usage, 3 the group has live members (no --wait), 4 timed out.',
+  ],
+  options: {
+    group: { type: 'string', value: '<group>', description: 'the consumer group to rewind, e.g. ticket-notifier', required: true },
+    topic: { type: 'string', value: '<topic>', description: 'the topic to re-read', default: 'TICKET_EVENTS_TOPIC, ticket-events' },
+    from: {
+      type: 'string',
+      value: 'earliest|<time>',
+      description: 'where to start: the oldest retained message, or the first one at or after an ISO-8601 time such as 2026-11-30T08:00:00Z',
+      default: 'none: only --follow',
+    },
+    wait: { type: 'boolean', description: 'wait for the group to become empty instead of refusing (exit 3)', default: 'off' },
+    follow: { type: 'boolean', description: 'stay, show progress and report re-read vs skipped when done', default: 'off' },
+    timeout: { type: 'string', value: '<duration>', description: 'give up waiting or following after this long (exit 4)', default: '30m' },
+  },
+  validate(values) {
+    const group = values.group as string | undefined;
+    if (!group) return new UsageProblem('--group <group> is required: the consumer group to rewind (the notifier\'s is NOTIFIER_GROUP_ID, ticket-notifier)');
+    const from = values.from as string | undefined;
+    if (from !== undefined && !isReplayStart(from)) return new UsageProblem(`--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "${from}"`);
+    const follow = values.follow === true;
+    if (from === undefined && !follow) return new UsageProblem('--from is required (or --follow to follow the latest replay)');
+    let timeoutMs: number;
+    try {
+      timeoutMs = parseDuration((values.timeout as string | undefined) ?? '30m');
+    } catch (e) {
+      return new UsageProblem(`--timeout: ${(e as Error).message}`);
+    }
+    return { group, topic: values.topic as string | undefined, from, wait: values.wait === true, follow, timeoutMs };
+  },
+  async run(args, { prisma, config, out }) {
+    const topic = args.topic ?? config.kafka.topic;
+    const result = await replayTopic(
+      { ...args, topic },
+      { prisma, kafka: { brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-replay` }, out },
+    );
+    if (result.outcome === 'started') {
+      out(`start the consumers (npm run start:consumer), then follow the replay with: ${CLI} replay --group ${args.group} --topic ${topic} --follow`);
+    }
+    return EXIT_OF[result.outcome];
+  },
+};

@@ -1,0 +1,2 @@
+export { reconcile, formatFindings } from './reconcile';
+export type { Finding, ReconcileOptions } from './reconcile';

@@ -1,0 +1,96 @@
+import type { PrismaClient } from '@tickets/db';
+import { ReconcileRepository, type CheckId, type CheckParams } from './reconcile.repository';
+
+/**
+ * The reconciliation: checks tickets, idempotency keys, the outbox and notifications against each
+ * other and lists every disagreement with what to do about it.
+ *
+ * Windows: outbox rows are deleted OUTBOX_RETENTION after publishing and inbox rows after INBOX_RETENTION,
+ * so "an event is missing" is only checked for tickets younger than `since`, and "not consumed yet" only
+ * for events published before `grace`.
+ */
+export interface Finding {
+  check: string;
+  count: number;
+  sample: string[];
+  advice: string;
+}
+
+export interface ReconcileOptions extends CheckParams {
+  onProgress?: (done: number, total: number, name: string) => void;
+}
+
+const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
+  {
+    id: 'ticket-without-created-event',
+    name: 'ticket without its ticket.created.v1 event',
+    advice: 'The create transaction writes both; this means rows were deleted by hand. Re-enqueue the event or investigate.',
+  },
+  {
+    id: 'cancelled-without-cancelled-event',
+    name: 'cancelled ticket without its ticket.cancelled.v1 event',
+    advice: 'The cancel transaction writes both; investigate manual changes.',
+  },
+  {
+    id: 'key-without-ticket',
+    name: 'idempotency key pointing at a missing ticket',
+    advice: 'A key must resolve to the ticket it made; the ticket was deleted by hand. Delete the key or restore the ticket.',
+  },
+  {
+    id: 'ticket-without-key',
+    name: 'ticket created through the API without its idempotency key (within the key retention)',
+    advice: 'Only a purge past IDEMPOTENCY_KEY_RETENTION removes keys; a younger ticket without one means manual deletion.',
+  },
+  {
+    id: 'outbox-unpublished',
+    name: 'outbox event unpublished for longer than the grace period',
+    advice: 'Is a relay running (RELAY_ENABLED=true in the API, or npm run start:relay)? Is Kafka reachable? See outbox lag in /metrics.',
+  },
+  {
+    id: 'outbox-dead-lettered',
+    name: 'outbox event dead-lettered',
+    advice: 'The broker rejected it or it failed validation; read outbox_dead_letters.reason, fix, and re-enqueue by hand.',
+  },
+  {
+    id: 'event-not-consumed',
+    name: 'published event not consumed by the notifier group',
+    advice: 'Is the consumer running (npm run start:consumer)? Check its lag; a replay (npm run cli -- replay) is safe.',
+  },
+  {
+    id: 'consumed-without-notification',
+    name: 'consumed event without a notification',
+    advice: 'The inbox row and the notification are written in one transaction; investigate manual deletes.',
+  },
+  {
+    id: 'notification-dead',
+    name: 'notification dead (gave up)',
+    advice: 'The webhook kept failing; see notification_attempts for the errors, fix the receiver, then requeue it.',
+  },
+  {
+    id: 'notification-pending',
+    name: 'notification pending for longer than the grace period',
+    advice: 'The dispatcher is behind or the receiver keeps failing; see notification_attempts.',
+  },
+];
+
+/** Counts stop here: past it the number only says "very many". */
+const COUNT_LIMIT = 100_001;
+
+/** Read-only; each check is its own statement (no snapshot across checks), so it can run beside live traffic. */
+export async function reconcile(prisma: PrismaClient, opts: ReconcileOptions): Promise<Finding[]> {
+  const repo = new ReconcileRepository(prisma);
+  const findings: Finding[] = [];
+  for (const [i, check] of CHECKS.entries()) {
+    opts.onProgress?.(i, CHECKS.length, check.name);
+    const ids = await repo.offenders(check.id, opts, COUNT_LIMIT);
+    if (ids.length) findings.push({ check: check.name, count: ids.length, sample: ids.slice(0, 5), advice: check.advice });
+  }
+  opts.onProgress?.(CHECKS.length, CHECKS.length, 'done');
+  return findings;
+}
+
+/** The findings as lines for a person: one block per check, with a sample and the advice. */
+export function formatFindings(findings: Finding[]): string[] {
+  if (!findings.length) return ['reconcile: everything agrees (tickets, keys, outbox, inbox, notifications)'];
+  return findings.map((f) => `${f.count} × ${f.check}\n    e.g. ${f.sample.join(', ')}\n    what to do: ${f.advice}`);
+}
