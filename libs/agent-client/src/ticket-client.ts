@@ -1,4 +1,5 @@
 import { BackoffOptions, defaultBackoff, fullJitterDelay, parseRetryAfter } from './backoff';
+import { breakerVerdict } from './breaker-verdict';
 import { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
 import { exchange, HttpExchange, HttpRequest, HttpResponse, toProblem } from './http-exchange';
@@ -75,6 +76,7 @@ interface WriteCall<O> {
   /** Entry in the key store, when the intent is named. */
   storeEntry?: string;
   signal?: AbortSignal;
+  finishWithinMs?: number;
   /** Turns a 2xx into the result's outcome. `replayed`: the server answered from its record. */
   outcome(status: number, replayed: boolean, mayHaveLanded: boolean): O;
 }
@@ -91,6 +93,11 @@ interface CallState {
   uncertain: boolean;
   /** Some attempt of this call may have been processed (decides `created` vs `replayed`). */
   mayHaveLanded: boolean;
+  /**
+   * Finish the intent by the deadline: no attempt cap, and an open circuit or a spent retry budget
+   * is waited out when the wait ends before the deadline (see `WriteOptions.finishWithinMs`).
+   */
+  persistent: boolean;
   signal?: AbortSignal;
 }
 
@@ -166,6 +173,7 @@ export class TicketClient {
       intentId: options.intentId,
       storeEntry,
       signal: options.signal,
+      finishWithinMs: options.finishWithinMs,
       outcome: (status, replayed, mayHaveLanded) =>
         status === 200 ? 'deduplicated' : replayed && !mayHaveLanded ? 'replayed' : 'created',
     });
@@ -183,6 +191,7 @@ export class TicketClient {
       intentId: options.intentId,
       storeEntry,
       signal: options.signal,
+      finishWithinMs: options.finishWithinMs,
       outcome: (_status, replayed, mayHaveLanded) => (replayed && !mayHaveLanded ? 'replayed' : 'cancelled'),
     });
   }
@@ -225,11 +234,12 @@ export class TicketClient {
       operation: call.operation,
       idempotencyKey: call.key,
       intentId: call.intentId,
-      deadline: this.clock.now() + this.maxTotalTimeMs,
+      deadline: this.clock.now() + (call.finishWithinMs ?? this.maxTotalTimeMs),
       attempts: 0,
       retryIndex: 0,
       uncertain: false,
       mayHaveLanded: false,
+      persistent: call.finishWithinMs !== undefined,
       signal: call.signal,
     };
     this.budget.recordRequest();
@@ -355,12 +365,11 @@ export class TicketClient {
         permit.release();
         return { kind: 'gave-up', error: this.abortedError(state) };
       }
+      permit[breakerVerdict(result)]();
       if (result.kind === 'failure' || result.status >= 500) {
-        permit.failure();
         this.emit({ ...eventBase(state), type: 'status-query', state: 'failed' });
         return { kind: 'failed', reason: result.kind === 'failure' ? result.failure : `http_${result.status}` };
       }
-      permit.success();
       let status: RequestStatus | undefined;
       try {
         status = toRequestStatus(key, result);
@@ -408,6 +417,7 @@ export class TicketClient {
       retryIndex: 0,
       uncertain: false,
       mayHaveLanded: false,
+      persistent: false,
       signal: options.signal,
     };
     this.budget.recordRequest();
@@ -444,6 +454,12 @@ export class TicketClient {
     if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent') };
     const permit = this.breaker.acquire();
     if (!permit) {
+      // A half-open circuit has its probe out: that answer comes within one attempt timeout.
+      const wait = this.breaker.retryAfterMs() || Math.min(this.attemptTimeoutMs, this.backoff.baseMs);
+      if (state.persistent && this.clock.now() + wait < state.deadline) {
+        await this.clock.sleep(wait, state.signal);
+        return this.send(state, request);
+      }
       return {
         kind: 'gave-up',
         error: this.stopError(state, 'circuit_open', `Circuit open for ${this.baseUrl}: failing fast`, this.breaker.retryAfterMs()),
@@ -460,29 +476,50 @@ export class TicketClient {
       }
       return { kind: 'gave-up', error: this.abortedError(state) };
     }
-    if (result.kind === 'failure' || result.status >= 500) permit.failure();
-    else permit.success();
+    permit[breakerVerdict(result)]();
     return { kind: 'sent', exchange: result };
   }
 
   /** Waits before the next attempt, or says why there will be none. */
   private async pauseBeforeRetry(state: CallState, reason: string, retryAfterMs: number | undefined): Promise<TicketClientError | undefined> {
-    if (state.attempts >= this.maxAttempts) {
+    if (!state.persistent && state.attempts >= this.maxAttempts) {
       return this.stopError(state, 'max_attempts_exceeded', `Gave up after ${state.attempts} attempts (last: ${reason})`);
     }
-    const delayMs = retryAfterMs ?? fullJitterDelay(state.retryIndex, this.backoff, this.random);
+    let delayMs = retryAfterMs ?? fullJitterDelay(state.retryIndex, this.backoff, this.random);
     state.retryIndex += 1;
-    if (this.clock.now() + delayMs >= state.deadline) {
-      return this.stopError(state, 'deadline_exceeded', `Gave up: waiting ${delayMs} ms would pass the time budget (last: ${reason})`, retryAfterMs);
+    const pastDeadline = (): TicketClientError | undefined =>
+      this.clock.now() + delayMs >= state.deadline
+        ? this.stopError(state, 'deadline_exceeded', `Gave up: waiting ${delayMs} ms would pass the time budget (last: ${reason})`, retryAfterMs)
+        : undefined;
+    if (!state.persistent) {
+      const late = pastDeadline();
+      if (late) return late;
+      if (!this.budget.tryAcquireRetry()) {
+        this.emit({ ...eventBase(state), type: 'budget-exhausted' });
+        return this.stopError(state, 'retry_budget_exhausted', `Gave up: the client's retry budget is spent (last: ${reason})`);
+      }
+      return this.sleepBeforeRetry(state, delayMs, reason);
     }
-    if (!this.budget.tryAcquireRetry()) {
-      this.emit({ ...eventBase(state), type: 'budget-exhausted' });
-      return this.stopError(state, 'retry_budget_exhausted', `Gave up: the client's retry budget is spent (last: ${reason})`);
+    // A persistent call waits for the budget's next token instead of giving up: the budget still caps the rate.
+    for (;;) {
+      const tokenInMs = this.budget.msUntilToken();
+      if (tokenInMs > delayMs) {
+        this.emit({ ...eventBase(state), type: 'budget-exhausted' });
+        delayMs = tokenInMs;
+      }
+      const late = pastDeadline();
+      if (late) return late;
+      const stop = await this.sleepBeforeRetry(state, delayMs, reason);
+      if (stop) return stop;
+      if (this.budget.tryAcquireRetry()) return undefined;
+      delayMs = 1; // another call took the token during the wait
     }
+  }
+
+  private async sleepBeforeRetry(state: CallState, delayMs: number, reason: string): Promise<TicketClientError | undefined> {
     this.emit({ ...eventBase(state), type: 'retry', attempt: state.attempts, delayMs, reason });
     await this.clock.sleep(delayMs, state.signal);
-    if (state.signal?.aborted) return this.abortedError(state);
-    return undefined;
+    return state.signal?.aborted ? this.abortedError(state) : undefined;
   }
 
   /**
@@ -490,11 +527,14 @@ export class TicketClient {
    * landed unseen, else a `RetryableError`. Emits give-up.
    */
   private stopError(state: CallState, code: TicketClientErrorCode, message: string, retryAfterMs?: number): TicketClientError {
-    return this.giveUp(state, new RetryableError({ code, message, retryAfterMs }));
+    return this.giveUp(state, new RetryableError({ code, message, retryAfterMs, idempotencyKey: state.idempotencyKey, intentId: state.intentId }));
   }
 
   private abortedError(state: CallState): TicketClientError {
-    return this.giveUp(state, new RetryableError({ code: 'aborted', message: 'The call was aborted by its caller' }));
+    return this.giveUp(
+      state,
+      new RetryableError({ code: 'aborted', message: 'The call was aborted by its caller', idempotencyKey: state.idempotencyKey, intentId: state.intentId }),
+    );
   }
 
   private giveUp(state: CallState, error: TicketClientError): TicketClientError {
