@@ -19,7 +19,7 @@ import { startTestStack, type TestStack, type TestTenant } from '../support/stac
 // The agent client against the real API and PostgreSQL, through a fault-injecting TCP proxy.
 
 /** A breaker that never opens, for tests about something else. */
-const NO_BREAKER = { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER };
+const NO_BREAKER = { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER, lostThreshold: Number.MAX_SAFE_INTEGER };
 
 async function ticketCount(stack: TestStack, tenantId: string): Promise<number> {
   const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [tenantId]);
