@@ -1,9 +1,8 @@
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { FaultProxy, type Fault } from '@tickets/fault-proxy';
-import { ROOT, startTestStack, type TestStack, type TestTenant } from '../support/stack';
+import { startMcpStdio } from '../support/mcp-stdio';
+import { pool } from '../support/pool';
+import { startTestStack, type TestStack, type TestTenant } from '../support/stack';
 
 // An agent on a lossy link: the official MCP SDK client drives the compiled MCP server over stdio;
 // the MCP server talks to the real API through a proxy that loses 30 % of the answers AFTER the API
@@ -11,8 +10,6 @@ import { ROOT, startTestStack, type TestStack, type TestTenant } from '../suppor
 // connection instead). The agent behaves as a model would: it calls create_ticket once per intent
 // and, on a tool error, calls again with the same intent_id, at most 4 calls per intent.
 
-const MAIN = join(ROOT, 'dist/apps/mcp-server/src/main.js');
-const ALIASES = join(ROOT, 'scripts/register-aliases.js');
 const RUNS = 5;
 const INTENTS = 60;
 const MAX_CALLS_PER_INTENT = 4;
@@ -29,48 +26,6 @@ function seeded(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
-}
-
-interface McpAgent {
-  client: Client;
-  /** JSON log lines the MCP server wrote on stderr. */
-  logs: Record<string, unknown>[];
-}
-
-async function startMcp(env: Record<string, string>): Promise<McpAgent> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['-r', ALIASES, MAIN],
-    cwd: ROOT,
-    env: { ...getDefaultEnvironment(), LOG_LEVEL: 'warn', ...env },
-    stderr: 'pipe',
-  });
-  const logs: Record<string, unknown>[] = [];
-  let partial = '';
-  transport.stderr?.on('data', (chunk: Buffer) => {
-    partial += chunk.toString('utf8');
-    const lines = partial.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        logs.push({ raw: line });
-      }
-    }
-  });
-  const client = new Client({ name: 'lossy-link-agent', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, logs };
-}
-
-async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await work(items[next++]);
-    }),
-  );
 }
 
 describe('MCP agent on a lossy link (30 % of answers lost after the API acted)', () => {
@@ -100,7 +55,7 @@ describe('MCP agent on a lossy link (30 % of answers lost after the API acted)',
       proxy.configure({ decide });
       proxy.resetStats();
 
-      const agent = await startMcp({
+      const agent = await startMcpStdio({
         TICKETS_API_URL: proxy.url,
         TICKETS_API_KEY: tenant.apiKey,
         // Test pacing only (the loss costs milliseconds here, not seconds); the breaker keeps its defaults.
