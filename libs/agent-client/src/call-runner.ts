@@ -1,6 +1,6 @@
 import { BackoffOptions, fullJitterDelay, parseRetryAfter } from './backoff';
 import { breakerVerdict } from './breaker-verdict';
-import type { CircuitBreaker } from './circuit-breaker';
+import type { BreakerPermit, CircuitBreaker } from './circuit-breaker';
 import type { Clock } from './clock';
 import { exchange, HttpExchange, HttpRequest, HttpTarget } from './http-exchange';
 import type { RetryBudget } from './retry-budget';
@@ -148,21 +148,23 @@ export class CallRunner {
     state: CallState,
     request: Omit<HttpRequest, 'timeoutMs' | 'signal'>,
   ): Promise<{ kind: 'sent'; exchange: Exclude<HttpExchange, { kind: 'aborted' }> } | { kind: 'gave-up'; error: TicketClientError }> {
-    if (state.signal?.aborted) return { kind: 'gave-up', error: this.abortedError(state) };
-    const remaining = state.deadline - this.clock.now();
-    if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent') };
-    const permit = this.breaker.acquire();
-    if (!permit) {
-      // A half-open circuit has its probe out: that answer comes within one attempt timeout.
+    let permit: BreakerPermit | null;
+    let remaining: number;
+    for (;;) {
+      if (state.signal?.aborted) return { kind: 'gave-up', error: this.abortedError(state) };
+      remaining = state.deadline - this.clock.now();
+      if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent') };
+      permit = this.breaker.acquire();
+      if (permit) break;
+      // Open: wait out the cool-down. Half-open with the probe out: its answer decides soon, look again shortly.
       const wait = this.breaker.retryAfterMs() || Math.min(this.attemptTimeoutMs, this.backoff.baseMs);
-      if (state.persistent && this.clock.now() + wait < state.deadline) {
-        await this.clock.sleep(wait, state.signal);
-        return this.send(state, request);
+      if (!state.persistent || this.clock.now() + wait >= state.deadline) {
+        return {
+          kind: 'gave-up',
+          error: this.stopError(state, 'circuit_open', `Circuit open for ${this.baseUrl}: failing fast`, this.breaker.retryAfterMs()),
+        };
       }
-      return {
-        kind: 'gave-up',
-        error: this.stopError(state, 'circuit_open', `Circuit open for ${this.baseUrl}: failing fast`, this.breaker.retryAfterMs()),
-      };
+      await this.clock.sleep(wait, state.signal);
     }
     state.attempts += 1;
     this.emit({ ...eventBase(state), type: 'attempt', attempt: state.attempts, method: request.method, path: request.path });
