@@ -279,7 +279,7 @@ function describeError(tool: string, error: unknown): ErrorDetails {
     return {
       code: error.code,
       retryable: true,
-      message: `${error.message.replace(/ Retry with .*$/, '')} The write may or may not have happened.`,
+      message: `No definite answer for idempotency key ${error.idempotencyKey}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}; the write may or may not have happened.`,
       next: `call ${tool} again with ${sameIntent(error.intentId)} (safe: it returns what was done, never a second one), or call check_request with idempotency_key "${error.idempotencyKey}" to see whether it was done. Never retry with a new intent_id.`,
       extra: { idempotency_key: error.idempotencyKey, intent_id: error.intentId },
     };
