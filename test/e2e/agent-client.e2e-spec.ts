@@ -14,12 +14,13 @@ import {
   type TicketClientOptions,
 } from '@tickets/agent-client';
 import { FaultProxy } from '@tickets/fault-proxy';
+import { pool } from '../support/pool';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack';
 
 // The agent client against the real API and PostgreSQL, through a fault-injecting TCP proxy.
 
 /** A breaker that never opens, for tests about something else. */
-const NO_BREAKER = { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER };
+const NO_BREAKER = { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER, lostThreshold: Number.MAX_SAFE_INTEGER };
 
 async function ticketCount(stack: TestStack, tenantId: string): Promise<number> {
   const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [tenantId]);
@@ -40,15 +41,6 @@ async function untilDone(call: () => Promise<CreateTicketResult>, gaveUp: { coun
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
-}
-
-async function pool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await work(items[next++]);
-    }),
-  );
 }
 
 describe('agent client against the real API', () => {

@@ -2,16 +2,13 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ALIASES, MCP_MAIN as MAIN, startMcpStdio } from '../support/mcp-stdio';
 import { ROOT, startTestStack, type TestStack, type TestTenant } from '../support/stack';
 
-// The MCP server as an agent host runs it: a child process on stdio (compiled dist/, built before
-// the tests), spoken to by the SDK's own Client, in front of the real API and database.
-
-const MAIN = join(ROOT, 'dist/apps/mcp-server/src/main.js');
-const ALIASES = join(ROOT, 'scripts/register-aliases.js');
+// The MCP server as an agent host runs it (test/support/mcp-stdio.ts), in front of the real API and database.
 
 async function ticketCount(stack: TestStack, tenantId: string): Promise<number> {
   const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [tenantId]);
@@ -19,20 +16,7 @@ async function ticketCount(stack: TestStack, tenantId: string): Promise<number> 
 }
 
 async function connectMcp(env: Record<string, string>): Promise<Client> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ['-r', ALIASES, MAIN],
-    cwd: ROOT,
-    env: { ...getDefaultEnvironment(), LOG_LEVEL: 'warn', ...env },
-    stderr: 'pipe',
-  });
-  const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
-  await client.connect(transport);
-  // Drain the server's logs (a full pipe would stall it); shown only when LOG_LEVEL asks for them.
-  transport.stderr?.on('data', (chunk: Buffer) => {
-    if (process.env.TEST_LOG_LEVEL) process.stderr.write(chunk);
-  });
-  return client;
+  return (await startMcpStdio(env)).client;
 }
 
 describe('tickets MCP server over stdio', () => {

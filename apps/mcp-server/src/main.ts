@@ -1,7 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import pino from 'pino';
 import { FileKeyStore, InMemoryKeyStore, TicketClient, type TicketClientEvent } from '@tickets/agent-client';
-import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-server.config';
+import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from '@tickets/config';
 import { createTicketsMcpServer } from './ticket-tools';
 
 // stdout is the MCP protocol channel: every log line goes to stderr (fd 2).
@@ -26,9 +26,11 @@ async function main(): Promise<void> {
     apiKey: config.apiKey,
     keyStore: config.keyStorePath ? new FileKeyStore(config.keyStorePath) : new InMemoryKeyStore(),
     attemptTimeoutMs: config.attemptTimeoutMs,
+    backoff: config.backoff,
+    circuitBreaker: { coolDownMs: config.breakerCoolDownMs },
     onEvent: (event) => logEvent(logger, event),
   });
-  const server = createTicketsMcpServer(client, VERSION);
+  const server = createTicketsMcpServer(client, VERSION, { toolDeadlineMs: config.toolDeadlineMs });
   const transport = new StdioServerTransport();
   transport.onclose = () => logger.info('stdin closed, stopping');
   await server.connect(transport);

@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TicketClient } from '@tickets/agent-client';
-import { createTicketsMcpServer } from './ticket-tools';
+import { createTicketsMcpServer, type TicketToolsOptions } from './ticket-tools';
 
 // The tools through a real MCP client/server pair (in-memory transport) and a real HTTP server
 // that plays the ticket API.
@@ -45,17 +45,22 @@ describe('ticket MCP tools', () => {
       });
     });
     await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+    mcp = await connect();
+  });
+
+  async function connect(options: TicketToolsOptions = {}): Promise<Client> {
     const client = new TicketClient({
       baseUrl: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
       apiKey: 'k',
       maxAttempts: 2,
       backoff: { baseMs: 1, capMs: 5 },
     });
-    const server = createTicketsMcpServer(client, 'test');
+    const server = createTicketsMcpServer(client, 'test', options);
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    mcp = new Client({ name: 'spec', version: '1' });
-    await Promise.all([server.connect(serverSide), mcp.connect(clientSide)]);
-  });
+    const connected = new Client({ name: 'spec', version: '1' });
+    await Promise.all([server.connect(serverSide), connected.connect(clientSide)]);
+    return connected;
+  }
 
   afterEach(async () => {
     await mcp.close();
@@ -121,5 +126,38 @@ describe('ticket MCP tools', () => {
     const status = await call('check_request', { idempotency_key: 'ticket-create-abc' });
     expect(status.structuredContent).toMatchObject({ state: 'unknown', ticket_id: null });
     expect(text(status)).toMatch(/safe/);
+  });
+
+  it('with a tool deadline, create_ticket keeps resending the same key past maxAttempts until the ticket is made', async () => {
+    let posts = 0;
+    handler = (req, res) => {
+      if (req.method === 'GET') return send(res, 404, { status: 404, code: 'idempotency_key_not_found' });
+      posts += 1;
+      if (posts < 5) return res.socket?.destroy();
+      send(res, 201, TICKET);
+    };
+    const patient = await connect({ toolDeadlineMs: 10_000 });
+    try {
+      const result = (await patient.callTool({ name: 'create_ticket', arguments: { intent_id: 'email-5', title: 't' } })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({ outcome: 'created', attempts: 5 });
+      expect(new Set(seen.filter((s) => s.method === 'POST').map((s) => s.key)).size).toBe(1);
+    } finally {
+      await patient.close();
+    }
+  });
+
+  it('when the tool deadline passes, the error says exactly what to do: same intent_id again, or check_request with the key', async () => {
+    handler = (_req, res) => res.socket?.destroy();
+    const hurried = await connect({ toolDeadlineMs: 200 });
+    try {
+      const result = (await hurried.callTool({ name: 'create_ticket', arguments: { intent_id: 'email-77', title: 't' } })) as CallToolResult;
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/call create_ticket again with the same intent_id "email-77"/);
+      expect(text(result)).toMatch(/check_request with idempotency_key "ticket-create-[0-9a-f]{24}"/);
+      expect(text(result)).toMatch(/"intent_id":"email-77"/);
+    } finally {
+      await hurried.close();
+    }
   });
 });

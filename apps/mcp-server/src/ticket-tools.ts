@@ -35,12 +35,22 @@ function ok(text: string, structured: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text } satisfies Text], structuredContent: structured };
 }
 
+export interface TicketToolsOptions {
+  /**
+   * How long one create_ticket / cancel_ticket call keeps working on its intent (resends under the
+   * same key, status queries, Retry-After and open-circuit waits) before it hands the model a
+   * "call again with the same intent_id" error. Unset: the client's own per-call limits.
+   */
+  toolDeadlineMs?: number;
+}
+
 /**
  * The five ticket tools on an McpServer. Successes carry structured content (matching each tool's
  * output schema) and one short sentence; failures are tool errors that say the code, whether a
  * retry can help and what to do next.
  */
-export function registerTicketTools(server: McpServer, client: TicketClient): void {
+export function registerTicketTools(server: McpServer, client: TicketClient, options: TicketToolsOptions = {}): void {
+  const finishWithinMs = options.toolDeadlineMs;
   server.registerTool(
     'create_ticket',
     {
@@ -85,7 +95,7 @@ export function registerTicketTools(server: McpServer, client: TicketClient): vo
             requester: args.requester,
             metadata: args.metadata,
           },
-          { intentId: args.intent_id, signal: extra.signal },
+          { intentId: args.intent_id, signal: extra.signal, finishWithinMs },
         );
         const t = result.ticket;
         const sentence = {
@@ -168,7 +178,7 @@ export function registerTicketTools(server: McpServer, client: TicketClient): vo
     },
     async ({ ticket_id, intent_id, reason }, extra) => {
       try {
-        const result = await client.cancelTicket(ticket_id, { intentId: intent_id, reason, signal: extra.signal });
+        const result = await client.cancelTicket(ticket_id, { intentId: intent_id, reason, signal: extra.signal, finishWithinMs });
         const sentence =
           result.outcome === 'cancelled'
             ? `Ticket ${ticket_id} is cancelled.`
@@ -244,7 +254,7 @@ function nextStepForStatus(status: RequestStatus): string {
 
 /** A tool error the model can act on: the code, whether retrying can help, what to do next. */
 export function toolError(tool: string, error: unknown): CallToolResult {
-  const details = describeError(error);
+  const details = describeError(tool, error);
   const lines = [
     `${tool} failed: ${details.code} (${details.retryable ? 'retrying can help' : 'retrying will not help'}).`,
     details.message,
@@ -262,18 +272,34 @@ interface ErrorDetails {
   extra: Record<string, unknown>;
 }
 
-function describeError(error: unknown): ErrorDetails {
+function describeError(tool: string, error: unknown): ErrorDetails {
+  const sameIntent = (intentId: string | undefined): string =>
+    intentId === undefined ? 'the same arguments' : `the same intent_id "${intentId}"`;
   if (error instanceof UnknownOutcomeError) {
     return {
       code: error.code,
       retryable: true,
-      message: 'The service could not be reached reliably; the write may or may not have happened.',
-      next: `call the same tool again with the same intent_id (safe: it cannot duplicate), or check_request with idempotency_key "${error.idempotencyKey}". Never retry with a new intent_id.`,
+      message: `No definite answer for idempotency key ${error.idempotencyKey}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}; the write may or may not have happened.`,
+      next: `call ${tool} again with ${sameIntent(error.intentId)} (safe: it returns what was done, never a second one), or call check_request with idempotency_key "${error.idempotencyKey}" to see whether it was done. Never retry with a new intent_id.`,
       extra: { idempotency_key: error.idempotencyKey, intent_id: error.intentId },
     };
   }
   if (error instanceof RetryableError) {
     const wait = error.retryAfterMs !== undefined ? `about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s` : 'a few seconds';
+    if (error.idempotencyKey !== undefined) {
+      // A write that ran out of time: an earlier call of the same intent may have done it, so never say "nothing was written".
+      return {
+        code: error.code,
+        retryable: true,
+        message: `${error.message}.`,
+        next: `wait ${wait}, then call ${tool} again with ${sameIntent(error.intentId)} (safe: it cannot make a second one); check_request with idempotency_key "${error.idempotencyKey}" tells whether an earlier call already did it.`,
+        extra: {
+          idempotency_key: error.idempotencyKey,
+          intent_id: error.intentId,
+          ...(error.retryAfterMs !== undefined ? { retry_after_ms: error.retryAfterMs } : {}),
+        },
+      };
+    }
     return {
       code: error.code,
       retryable: true,
@@ -324,8 +350,8 @@ function describeError(error: unknown): ErrorDetails {
 }
 
 /** The MCP server with the ticket tools registered. */
-export function createTicketsMcpServer(client: TicketClient, version: string): McpServer {
+export function createTicketsMcpServer(client: TicketClient, version: string, options: TicketToolsOptions = {}): McpServer {
   const server = new McpServer({ name: 'tickets', version }, { instructions: 'Create, find, read and cancel support tickets. Retrying is safe when you reuse the same intent_id.' });
-  registerTicketTools(server, client);
+  registerTicketTools(server, client, options);
   return server;
 }

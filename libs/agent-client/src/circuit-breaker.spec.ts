@@ -1,4 +1,4 @@
-import { CircuitBreaker, CircuitState } from './circuit-breaker';
+import { CircuitBreaker, CircuitState, defaultCircuitBreaker } from './circuit-breaker';
 
 function setup(options: ConstructorParameters<typeof CircuitBreaker>[0] = {}) {
   let t = 0;
@@ -7,7 +7,8 @@ function setup(options: ConstructorParameters<typeof CircuitBreaker>[0] = {}) {
   breaker.onStateChange((from, to) => changes.push([from, to]));
   const fail = (): void => breaker.acquire()!.failure();
   const succeed = (): void => breaker.acquire()!.success();
-  return { breaker, changes, fail, succeed, advance: (ms: number) => (t += ms) };
+  const lose = (): void => breaker.acquire()!.lost();
+  return { breaker, changes, fail, succeed, lose, advance: (ms: number) => (t += ms) };
 }
 
 describe('CircuitBreaker', () => {
@@ -113,5 +114,56 @@ describe('CircuitBreaker', () => {
     permit.failure();
     permit.failure();
     expect(breaker.state).toBe('closed');
+  });
+
+  it('lost answers are neutral: 30 % loss over many calls never opens it', () => {
+    const { breaker, changes, succeed, lose } = setup({ lostThreshold: 10 });
+    // 3 lost in every 10, bunched together: the worst even spread of a 30 % loss.
+    for (let i = 0; i < 1_000; i += 1) {
+      if (i % 10 < 3) lose();
+      else succeed();
+    }
+    expect(breaker.state).toBe('closed');
+    expect(changes).toEqual([]);
+  });
+
+  it('lost answers do not count toward the failure rate or the consecutive failures', () => {
+    const { breaker, fail, lose } = setup({ lostThreshold: 100 });
+    fail();
+    fail();
+    for (let i = 0; i < 20; i += 1) lose();
+    expect(breaker.state).toBe('closed'); // still 2 consecutive failures, threshold 3
+    fail();
+    expect(breaker.state).toBe('open');
+  });
+
+  it('lostThreshold lost answers in a row, with no answer between, open it: a link that answers nothing is down', () => {
+    const { breaker, lose, succeed } = setup({ lostThreshold: 4 });
+    lose();
+    lose();
+    lose();
+    succeed(); // an answer resets the streak
+    lose();
+    lose();
+    lose();
+    expect(breaker.state).toBe('closed');
+    lose();
+    expect(breaker.state).toBe('open');
+  });
+
+  it('a lost half-open probe frees the slot; it reopens only while the lost streak holds', () => {
+    const { breaker, fail, advance } = setup({ lostThreshold: 10 });
+    fail();
+    fail();
+    fail();
+    advance(1_000);
+    breaker.acquire()!.lost();
+    expect(breaker.state).toBe('half-open');
+    breaker.acquire()!.success();
+    expect(breaker.state).toBe('closed');
+  });
+
+  it('the defaults open for failures, not for loss, and cool down in 2 s', () => {
+    expect(defaultCircuitBreaker).toMatchObject({ lostThreshold: 10, coolDownMs: 2_000 });
   });
 });

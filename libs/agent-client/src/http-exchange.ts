@@ -25,6 +25,8 @@ export interface HttpResponse {
 export interface HttpFailure {
   kind: 'failure';
   failure: 'timeout' | 'lost' | 'refused';
+  /** The status line and headers had arrived: the server answered, only the rest went missing. */
+  responseStarted: boolean;
   cause: unknown;
 }
 
@@ -74,6 +76,7 @@ export async function exchange(target: HttpTarget, request: HttpRequest): Promis
     payload = JSON.stringify(request.body);
   }
 
+  let responseStarted = false;
   try {
     const response = await target.fetch(`${target.baseUrl.replace(/\/+$/, '')}${request.path}`, {
       method: request.method,
@@ -81,18 +84,19 @@ export async function exchange(target: HttpTarget, request: HttpRequest): Promis
       body: payload,
       signal: controller.signal,
     });
+    responseStarted = true;
     const text = await response.text();
     const body = parseBody(text, response.headers.get('content-type'));
     if (body === UNPARSEABLE && response.ok) {
       // A success we cannot read is as good as a lost one: the caller must find out what happened.
-      return { kind: 'failure', failure: 'lost', cause: new Error(`unreadable ${response.status} body`) };
+      return { kind: 'failure', failure: 'lost', responseStarted, cause: new Error(`unreadable ${response.status} body`) };
     }
     const value = body === UNPARSEABLE ? text : body;
     return { kind: 'response', status: response.status, headers: response.headers, body: value, problem: toProblem(response.status, value) };
   } catch (error) {
     if (request.signal?.aborted) return { kind: 'aborted' };
-    if (timedOut) return { kind: 'failure', failure: 'timeout', cause: error };
-    return { kind: 'failure', failure: wasNeverSent(error) ? 'refused' : 'lost', cause: error };
+    if (timedOut) return { kind: 'failure', failure: 'timeout', responseStarted, cause: error };
+    return { kind: 'failure', failure: wasNeverSent(error) ? 'refused' : 'lost', responseStarted, cause: error };
   } finally {
     clearTimeout(timer);
     request.signal?.removeEventListener('abort', onCallerAbort);

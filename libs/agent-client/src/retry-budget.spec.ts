@@ -74,4 +74,19 @@ describe('RetryBudget', () => {
     expect(() => new RetryBudget({ maxTokens: 0 })).toThrow(RangeError);
     expect(() => new RetryBudget({ ratio: Number.NaN })).toThrow(RangeError);
   });
+
+  it('says when the next token comes: 0 with tokens left, the refill time when spent, Infinity without refill', () => {
+    const c = clock();
+    const budget = new RetryBudget({ ratio: 0, minRetriesPerSecond: 2, maxTokens: 1 }, c.now);
+    expect(budget.msUntilToken()).toBe(0);
+    expect(budget.tryAcquireRetry()).toBe(true);
+    expect(budget.msUntilToken()).toBe(500);
+    c.advance(200);
+    expect(budget.msUntilToken()).toBe(300);
+    c.advance(300);
+    expect(budget.msUntilToken()).toBe(0);
+    const never = new RetryBudget({ ratio: 0, minRetriesPerSecond: 0, maxTokens: 1 }, c.now);
+    never.tryAcquireRetry();
+    expect(never.msUntilToken()).toBe(Number.POSITIVE_INFINITY);
+  });
 });

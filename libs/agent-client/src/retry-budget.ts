@@ -43,6 +43,14 @@ export class RetryBudget {
     return true;
   }
 
+  /** Milliseconds until a retry token is available (0 now; Infinity when time deposits nothing). */
+  msUntilToken(): number {
+    this.refill();
+    if (this.tokens >= 1) return 0;
+    if (this.options.minRetriesPerSecond <= 0) return Number.POSITIVE_INFINITY;
+    return Math.ceil(((1 - this.tokens) / this.options.minRetriesPerSecond) * 1000);
+  }
+
   /** Tokens currently available (for metrics and tests). */
   available(): number {
     this.refill();

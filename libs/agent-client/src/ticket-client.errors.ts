@@ -68,10 +68,15 @@ export class TicketClientError extends Error {
 export class RetryableError extends TicketClientError {
   /** How long the server (or the open circuit) asked to wait, when known. */
   readonly retryAfterMs?: number;
+  /** The write's key, so the caller can retry the same intent or ask its status (writes only). */
+  readonly idempotencyKey?: string;
+  readonly intentId?: string;
 
-  constructor(init: Omit<ErrorInit, 'retryable'> & { retryAfterMs?: number }) {
+  constructor(init: Omit<ErrorInit, 'retryable'> & { retryAfterMs?: number; idempotencyKey?: string; intentId?: string }) {
     super({ ...init, retryable: true });
     this.retryAfterMs = init.retryAfterMs;
+    this.idempotencyKey = init.idempotencyKey;
+    this.intentId = init.intentId;
   }
 }
 

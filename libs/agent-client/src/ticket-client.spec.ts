@@ -363,4 +363,92 @@ describe('TicketClient over HTTP', () => {
     setTimeout(() => controller.abort(), 50);
     await expect(pending).rejects.toBeInstanceOf(UnknownOutcomeError);
   });
+
+  describe('breaker classification', () => {
+    const completed = (res: ServerResponse): void =>
+      json(res, 200, { key: 'k', state: 'completed', ticketId: ticket().id, response: { status: 201, body: ticket() }, createdAt: null, expiresAt: null });
+
+    it('answers lost after the server acted never open the breaker (default settings), and every call gets its ticket', async () => {
+      // Every create is processed, then its connection is cut before a byte of the answer: the status query finds the result.
+      server.respond((req, res) => (req.method === 'POST' ? res.socket?.destroy() : completed(res)));
+      const c = client();
+      for (let i = 0; i < 30; i += 1) {
+        const result = await c.createTicket({ title: 't' }, { intentId: `lossy-${i}` });
+        expect(result).toMatchObject({ outcome: 'created', confirmedBy: 'status-query', attempts: 1 });
+      }
+      expect(c.circuitState).toBe('closed');
+      expect(events.filter((e) => e.type === 'breaker-state-change')).toEqual([]);
+    });
+
+    it('timeouts before any byte of the answer are failures: the breaker opens', async () => {
+      server.respond(() => undefined); // accepts, never answers
+      const c = client({ attemptTimeoutMs: 50, maxAttempts: 10, circuitBreaker: { failureThreshold: 2 } });
+      const error = await c.createTicket({ title: 't' }, { intentId: 'silent' }).catch((e: unknown) => e);
+      expect(c.circuitState).toBe('open');
+      expect(error).toMatchObject({ retryable: true });
+      expect(events).toContainEqual(expect.objectContaining({ type: 'breaker-state-change', to: 'open' }));
+    });
+  });
+
+  describe('finishWithinMs (the deadline of one tool call)', () => {
+    it('waits out an open circuit instead of failing fast, then finishes the intent under the same key', async () => {
+      server.respond((_req, res, i) => (i < 3 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket())));
+      const c = client({ maxAttempts: 10, circuitBreaker: { failureThreshold: 3, coolDownMs: 4_000 } });
+      const result = await c.createTicket({ title: 't' }, { intentId: 'outage', finishWithinMs: 30_000 });
+
+      expect(result).toMatchObject({ outcome: 'created', attempts: 4 });
+      expect(new Set(server.posts.map((p) => p.headers['idempotency-key'])).size).toBe(1);
+      expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(4_000); // the cool-down was waited, not failed
+      expect(c.circuitState).toBe('closed');
+    });
+
+    it('is not capped by maxAttempts, and waits for retry-budget tokens instead of giving up', async () => {
+      server.respond((_req, res, i) => (i < 6 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket())));
+      const c = client({
+        maxAttempts: 2,
+        retryBudget: { maxTokens: 1, ratio: 0, minRetriesPerSecond: 1 },
+        circuitBreaker: { failureThreshold: 100, minimumCalls: 100 },
+      });
+      const result = await c.createTicket({ title: 't' }, { intentId: 'patient', finishWithinMs: 30_000 });
+
+      expect(result.attempts).toBe(7);
+      expect(clock.sleeps.filter((ms) => ms >= 1_000)).toHaveLength(5); // one token per second after the first
+      expect(events.filter((e) => e.type === 'budget-exhausted').length).toBeGreaterThan(0);
+    });
+
+    it('waits out 429 and 409 Retry-After within the deadline', async () => {
+      server.respond((_req, res, i) => {
+        if (i === 0) return problem(res, 429, 'rate_limited', { retryable: true }, { 'retry-after': '3' });
+        if (i === 1) return problem(res, 409, 'idempotency_key_in_use', { retryable: true }, { 'retry-after': '1' });
+        json(res, 201, ticket());
+      });
+      const result = await client({ maxAttempts: 1 }).createTicket({ title: 't' }, { intentId: 'polite', finishWithinMs: 30_000 });
+      expect(result.attempts).toBe(3);
+      expect(clock.sleeps).toEqual([3_000, 1_000]);
+    });
+
+    it('at the deadline gives up with an unknown outcome that names the key and intent, after resending and asking the status', async () => {
+      server.respond((_req, res) => res.socket?.destroy()); // writes and status queries all lost
+      // lostThreshold out of the way: a link that loses everything would rightly open the circuit, tested above.
+      const error = await client({ backoff: { baseMs: 200, capMs: 10_000 }, circuitBreaker: { lostThreshold: 1_000 } })
+        .createTicket({ title: 't' }, { intentId: 'doomed', finishWithinMs: 5_000 })
+        .catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(UnknownOutcomeError);
+      expect(error).toMatchObject({ idempotencyKey: deriveIdempotencyKey('create', 'doomed'), intentId: 'doomed' });
+      expect(events.at(-1)).toMatchObject({ type: 'give-up', reason: 'deadline_exceeded' });
+      expect(server.posts.length).toBeGreaterThan(5); // maxAttempts (5) did not stop it
+      expect(server.seen.filter((s) => s.method === 'GET')).toHaveLength(server.posts.length); // a status query after each lost write
+      expect(clock.sleeps.reduce((a, b) => a + b, 0)).toBeLessThan(5_000);
+    });
+
+    it('a write that fails fast on an open circuit still names its key and intent', async () => {
+      server.respond((_req, res) => problem(res, 503, 'database_unavailable', { retryable: true }));
+      const c = client({ maxAttempts: 10, circuitBreaker: { failureThreshold: 1 } });
+      await c.createTicket({ title: 't' }, { intentId: 'first' }).catch(() => undefined);
+      const error = await c.createTicket({ title: 't' }, { intentId: 'later' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RetryableError);
+      expect(error).toMatchObject({ code: 'circuit_open', idempotencyKey: deriveIdempotencyKey('create', 'later'), intentId: 'later' });
+    });
+  });
 });

@@ -1,24 +1,23 @@
-import { BackoffOptions, defaultBackoff, fullJitterDelay, parseRetryAfter } from './backoff';
+import { BackoffOptions, defaultBackoff, parseRetryAfter } from './backoff';
+import { CallRunner, CallState, eventBase } from './call-runner';
 import { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
-import { exchange, HttpExchange, HttpRequest, HttpResponse, toProblem } from './http-exchange';
-import {
-  deriveIdempotencyKey,
-  formatIdempotencyKeyHeader,
-  isValidIdempotencyKey,
-  newIdempotencyKey,
-  WriteOperation,
-} from './idempotency-key';
+import { HttpResponse, toProblem } from './http-exchange';
+import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
 import { IdempotencyKeyStore, InMemoryKeyStore } from './key-store';
 import { RetryBudget, RetryBudgetOptions } from './retry-budget';
+import { PermanentError, RetryableError } from './ticket-client.errors';
+import type { ClientOperation, TicketClientEventHandler } from './ticket-client.events';
 import {
-  PermanentError,
-  RetryableError,
-  TicketClientError,
-  TicketClientErrorCode,
-  UnknownOutcomeError,
-} from './ticket-client.errors';
-import type { ClientOperation, TicketClientEvent, TicketClientEventHandler } from './ticket-client.events';
+  asTicket,
+  invalidResponse,
+  isTransientStatus,
+  permanentFrom,
+  requireNonEmpty,
+  requireValidKey,
+  statusPath,
+  toRequestStatus,
+} from './ticket-client.responses';
 import type {
   CancelOutcome,
   CancelTicketOptions,
@@ -28,7 +27,6 @@ import type {
   CreateTicketOptions,
   CreateTicketResult,
   ReadOptions,
-  RequestState,
   RequestStatus,
   Ticket,
   WriteResult,
@@ -75,31 +73,10 @@ interface WriteCall<O> {
   /** Entry in the key store, when the intent is named. */
   storeEntry?: string;
   signal?: AbortSignal;
+  finishWithinMs?: number;
   /** Turns a 2xx into the result's outcome. `replayed`: the server answered from its record. */
   outcome(status: number, replayed: boolean, mayHaveLanded: boolean): O;
 }
-
-/** Progress of one call, for give-up decisions. */
-interface CallState {
-  operation: ClientOperation;
-  idempotencyKey?: string;
-  intentId?: string;
-  deadline: number;
-  attempts: number;
-  retryIndex: number;
-  /** A write may have landed and we have not learnt what it did. */
-  uncertain: boolean;
-  /** Some attempt of this call may have been processed (decides `created` vs `replayed`). */
-  mayHaveLanded: boolean;
-  signal?: AbortSignal;
-}
-
-type StatusResolution =
-  | { kind: 'completed'; status: number; body: unknown }
-  | { kind: 'expired'; ticketId: string | null }
-  | { kind: 'unknown' }
-  | { kind: 'failed'; reason: string }
-  | { kind: 'gave-up'; error: TicketClientError };
 
 /**
  * Retry-safe client for the ticket API. Writes use one idempotency key per intent, chosen before
@@ -112,17 +89,11 @@ export class TicketClient {
   private readonly apiKey: string;
   private readonly keyStore: IdempotencyKeyStore;
   private readonly keyStrategy: 'derived' | 'random';
-  private readonly attemptTimeoutMs: number;
-  private readonly maxAttempts: number;
   private readonly maxTotalTimeMs: number;
-  private readonly backoff: BackoffOptions;
-  private readonly statusPollMs: number;
   private readonly budget: RetryBudget;
   private readonly breaker: CircuitBreaker;
-  private readonly onEvent?: TicketClientEventHandler;
-  private readonly random: () => number;
   private readonly clock: Clock;
-  private readonly fetchImpl: typeof fetch;
+  private readonly runner: CallRunner;
 
   constructor(options: TicketClientOptions) {
     if (!/^https?:\/\//.test(options.baseUrl)) throw new RangeError('baseUrl must be an http(s) URL');
@@ -131,20 +102,26 @@ export class TicketClient {
     this.apiKey = options.apiKey;
     this.keyStore = options.keyStore ?? new InMemoryKeyStore();
     this.keyStrategy = options.keyStrategy ?? 'derived';
-    this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
-    this.maxAttempts = Math.max(1, options.maxAttempts ?? 5);
     this.maxTotalTimeMs = options.maxTotalTimeMs ?? 30_000;
-    this.backoff = { ...defaultBackoff, ...options.backoff };
-    this.statusPollMs = options.statusPollMs ?? 500;
-    this.onEvent = options.onEvent;
-    this.random = options.random ?? Math.random;
     this.clock = options.clock ?? systemClock;
-    this.fetchImpl = options.fetch ?? fetch;
     const now = (): number => this.clock.now();
     this.budget = options.retryBudget instanceof RetryBudget ? options.retryBudget : new RetryBudget(options.retryBudget, now);
     this.breaker =
       options.circuitBreaker instanceof CircuitBreaker ? options.circuitBreaker : new CircuitBreaker(options.circuitBreaker, now);
-    this.breaker.onStateChange((from, to) => this.emit({ type: 'breaker-state-change', baseUrl: this.baseUrl, from, to }));
+    this.runner = new CallRunner({
+      baseUrl: this.baseUrl,
+      target: { baseUrl: this.baseUrl, apiKey: this.apiKey, fetch: options.fetch ?? fetch },
+      attemptTimeoutMs: options.attemptTimeoutMs ?? 10_000,
+      maxAttempts: Math.max(1, options.maxAttempts ?? 5),
+      backoff: { ...defaultBackoff, ...options.backoff },
+      statusPollMs: options.statusPollMs ?? 500,
+      budget: this.budget,
+      breaker: this.breaker,
+      clock: this.clock,
+      random: options.random ?? Math.random,
+      onEvent: options.onEvent,
+    });
+    this.breaker.onStateChange((from, to) => this.runner.emit({ type: 'breaker-state-change', baseUrl: this.baseUrl, from, to }));
   }
 
   /** State of this client's circuit breaker. */
@@ -166,6 +143,7 @@ export class TicketClient {
       intentId: options.intentId,
       storeEntry,
       signal: options.signal,
+      finishWithinMs: options.finishWithinMs,
       outcome: (status, replayed, mayHaveLanded) =>
         status === 200 ? 'deduplicated' : replayed && !mayHaveLanded ? 'replayed' : 'created',
     });
@@ -183,6 +161,7 @@ export class TicketClient {
       intentId: options.intentId,
       storeEntry,
       signal: options.signal,
+      finishWithinMs: options.finishWithinMs,
       outcome: (_status, replayed, mayHaveLanded) => (replayed && !mayHaveLanded ? 'replayed' : 'cancelled'),
     });
   }
@@ -225,11 +204,12 @@ export class TicketClient {
       operation: call.operation,
       idempotencyKey: call.key,
       intentId: call.intentId,
-      deadline: this.clock.now() + this.maxTotalTimeMs,
+      deadline: this.clock.now() + (call.finishWithinMs ?? this.maxTotalTimeMs),
       attempts: 0,
       retryIndex: 0,
       uncertain: false,
       mayHaveLanded: false,
+      persistent: call.finishWithinMs !== undefined,
       signal: call.signal,
     };
     this.budget.recordRequest();
@@ -237,20 +217,20 @@ export class TicketClient {
     const finish = async (status: number, body: unknown, replayed: boolean, confirmedBy: WriteResult<O>['confirmedBy']): Promise<WriteResult<O>> => {
       const ticket = asTicket(body);
       const outcome = call.outcome(status, replayed, state.mayHaveLanded);
-      if (replayed) this.emit({ ...eventBase(state), type: 'replay', ticketId: ticket.id });
+      if (replayed) this.runner.emit({ ...eventBase(state), type: 'replay', ticketId: ticket.id });
       if (call.operation === 'create' && status === 200) {
-        this.emit({ ...eventBase(state), type: 'deduplicated', ticketId: ticket.id, externalRef: ticket.externalRef });
+        this.runner.emit({ ...eventBase(state), type: 'deduplicated', ticketId: ticket.id, externalRef: ticket.externalRef });
       }
       await this.forgetKey(call.storeEntry);
       return { outcome, ticket, idempotencyKey: call.key, intentId: call.intentId, attempts: state.attempts, confirmedBy };
     };
     const permanent = async (error: PermanentError): Promise<never> => {
       await this.forgetKey(call.storeEntry);
-      throw this.giveUp(state, error);
+      throw this.runner.giveUp(state, error);
     };
 
     for (;;) {
-      const sent = await this.send(state, {
+      const sent = await this.runner.send(state, {
         method: 'POST',
         path: call.path,
         headers: { 'idempotency-key': formatIdempotencyKeyHeader(call.key) },
@@ -293,7 +273,7 @@ export class TicketClient {
       }
 
       if (askStatus) {
-        const resolution = await this.resolveByStatus(state, call.key);
+        const resolution = await this.runner.resolveByStatus(state, call.key);
         switch (resolution.kind) {
           case 'completed':
             if (resolution.status >= 200 && resolution.status < 300) {
@@ -326,69 +306,8 @@ export class TicketClient {
         }
       }
 
-      const stop = await this.pauseBeforeRetry(state, retryReason, retryAfterMs);
+      const stop = await this.runner.pauseBeforeRetry(state, retryReason, retryAfterMs);
       if (stop) throw stop;
-    }
-  }
-
-  /**
-   * Asks `GET /v1/idempotency-keys/{key}` until the answer is definite: completed, expired or
-   * unknown. While the first request is still processing, waits (Retry-After, else a short poll).
-   * A failing query ends the loop: the caller backs off and resends under the same key.
-   */
-  private async resolveByStatus(state: CallState, key: string): Promise<StatusResolution> {
-    for (;;) {
-      const remaining = state.deadline - this.clock.now();
-      if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent while resolving the outcome') };
-      const permit = this.breaker.acquire();
-      if (!permit) {
-        this.emit({ ...eventBase(state), type: 'status-query', state: 'failed' });
-        return { kind: 'failed', reason: 'circuit_open' };
-      }
-      const result = await exchange(this.target(), {
-        method: 'GET',
-        path: statusPath(key),
-        timeoutMs: Math.min(this.attemptTimeoutMs, remaining),
-        signal: state.signal,
-      });
-      if (result.kind === 'aborted') {
-        permit.release();
-        return { kind: 'gave-up', error: this.abortedError(state) };
-      }
-      if (result.kind === 'failure' || result.status >= 500) {
-        permit.failure();
-        this.emit({ ...eventBase(state), type: 'status-query', state: 'failed' });
-        return { kind: 'failed', reason: result.kind === 'failure' ? result.failure : `http_${result.status}` };
-      }
-      permit.success();
-      let status: RequestStatus | undefined;
-      try {
-        status = toRequestStatus(key, result);
-      } catch {
-        status = undefined; // An unreadable answer is no answer: the outcome stays unknown.
-      }
-      if (status === undefined) {
-        this.emit({ ...eventBase(state), type: 'status-query', state: 'failed' });
-        return { kind: 'failed', reason: `http_${result.status}` };
-      }
-      this.emit({ ...eventBase(state), type: 'status-query', state: status.state });
-      switch (status.state) {
-        case 'completed':
-          if (status.response === undefined) return { kind: 'failed', reason: 'no_stored_response' };
-          return { kind: 'completed', status: status.response.status, body: status.response.body };
-        case 'expired':
-          return { kind: 'expired', ticketId: status.ticketId };
-        case 'unknown':
-          return { kind: 'unknown' };
-        case 'processing': {
-          const wait = parseRetryAfter(result.headers.get('retry-after'), this.clock.now()) ?? this.statusPollMs;
-          if (this.clock.now() + wait >= state.deadline) {
-            return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: the request is still processing') };
-          }
-          await this.clock.sleep(wait, state.signal);
-          if (state.signal?.aborted) return { kind: 'gave-up', error: this.abortedError(state) };
-        }
-      }
     }
   }
 
@@ -408,11 +327,12 @@ export class TicketClient {
       retryIndex: 0,
       uncertain: false,
       mayHaveLanded: false,
+      persistent: false,
       signal: options.signal,
     };
     this.budget.recordRequest();
     for (;;) {
-      const sent = await this.send(state, { method: 'GET', path });
+      const sent = await this.runner.send(state, { method: 'GET', path });
       if (sent.kind === 'gave-up') throw sent.error;
       const result = sent.exchange;
       let retryAfterMs: number | undefined;
@@ -422,94 +342,13 @@ export class TicketClient {
       } else {
         const interpreted = interpret(result);
         if (interpreted) return interpreted.value;
-        if (!isTransientStatus(result)) throw this.giveUp(state, permanentFrom(result));
+        if (!isTransientStatus(result)) throw this.runner.giveUp(state, permanentFrom(result));
         retryAfterMs = parseRetryAfter(result.headers.get('retry-after'), this.clock.now());
         reason = result.problem?.code ?? `http_${result.status}`;
       }
-      const stop = await this.pauseBeforeRetry(state, reason, retryAfterMs);
+      const stop = await this.runner.pauseBeforeRetry(state, reason, retryAfterMs);
       if (stop) throw stop;
     }
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Shared machinery
-
-  /** One request through the circuit breaker, with the per-attempt timeout. */
-  private async send(
-    state: CallState,
-    request: Omit<HttpRequest, 'timeoutMs' | 'signal'>,
-  ): Promise<{ kind: 'sent'; exchange: Exclude<HttpExchange, { kind: 'aborted' }> } | { kind: 'gave-up'; error: TicketClientError }> {
-    if (state.signal?.aborted) return { kind: 'gave-up', error: this.abortedError(state) };
-    const remaining = state.deadline - this.clock.now();
-    if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent') };
-    const permit = this.breaker.acquire();
-    if (!permit) {
-      return {
-        kind: 'gave-up',
-        error: this.stopError(state, 'circuit_open', `Circuit open for ${this.baseUrl}: failing fast`, this.breaker.retryAfterMs()),
-      };
-    }
-    state.attempts += 1;
-    this.emit({ ...eventBase(state), type: 'attempt', attempt: state.attempts, method: request.method, path: request.path });
-    const result = await exchange(this.target(), { ...request, timeoutMs: Math.min(this.attemptTimeoutMs, remaining), signal: state.signal });
-    if (result.kind === 'aborted') {
-      permit.release();
-      if (request.method === 'POST') {
-        state.uncertain = true;
-        state.mayHaveLanded = true;
-      }
-      return { kind: 'gave-up', error: this.abortedError(state) };
-    }
-    if (result.kind === 'failure' || result.status >= 500) permit.failure();
-    else permit.success();
-    return { kind: 'sent', exchange: result };
-  }
-
-  /** Waits before the next attempt, or says why there will be none. */
-  private async pauseBeforeRetry(state: CallState, reason: string, retryAfterMs: number | undefined): Promise<TicketClientError | undefined> {
-    if (state.attempts >= this.maxAttempts) {
-      return this.stopError(state, 'max_attempts_exceeded', `Gave up after ${state.attempts} attempts (last: ${reason})`);
-    }
-    const delayMs = retryAfterMs ?? fullJitterDelay(state.retryIndex, this.backoff, this.random);
-    state.retryIndex += 1;
-    if (this.clock.now() + delayMs >= state.deadline) {
-      return this.stopError(state, 'deadline_exceeded', `Gave up: waiting ${delayMs} ms would pass the time budget (last: ${reason})`, retryAfterMs);
-    }
-    if (!this.budget.tryAcquireRetry()) {
-      this.emit({ ...eventBase(state), type: 'budget-exhausted' });
-      return this.stopError(state, 'retry_budget_exhausted', `Gave up: the client's retry budget is spent (last: ${reason})`);
-    }
-    this.emit({ ...eventBase(state), type: 'retry', attempt: state.attempts, delayMs, reason });
-    await this.clock.sleep(delayMs, state.signal);
-    if (state.signal?.aborted) return this.abortedError(state);
-    return undefined;
-  }
-
-  /**
-   * The error for giving up on a transient condition: `UnknownOutcomeError` if a write may have
-   * landed unseen, else a `RetryableError`. Emits give-up.
-   */
-  private stopError(state: CallState, code: TicketClientErrorCode, message: string, retryAfterMs?: number): TicketClientError {
-    return this.giveUp(state, new RetryableError({ code, message, retryAfterMs }));
-  }
-
-  private abortedError(state: CallState): TicketClientError {
-    return this.giveUp(state, new RetryableError({ code: 'aborted', message: 'The call was aborted by its caller' }));
-  }
-
-  private giveUp(state: CallState, error: TicketClientError): TicketClientError {
-    let thrown = error;
-    if (state.uncertain && error.retryable && state.idempotencyKey !== undefined) {
-      thrown = new UnknownOutcomeError({
-        message: `Outcome unknown for idempotency key ${state.idempotencyKey}: ${error.message}. Retry with the same intent id or key, or ask getRequestStatus.`,
-        idempotencyKey: state.idempotencyKey,
-        intentId: state.intentId,
-        attempts: state.attempts,
-        cause: error,
-      });
-    }
-    this.emit({ ...eventBase(state), type: 'give-up', attempts: state.attempts, reason: error.code, error: thrown });
-    return thrown;
   }
 
   private async keyFor(
@@ -540,98 +379,5 @@ export class TicketClient {
   private async forgetKey(storeEntry: string | undefined): Promise<void> {
     if (storeEntry === undefined) return;
     await this.keyStore.delete(storeEntry).catch(() => undefined);
-  }
-
-  private target() {
-    return { baseUrl: this.baseUrl, apiKey: this.apiKey, fetch: this.fetchImpl };
-  }
-
-  private emit(event: TicketClientEvent): void {
-    if (!this.onEvent) return;
-    try {
-      this.onEvent(event);
-    } catch {
-      // A logging hook must never change the outcome of a call.
-    }
-  }
-}
-
-function eventBase(state: CallState): { operation: ClientOperation; idempotencyKey?: string; intentId?: string } {
-  return { operation: state.operation, idempotencyKey: state.idempotencyKey, intentId: state.intentId };
-}
-
-function statusPath(key: string): string {
-  return `/v1/idempotency-keys/${encodeURIComponent(key)}`;
-}
-
-/** 408, 425 and 429 say "not now", as does any problem the server itself marks retryable. */
-function isTransientStatus(response: Pick<HttpResponse, 'status' | 'problem'>): boolean {
-  if (response.status >= 500 || response.status === 408 || response.status === 425 || response.status === 429) return true;
-  if (response.status === 409 && response.problem?.code === 'idempotency_key_in_use') return true;
-  return response.problem?.retryable === true;
-}
-
-function permanentFrom(response: Pick<HttpResponse, 'status' | 'body' | 'problem'>): PermanentError {
-  const problem = response.problem;
-  const detail = problem?.detail ?? problem?.title ?? (typeof response.body === 'string' ? response.body.slice(0, 200) : undefined);
-  return new PermanentError({
-    code: problem?.code ?? 'http_error',
-    status: response.status,
-    problem,
-    message: `HTTP ${response.status}${problem ? ` ${problem.code}` : ''}${detail ? `: ${detail}` : ''}`,
-  });
-}
-
-const REQUEST_STATES: readonly RequestState[] = ['processing', 'completed', 'expired'];
-
-function toRequestStatus(key: string, response: HttpResponse): RequestStatus | undefined {
-  if (response.status === 404 && response.problem?.code === 'idempotency_key_not_found') {
-    return { key, state: 'unknown', ticketId: null, createdAt: null, expiresAt: null };
-  }
-  if (response.status !== 200) return undefined;
-  const body = response.body as Partial<Record<keyof RequestStatus, unknown>> | undefined;
-  const state = body?.state;
-  if (typeof state !== 'string' || !REQUEST_STATES.includes(state as RequestState)) throw invalidResponse('an idempotency key status');
-  const stored = body?.response as { status?: unknown; body?: unknown } | undefined;
-  return {
-    key,
-    state: state as RequestState,
-    ticketId: typeof body?.ticketId === 'string' ? body.ticketId : null,
-    response: stored && typeof stored.status === 'number' ? { status: stored.status, body: parseStoredBody(stored.body) } : undefined,
-    createdAt: typeof body?.createdAt === 'string' ? body.createdAt : null,
-    expiresAt: typeof body?.expiresAt === 'string' ? body.expiresAt : null,
-  };
-}
-
-/** The server may hand the stored body back as the JSON text it saved. */
-function parseStoredBody(body: unknown): unknown {
-  if (typeof body !== 'string') return body;
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    return body;
-  }
-}
-
-function asTicket(body: unknown): Ticket {
-  if (typeof body !== 'object' || body === null || typeof (body as { id?: unknown }).id !== 'string') {
-    throw invalidResponse('a ticket');
-  }
-  return body as Ticket;
-}
-
-function invalidResponse(expected: string): PermanentError {
-  return new PermanentError({ code: 'invalid_response', message: `The server's answer was not ${expected}` });
-}
-
-function requireNonEmpty(name: string, value: string): void {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new PermanentError({ code: 'invalid_argument', message: `${name} must be a non-empty string` });
-  }
-}
-
-function requireValidKey(key: string): void {
-  if (!isValidIdempotencyKey(key)) {
-    throw new PermanentError({ code: 'invalid_argument', message: 'An idempotency key is 1-255 printable ASCII characters' });
   }
 }

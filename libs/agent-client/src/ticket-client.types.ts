@@ -45,6 +45,13 @@ export interface WriteOptions {
   idempotencyKey?: string;
   /** Abandons the call; an attempt already sent leaves the outcome unknown. */
   signal?: AbortSignal;
+  /**
+   * Keep working on this intent for up to this long (replaces `maxTotalTimeMs` for this call): no
+   * `maxAttempts` cap, and an open circuit or a spent retry budget is waited out instead of failing
+   * fast, as long as the wait ends inside this time. For callers that cannot retry soon themselves,
+   * such as an MCP tool call.
+   */
+  finishWithinMs?: number;
 }
 
 export type CreateTicketOptions = WriteOptions;

@@ -1,4 +1,4 @@
-// Shared by `npm run demo` (scripts/demo.ts) and the agent-client e2e tests (test/e2e/agent-client.e2e-spec.ts).
+// Shared by `npm run demo` (scripts/demo.ts) and the e2e tests (test/e2e/agent-client.e2e-spec.ts, test/e2e/mcp-lossy-link.e2e-spec.ts).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /**
@@ -6,10 +6,12 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * - `pass`: forward both ways.
  * - `drop-response`: forward the request; when the server's answer starts arriving (so the server
  *   has processed it), destroy the client's socket. The client sees "socket hang up".
+ * - `reset-response`: forward the request; let the server send its whole answer to the proxy, then
+ *   reset the client's connection (TCP RST) without relaying a byte. The work is certainly done.
  * - `delay-response`: forward the request; hold the answer for `delayMs` (past the client's timeout).
  * - `reset`: answer the request with a TCP RST before it reaches the server (never processed).
  */
-export type Fault = 'pass' | 'drop-response' | 'delay-response' | 'reset';
+export type Fault = 'pass' | 'drop-response' | 'reset-response' | 'delay-response' | 'reset';
 
 export interface ExchangeInfo {
   index: number;
@@ -21,6 +23,7 @@ export interface ExchangeInfo {
 
 export interface FaultRates {
   dropResponse?: number;
+  resetResponse?: number;
   delayResponse?: number;
   reset?: number;
 }
@@ -196,6 +199,13 @@ export class FaultProxy {
       });
       return;
     }
+    if (fault === 'reset-response') {
+      upstream.resume(); // read the answer to its end (Connection: close), relay none of it
+      upstream.once('close', () => {
+        if (!client.destroyed) client.resetAndDestroy();
+      });
+      return;
+    }
     // delay-response: collect the whole answer, release it after delayMs.
     const held: Buffer[] = [];
     let ended = false;
@@ -230,6 +240,8 @@ export class FaultProxy {
     const r = (this.options.random ?? Math.random)();
     let edge = rates.dropResponse ?? 0;
     if (r < edge) return 'drop-response';
+    edge += rates.resetResponse ?? 0;
+    if (r < edge) return 'reset-response';
     edge += rates.delayResponse ?? 0;
     if (r < edge) return 'delay-response';
     edge += rates.reset ?? 0;
@@ -243,7 +255,7 @@ function newStats(): FaultProxyStats {
     exchanges: 0,
     posts: 0,
     postsForwarded: 0,
-    faults: { pass: 0, 'drop-response': 0, 'delay-response': 0, reset: 0 },
+    faults: { pass: 0, 'drop-response': 0, 'reset-response': 0, 'delay-response': 0, reset: 0 },
     exchangesLog: [],
   };
 }
