@@ -9,7 +9,7 @@ import { createPrismaClient } from '@tickets/db';
 import { createLogger } from '@tickets/logger';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { createConsumerApp } from '../../apps/consumer/src/consumer.app';
-import { NotifierService } from '../../apps/consumer/src/notifier.service';
+import { NotificationConsumerService } from '../../apps/consumer/src/notification-consumer.service';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { kafkaFixture, newWebhookSecret, ticketCancelled, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
@@ -79,7 +79,7 @@ it('routes each tenant to its own webhook, signed with its own secret, once per 
   expect(ofEvent(defaultReceiver, other.id)).toHaveLength(1);
   expect([...tenantReceiver.requests, ...defaultReceiver.requests].every((r) => r.verified && r.status === 204)).toBe(true);
   expect(tenantReceiver.requests.map((r) => (r.json as { type: string }).type).sort()).toEqual(['ticket.cancelled.v1', 'ticket.created.v1']);
-  expect(app!.get(NotifierService).stats()).toMatchObject({ processed: 3, skippedDuplicate: 0, deadLettered: 0 });
+  expect(app!.get(NotificationConsumerService).stats()).toMatchObject({ processed: 3, skippedDuplicate: 0, deadLettered: 0 });
 });
 
 it('shuts down cleanly: the group is left and its offsets are committed', async () => {

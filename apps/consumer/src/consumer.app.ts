@@ -5,7 +5,6 @@ import type { AppConfig } from '@tickets/config';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { ConsumerModule } from './consumer.module';
 
-
 /**
  * The consumer as a Nest standalone application context (no HTTP server): the consumer and its
  * dispatcher start on bootstrap and stop on close / SIGTERM. main.ts and the e2e tests start it so.

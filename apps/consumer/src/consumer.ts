@@ -1,7 +1,8 @@
-import { ConfigResourceTypes, Kafka, logLevel as KafkaLogLevel, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
+import type { Admin, Consumer, EachBatchPayload } from 'kafkajs';
 import { Pool } from 'pg';
 import type { AppConfig } from '@tickets/config';
 import type { PrismaClient } from '@tickets/db';
+import { createKafkaClient, topicNumberSetting, waitForTopic, withAdmin } from '@tickets/kafka';
 import type { Logger } from '@tickets/logger';
 import { WebhookDispatcher, type DispatcherSettings, type DispatcherStats } from '@tickets/notifications';
 import { InboxRepository, type RecordBatchResult } from './inbox/inbox.repository';
@@ -88,12 +89,7 @@ export async function startConsumer(opts: ConsumerOptions): Promise<RunningConsu
   });
   pool.on('error', (err) => log?.warn({ err }, 'idle inbox connection failed'));
   const inbox = new InboxRepository(pool);
-  const kafka = new Kafka({
-    clientId: opts.kafka.clientId,
-    brokers: opts.kafka.brokers,
-    logLevel: KafkaLogLevel.WARN,
-    logCreator: () => (entry: LogEntry) => kafkaLog(log, entry),
-  });
+  const kafka = createKafkaClient({ ...opts.kafka, logger: log });
   const dispatcher =
     opts.dispatch === false
       ? undefined
@@ -158,7 +154,7 @@ export async function startConsumer(opts: ConsumerOptions): Promise<RunningConsu
 
   const timers: NodeJS.Timeout[] = [];
   try {
-    await awaitTopic(kafka, opts.topic, opts.inbox?.retentionMs, log);
+    await withAdmin(kafka, (admin) => awaitTopic(admin, opts.topic, opts.inbox?.retentionMs, log));
     await consumer.connect();
     await consumer.subscribe({ topic: opts.topic, fromBeginning: opts.fromBeginning ?? true });
     consumer.on(consumer.events.CRASH, (e) => {
@@ -214,35 +210,14 @@ export async function startConsumer(opts: ConsumerOptions): Promise<RunningConsu
  * retention against it: a replay must find every event still on the topic in the inbox, or it re-sends
  * notifications. Kafka owns the retention, so a mismatch can only be reported.
  */
-async function awaitTopic(kafka: Kafka, topic: string, inboxRetentionMs: number | undefined, log?: Logger): Promise<void> {
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    for (let waited = 0; !(await admin.listTopics()).includes(topic); waited += 2000) {
-      if (waited % 30_000 === 0) log?.warn(`topic ${topic} does not exist yet (the outbox relay creates it); waiting`);
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-    if (inboxRetentionMs === undefined) return;
-    const res = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }],
-    });
-    const value = res.resources[0]?.configEntries.find((c) => c.configName === 'retention.ms')?.configValue;
-    const topicMs = value === undefined ? undefined : Number(value);
-    if (topicMs !== undefined && (topicMs < 0 || topicMs > inboxRetentionMs)) {
-      log?.warn(
-        { topicRetentionMs: topicMs, inboxRetentionMs },
-        'INBOX_RETENTION is shorter than the topic retention: replaying the oldest retained events would send their notifications again',
-      );
-    }
-  } finally {
-    await admin.disconnect().catch(() => undefined);
+async function awaitTopic(admin: Admin, topic: string, inboxRetentionMs: number | undefined, log?: Logger): Promise<void> {
+  await waitForTopic(admin, topic, () => log?.warn(`topic ${topic} does not exist yet (the outbox relay creates it); waiting`));
+  if (inboxRetentionMs === undefined) return;
+  const topicMs = await topicNumberSetting(admin, topic, 'retention.ms');
+  if (topicMs !== undefined && (topicMs < 0 || topicMs > inboxRetentionMs)) {
+    log?.warn(
+      { topicRetentionMs: topicMs, inboxRetentionMs },
+      'INBOX_RETENTION is shorter than the topic retention: replaying the oldest retained events would send their notifications again',
+    );
   }
-}
-
-function kafkaLog(log: Logger | undefined, { level, log: entry }: LogEntry): void {
-  if (!log) return;
-  const { message, ...rest } = entry;
-  if (level <= KafkaLogLevel.ERROR) log.error({ kafka: rest }, message);
-  else if (level === KafkaLogLevel.WARN) log.warn({ kafka: rest }, message);
 }

@@ -92,6 +92,35 @@ const EnvSchema = z.object({
 
 type Env = z.infer<typeof EnvSchema>;
 
+/**
+ * Relay tuning without an environment variable (measured; docs/relay.md). The one place these
+ * defaults live: OutboxRelay fills every option it is not given from here.
+ */
+const RELAY_TUNING = {
+  /** Bytes per producer send; the relay lowers it to 90 % of the topic's max.message.bytes when that is smaller. */
+  maxBatchBytes: 900_000,
+  /** After a partial batch is acknowledged, wait this long for a NOTIFY to fold the mark into the next claim (0: mark at once). */
+  markFoldMs: 25,
+  /** Base of the full-jitter backoff (broker outages, rejected rows); the cap is RELAY_RETRY_MAX_DELAY. */
+  retryBaseMs: 200,
+  /** stop() waits this long for the in-flight batch before cutting connections. */
+  stopTimeoutMs: 10_000,
+  /** Published rows deleted per retention statement. */
+  cleanupBatchSize: 5_000,
+  /** Session advisory lock held by the one active relay of a database ("outbox" in ASCII). */
+  lockKey: '122550254464888',
+};
+
+/** Webhook dispatcher tuning without an environment variable (docs/consumer.md). */
+const NOTIFIER_TUNING = {
+  /** Finished deliveries are recorded by one statement per this many results ... */
+  recordBatchSize: 16,
+  /** ... or this long after the first unrecorded one, whichever comes first. */
+  recordFlushMs: 5,
+  /** At least this long between two claims that follow wake-ups, so several inbox commits are claimed together. */
+  minClaimIntervalMs: 5,
+};
+
 export interface AppConfig {
   env: string;
   logLevel: Env['LOG_LEVEL'];
@@ -108,7 +137,7 @@ export interface AppConfig {
     maxAttempts: number;
     retentionMs: number;
     cleanupIntervalMs: number;
-  };
+  } & typeof RELAY_TUNING;
   notifier: {
     groupId: string;
     webhookUrl?: string;
@@ -120,7 +149,7 @@ export interface AppConfig {
     leaseMs: number;
     pollIntervalMs: number;
     concurrency: number;
-  };
+  } & typeof NOTIFIER_TUNING;
   consumer: { partitionsConcurrency: number };
   inbox: { retentionMs: number; purgeIntervalMs: number };
 }
@@ -141,17 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see README, "Configuration").`);
   }
   const e = parsed.data;
-  if (e.IDEMPOTENCY_KEY_RETENTION < e.IDEMPOTENCY_REPLAY_WINDOW) {
-    throw new ConfigError(
-      'Invalid configuration:\n  IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW (a key must outlive its stored response).',
-    );
-  }
-  if (e.NOTIFY_WEBHOOK_URL && !e.NOTIFY_WEBHOOK_SECRET) {
-    throw new ConfigError('Invalid configuration:\n  NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set (every webhook is signed).');
-  }
-  if (e.NOTIFY_LEASE <= e.NOTIFY_TIMEOUT) {
-    throw new ConfigError('Invalid configuration:\n  NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT (a delivery must finish inside its lease).');
-  }
+  crossFieldChecks(e);
   return {
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
@@ -180,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxAttempts: e.OUTBOX_MAX_ATTEMPTS,
       retentionMs: e.OUTBOX_RETENTION,
       cleanupIntervalMs: e.OUTBOX_CLEANUP_INTERVAL,
+      ...RELAY_TUNING,
     },
     notifier: {
       groupId: e.NOTIFIER_GROUP_ID,
@@ -192,10 +212,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       leaseMs: e.NOTIFY_LEASE,
       pollIntervalMs: e.NOTIFY_POLL_INTERVAL,
       concurrency: e.NOTIFY_CONCURRENCY,
+      ...NOTIFIER_TUNING,
     },
     consumer: { partitionsConcurrency: e.CONSUMER_PARTITIONS_CONCURRENCY },
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
   };
+}
+
+/** The rules between variables; each names the variables involved and why. */
+function crossFieldChecks(e: Env): void {
+  const fail = (line: string) => {
+    throw new ConfigError(`Invalid configuration:\n  ${line}`);
+  };
+  if (e.IDEMPOTENCY_KEY_RETENTION < e.IDEMPOTENCY_REPLAY_WINDOW) {
+    fail('IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW (a key must outlive its stored response).');
+  }
+  if (e.NOTIFY_WEBHOOK_URL && !e.NOTIFY_WEBHOOK_SECRET) {
+    fail('NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set (every webhook is signed).');
+  }
+  if (e.NOTIFY_LEASE <= e.NOTIFY_TIMEOUT) {
+    fail('NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT (a delivery must finish inside its lease).');
+  }
+  if (e.INBOX_RETENTION < e.TICKET_EVENTS_RETENTION) {
+    fail(
+      'INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION (a replay of the oldest retained events would find no inbox row and notify again).',
+    );
+  }
+}
+
+let defaults: AppConfig | undefined;
+
+/** The configuration of an empty environment: the defaults every component falls back to (one source). */
+export function configDefaults(): AppConfig {
+  defaults ??= loadConfig({});
+  return defaults;
 }
 
 /** loadConfig() for a process entry point: on a bad environment, prints what to fix and exits with code 2. */

@@ -1,4 +1,4 @@
-export { loadConfig, loadConfigOrExit, ConfigError } from './config';
+export { loadConfig, loadConfigOrExit, configDefaults, ConfigError } from './config';
 export type { AppConfig } from './config';
 export { parseDuration } from './duration';
 export { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-config';

@@ -1,5 +1,6 @@
 export { WEBHOOK_HEADERS, signingKey, signWebhook, verifyWebhook, webhookHeaders } from './signature';
 export { classifyStatus, retryDelayMs, parseRetryAfter } from './retry-policy';
-export type { AttemptVerdict, RetryPolicy } from './retry-policy';
+export { decideAttempt } from './retry-policy';
+export type { AttemptVerdict, RetryPolicy, AttemptResult, AttemptOutcome } from './retry-policy';
 export { WebhookDispatcher } from './webhook-dispatcher';
 export type { DispatcherOptions, DispatcherSettings, DispatcherStats } from './webhook-dispatcher';

@@ -34,3 +34,39 @@ export function parseRetryAfter(value: string | null | undefined, nowMs = Date.n
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
+
+/** One HTTP attempt as the dispatcher saw it. */
+export interface AttemptResult {
+  /** null: no response (timeout, network error). */
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** The response's Retry-After, in ms from now. */
+  retryAfterMs?: number;
+}
+
+/** What happens to the notification after an attempt. */
+export type AttemptOutcome =
+  | { status: 'delivered' }
+  | { status: 'pending'; delayMs: number; error: string }
+  | { status: 'dead'; error: string };
+
+/**
+ * The dispatcher's retry/dead decision for attempt number `attemptsMade` (1-based): 2xx delivered;
+ * 408, 429, 5xx and no response retried after the backoff (or Retry-After when longer, still capped)
+ * until `maxAttempts` attempts are used, then dead; any other status dead at once.
+ */
+export function decideAttempt(
+  attemptsMade: number,
+  result: AttemptResult,
+  policy: RetryPolicy & { maxAttempts: number },
+  random: () => number = Math.random,
+): AttemptOutcome {
+  const verdict = result.statusCode === null ? 'retry' : classifyStatus(result.statusCode);
+  if (verdict === 'delivered') return { status: 'delivered' };
+  if (verdict === 'dead') return { status: 'dead', error: `${result.error}: not retried (the receiver rejected the request)` };
+  if (attemptsMade >= policy.maxAttempts) return { status: 'dead', error: `${result.error}: gave up after ${attemptsMade} attempts` };
+  const backoff = retryDelayMs(attemptsMade, policy, random);
+  const delayMs = Math.min(policy.maxDelayMs, Math.max(backoff, result.retryAfterMs ?? 0));
+  return { status: 'pending', delayMs, error: result.error ?? 'unknown error' };
+}

@@ -1,29 +1,32 @@
-import { randomUUID } from 'node:crypto';
-import { Prisma, type PrismaClient } from '@tickets/db';
+import { configDefaults } from '@tickets/config';
+import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
+import { WakeableSleep } from '@tickets/sleep';
 import { HttpPoster } from './http-post';
-import { classifyStatus, parseRetryAfter, retryDelayMs } from './retry-policy';
+import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
+import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
 import { webhookHeaders } from './signature';
 
+/** Every setting defaults to the configuration's value (`configDefaults().notifier`, libs/config): one source. */
 export interface DispatcherSettings {
-  maxAttempts: number;
-  retryBaseMs: number;
-  retryMaxDelayMs: number;
-  timeoutMs: number;
+  maxAttempts?: number;
+  retryBaseMs?: number;
+  retryMaxDelayMs?: number;
+  timeoutMs?: number;
   /** Must exceed timeoutMs: a claimed notification is invisible to other dispatchers this long. */
-  leaseMs: number;
-  pollIntervalMs: number;
-  concurrency: number;
+  leaseMs?: number;
+  pollIntervalMs?: number;
+  concurrency?: number;
   /**
    * Finished deliveries are recorded together: one statement per `recordBatchSize` results, or
-   * `recordFlushMs` after the first unrecorded one, whichever comes first (defaults 16 and 5 ms).
+   * `recordFlushMs` after the first unrecorded one, whichever comes first.
    */
   recordBatchSize?: number;
   recordFlushMs?: number;
   /**
-   * At least this long between two claims that follow wake-ups (default 5 ms), so that the
-   * notifications of several inbox commits are claimed together. A claim that came back full is
-   * followed as soon as a slot frees.
+   * At least this long between two claims that follow wake-ups, so that the notifications of
+   * several inbox commits are claimed together. A claim that came back full is followed as soon
+   * as a slot frees.
    */
   minClaimIntervalMs?: number;
 }
@@ -44,36 +47,12 @@ export interface DispatcherStats {
   inFlight: number;
 }
 
-interface ClaimedRow {
-  id: string;
-  event_type: string;
-  target_url: string;
-  target_source: string | null;
-  attempts: number;
-  /** notifications.payload: the event text as read from Kafka. */
-  payload: string;
-  tenant_secret: string | null;
-  lease_token: string;
-}
-
-interface AttemptResult {
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-  retryAfterMs?: number;
-}
-
 interface Finished {
-  row: ClaimedRow;
+  row: ClaimedNotification;
   result: AttemptResult;
-  outcome: Outcome;
+  outcome: AttemptOutcome;
   done: (recorded: boolean) => void;
 }
-
-type Outcome =
-  | { status: 'delivered' }
-  | { status: 'pending'; delayMs: number; error: string }
-  | { status: 'dead'; error: string };
 
 /**
  * Sends pending notifications as Standard Webhooks. Rows are claimed with FOR UPDATE SKIP LOCKED and
@@ -89,10 +68,11 @@ type Outcome =
  * caller's transaction, and no HTTP request is made while a database transaction is open.
  */
 export class WebhookDispatcher {
+  private readonly settings: Required<DispatcherSettings>;
+  private readonly repo: NotificationsRepository;
+  private readonly sleeper = new WakeableSleep();
   private running = false;
   private loop?: Promise<void>;
-  private wakeRequested = false;
-  private wakeSleeper?: () => void;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly counters = { delivered: 0, retried: 0, dead: 0 };
@@ -102,22 +82,34 @@ export class WebhookDispatcher {
   private flushTimer?: NodeJS.Timeout;
   private readonly flushes = new Set<Promise<void>>();
   private readonly http = new HttpPoster();
-  private readonly stopWaiters = new Set<() => void>();
 
-  constructor(private readonly opts: DispatcherOptions) {}
+  constructor(private readonly opts: DispatcherOptions) {
+    const defaults = configDefaults().notifier;
+    this.settings = {
+      maxAttempts: opts.maxAttempts ?? defaults.maxAttempts,
+      retryBaseMs: opts.retryBaseMs ?? defaults.retryBaseMs,
+      retryMaxDelayMs: opts.retryMaxDelayMs ?? defaults.retryMaxDelayMs,
+      timeoutMs: opts.timeoutMs ?? defaults.timeoutMs,
+      leaseMs: opts.leaseMs ?? defaults.leaseMs,
+      pollIntervalMs: opts.pollIntervalMs ?? defaults.pollIntervalMs,
+      concurrency: opts.concurrency ?? defaults.concurrency,
+      recordBatchSize: opts.recordBatchSize ?? defaults.recordBatchSize,
+      recordFlushMs: opts.recordFlushMs ?? defaults.recordFlushMs,
+      minClaimIntervalMs: opts.minClaimIntervalMs ?? defaults.minClaimIntervalMs,
+    };
+    this.repo = new NotificationsRepository(opts.prisma);
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.sleeper.reset();
     this.loop = this.run();
   }
 
   /** Ask for an immediate claim round (called right after the inbox transaction commits). */
   wake(): void {
-    this.wakeRequested = true;
-    const sleeper = this.wakeSleeper;
-    this.wakeSleeper = undefined;
-    sleeper?.();
+    this.sleeper.wake();
   }
 
   /** Stops claiming, then waits for the deliveries already in flight to finish and be recorded. */
@@ -126,8 +118,7 @@ export class WebhookDispatcher {
     this.running = false;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    for (const w of [...this.stopWaiters]) w();
-    this.wake();
+    this.sleeper.stop();
     await this.loop;
     // Deliveries still in flight finish and join a flush; flush what is left at once.
     while (this.inFlight.size > 0 || this.unrecorded.length > 0 || this.flushes.size > 0) {
@@ -145,14 +136,14 @@ export class WebhookDispatcher {
   private async run(): Promise<void> {
     let lastClaimAt = -Infinity;
     while (this.running) {
-      const gap = lastClaimAt + (this.opts.minClaimIntervalMs ?? 5) - performance.now();
-      if (gap > 0 && !this.moreDue) await this.pause(gap);
+      const gap = lastClaimAt + this.settings.minClaimIntervalMs - performance.now();
+      if (gap > 0 && !this.moreDue) await this.sleeper.sleep(gap, { wakeable: false });
       if (!this.running) break;
-      const free = this.opts.concurrency - this.inFlight.size;
+      const free = this.settings.concurrency - this.inFlight.size;
       let claimed = 0;
       if (free > 0) {
         // This claim serves every wake-up so far, and records what finished so far.
-        this.wakeRequested = false;
+        this.sleeper.clearWake();
         lastClaimAt = performance.now();
         const records = this.takeUnrecorded();
         try {
@@ -168,8 +159,9 @@ export class WebhookDispatcher {
       // Full claim: more may be due. No free slot: a wake-up was not served. Either way, claim
       // again as soon as a slot frees; otherwise only on wake() or the poll.
       this.moreDue = free <= 0 || (claimed > 0 && claimed === free);
-      if (this.moreDue && free > 0 && this.inFlight.size < this.opts.concurrency) continue;
-      await this.sleep(this.opts.pollIntervalMs);
+      if (this.moreDue && free > 0 && this.inFlight.size < this.settings.concurrency) continue;
+      // Ends early on wake(), including one that came since the claim; consumes it.
+      await this.sleeper.sleep(this.settings.pollIntervalMs);
     }
   }
 
@@ -187,40 +179,6 @@ export class WebhookDispatcher {
     });
   }
 
-  /** Waits `ms` (less only when stopping). */
-  private pause(ms: number): Promise<void> {
-    if (!this.running) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.timers.delete(t);
-        this.stopWaiters.delete(done);
-        resolve();
-      };
-      const t = setTimeout(done, ms);
-      this.timers.add(t);
-      this.stopWaiters.add(done);
-    });
-  }
-
-  /** Waits `ms`, or less if wake() is called; a wake() that came while not sleeping skips the wait. */
-  private sleep(ms: number): Promise<void> {
-    if (this.wakeRequested || !this.running) {
-      this.wakeRequested = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const finish = () => {
-        clearTimeout(timer);
-        this.wakeSleeper = undefined;
-        this.wakeRequested = false;
-        resolve();
-      };
-      const timer = setTimeout(finish, ms);
-      this.wakeSleeper = finish;
-    });
-  }
-
   private scheduleWake(delayMs: number): void {
     if (!this.running) return;
     const t = setTimeout(() => {
@@ -231,43 +189,25 @@ export class WebhookDispatcher {
     this.timers.add(t);
   }
 
-  /**
-   * Claims up to `limit` due notifications of this group; each claim counts as one attempt. Records
-   * `records` (see record()) in the same statement; those rows are never claimed by it.
-   */
-  private async claim(limit: number, records: Finished[] = []): Promise<ClaimedRow[]> {
-    const token = randomUUID();
-    const rec = records.length > 0 ? this.recordSql(records) : undefined;
-    const rows = await this.opts.prisma.$queryRaw<ClaimedRow[]>(Prisma.sql`
-      WITH ${rec ? Prisma.sql`${rec.ctes},` : Prisma.empty} due AS (
-        SELECT id FROM notifications
-        WHERE group_id = ${this.opts.groupId} AND status = 'pending' AND next_attempt_at <= now()
-          ${rec ? Prisma.sql`AND id <> ALL (${rec.ids}::uuid[])` : Prisma.empty}
-        ORDER BY next_attempt_at
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
-      )
-      UPDATE notifications n
-      SET next_attempt_at = now() + ${this.opts.leaseMs}::int * interval '1 millisecond',
-          lease_token = ${token}::uuid,
-          attempts = n.attempts + 1
-      FROM due
-      WHERE n.id = due.id
-      RETURNING n.id, n.event_type, n.target_url, n.target_source, n.attempts, n.payload, n.lease_token::text AS lease_token,
-                (SELECT t.webhook_secret FROM tenants t WHERE t.id = n.tenant_id) AS tenant_secret`);
-    return rows;
+  /** Claims up to `limit` due notifications of this group, recording `records` in the same statement. */
+  private claim(limit: number, records: Finished[]): Promise<ClaimedNotification[]> {
+    return this.repo.claim(this.opts.groupId, limit, this.settings.leaseMs, records.map(toRecord));
   }
 
-  private async deliver(row: ClaimedRow): Promise<void> {
+  private async deliver(row: ClaimedNotification): Promise<void> {
     const secret = (row.target_source === 'tenant' ? row.tenant_secret : null) ?? this.opts.defaultSecret;
     let result: AttemptResult;
-    let outcome: Outcome;
+    let outcome: AttemptOutcome;
     if (!secret) {
       result = { statusCode: null, error: 'no signing secret configured (tenant webhook_secret or NOTIFY_WEBHOOK_SECRET)', durationMs: 0 };
       outcome = { status: 'dead', error: result.error! };
     } else {
       result = await this.send(row, secret);
-      outcome = this.decide(row, result);
+      outcome = decideAttempt(row.attempts, result, {
+        maxAttempts: this.settings.maxAttempts,
+        baseMs: this.settings.retryBaseMs,
+        maxDelayMs: this.settings.retryMaxDelayMs,
+      });
     }
     const recorded = await new Promise<boolean>((done) => this.enqueueRecord({ row, result, outcome, done }));
     if (!recorded) return;
@@ -281,7 +221,7 @@ export class WebhookDispatcher {
     }
   }
 
-  private async send(row: ClaimedRow, secret: string): Promise<AttemptResult> {
+  private async send(row: ClaimedNotification, secret: string): Promise<AttemptResult> {
     const payload = JSON.parse(row.payload) as { occurredAt?: string };
     const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
     const started = performance.now();
@@ -289,7 +229,7 @@ export class WebhookDispatcher {
       row.target_url,
       { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) },
       body,
-      this.opts.timeoutMs,
+      this.settings.timeoutMs,
     );
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
@@ -302,20 +242,10 @@ export class WebhookDispatcher {
     };
   }
 
-  private decide(row: ClaimedRow, r: AttemptResult): Outcome {
-    const verdict = r.statusCode === null ? 'retry' : classifyStatus(r.statusCode);
-    if (verdict === 'delivered') return { status: 'delivered' };
-    if (verdict === 'dead') return { status: 'dead', error: `${r.error}: not retried (the receiver rejected the request)` };
-    if (row.attempts >= this.opts.maxAttempts) return { status: 'dead', error: `${r.error}: gave up after ${row.attempts} attempts` };
-    const backoff = retryDelayMs(row.attempts, { baseMs: this.opts.retryBaseMs, maxDelayMs: this.opts.retryMaxDelayMs });
-    const delayMs = Math.min(this.opts.retryMaxDelayMs, Math.max(backoff, r.retryAfterMs ?? 0));
-    return { status: 'pending', delayMs, error: r.error ?? 'unknown error' };
-  }
-
   private enqueueRecord(f: Finished): void {
     this.unrecorded.push(f);
-    if (this.unrecorded.length >= (this.opts.recordBatchSize ?? 16) || !this.running) this.flush();
-    else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), this.opts.recordFlushMs ?? 5);
+    if (this.unrecorded.length >= this.settings.recordBatchSize || !this.running) this.flush();
+    else if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), this.settings.recordFlushMs);
   }
 
   private takeUnrecorded(): Finished[] {
@@ -337,65 +267,25 @@ export class WebhookDispatcher {
   private flush(): void {
     const batch = this.takeUnrecorded();
     if (batch.length === 0) return;
-    const p = this.record(batch).then(
+    const p = this.repo.record(batch.map(toRecord)).then(
       () => batch.forEach((f) => f.done(true)),
       (e) => this.recordFailed(batch, e),
     );
     this.flushes.add(p);
     void p.finally(() => this.flushes.delete(p));
   }
+}
 
-  /** The CTEs (r, upd, ins) that record `batch`: see record(). */
-  private recordSql(batch: Finished[]): { ids: string[]; ctes: Prisma.Sql } {
-    const ids: string[] = [];
-    const tokens: string[] = [];
-    const statuses: string[] = [];
-    const delays: number[] = [];
-    const errors: (string | null)[] = [];
-    const attemptNos: number[] = [];
-    const codes: (number | null)[] = [];
-    const attemptErrors: (string | null)[] = [];
-    const durations: number[] = [];
-    for (const { row, result: r, outcome: o } of batch) {
-      ids.push(row.id);
-      tokens.push(row.lease_token);
-      statuses.push(o.status);
-      delays.push(o.status === 'pending' ? o.delayMs : 0);
-      errors.push(o.status === 'delivered' ? null : o.error);
-      attemptNos.push(row.attempts);
-      codes.push(r.statusCode);
-      attemptErrors.push(r.error);
-      durations.push(r.durationMs);
-    }
-    const ctes = Prisma.sql`
-      r AS (
-        SELECT * FROM unnest(${ids}::uuid[], ${tokens}::uuid[], ${statuses}::text[], ${delays}::int[], ${errors}::text[],
-                             ${attemptNos}::int[], ${codes}::int[], ${attemptErrors}::text[], ${durations}::int[])
-                 AS r(id, token, status, delay_ms, last_error, attempt_no, status_code, error, duration_ms)
-      ), upd AS (
-        UPDATE notifications n
-        SET status = r.status,
-            delivered_at = CASE WHEN r.status = 'delivered' THEN now() END,
-            next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond' END,
-            last_error = r.last_error,
-            lease_token = NULL
-        FROM r
-        WHERE n.id = r.id AND n.lease_token = r.token
-        RETURNING n.id
-      ), ins AS (
-        INSERT INTO notification_attempts (notification_id, attempt_no, status_code, error, duration_ms)
-        SELECT id, attempt_no, status_code, error, duration_ms FROM r
-        ON CONFLICT (notification_id, attempt_no) DO NOTHING
-        RETURNING 1
-      )`;
-    return { ids, ctes };
-  }
-
-  /**
-   * Records the attempts (always: they happened) and the new states (only for the rows whose lease
-   * this dispatcher still holds), for several finished deliveries in one statement.
-   */
-  private async record(batch: Finished[]): Promise<void> {
-    await this.opts.prisma.$executeRaw(Prisma.sql`WITH ${this.recordSql(batch).ctes} SELECT 1`);
-  }
+function toRecord({ row, result, outcome }: Finished): AttemptRecord {
+  return {
+    id: row.id,
+    leaseToken: row.lease_token,
+    status: outcome.status,
+    delayMs: outcome.status === 'pending' ? outcome.delayMs : 0,
+    lastError: outcome.status === 'delivered' ? null : outcome.error,
+    attemptNo: row.attempts,
+    statusCode: result.statusCode,
+    error: result.error,
+    durationMs: result.durationMs,
+  };
 }

@@ -1,7 +1,7 @@
 import type { ClientBase, Pool } from 'pg';
 import type { OutboxRow } from './outbox-message';
 
-type Queryable = Pick<ClientBase | Pool, 'query'>;
+export type Queryable = Pick<ClientBase | Pool, 'query'>;
 
 export interface DeadLetterEntry {
   seq: string;

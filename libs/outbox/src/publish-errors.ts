@@ -1,3 +1,5 @@
+import { kafkaErrorType } from '@tickets/kafka';
+
 /**
  * How the relay reacts to a failed `producer.send`:
  * - `permanent`: the broker rejected the records themselves (too large, invalid). Retrying the same
@@ -17,19 +19,6 @@ const PRODUCER_STATE = new Set([
   'INVALID_PRODUCER_ID_MAPPING',
   'DUPLICATE_SEQUENCE_NUMBER',
 ]);
-
-/** The Kafka protocol error type (e.g. `MESSAGE_TOO_LARGE`) somewhere in a kafkajs error's cause chain. */
-export function kafkaErrorType(error: unknown): string | undefined {
-  const seen = new Set<unknown>();
-  let cur: unknown = error;
-  while (cur && typeof cur === 'object' && !seen.has(cur)) {
-    seen.add(cur);
-    const type = (cur as { type?: unknown }).type;
-    if (typeof type === 'string') return type;
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
 
 export function classifyPublishError(error: unknown): PublishErrorKind {
   const type = kafkaErrorType(error);

@@ -1,19 +1,21 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import { consumerOptionsFromConfig, startConsumer, type RunningConsumer } from './consumer';
-import { APP_CONFIG, LOGGER } from './tokens';
 
-/** Runs the notification consumer (and its dispatcher) for the lifetime of the Nest application. */
+/**
+ * Runs the Kafka consumer of `ticket-events` (inbox + notifications) and its webhook dispatcher for
+ * the lifetime of the Nest application. Built by ConsumerModule.forRoot from the config and logger.
+ */
 @Injectable()
-export class NotifierService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class NotificationConsumerService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly prisma: PrismaClient;
   private running?: RunningConsumer;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly config: AppConfig,
+    private readonly logger: Logger,
   ) {
     this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer');
   }

@@ -1,0 +1,37 @@
+import { ConfigError, configDefaults, loadConfig } from './config';
+
+// loadConfig's cross-field rules: each one refuses the bad combination and accepts the boundary.
+describe('loadConfig cross-field checks', () => {
+  const rejects = (env: Record<string, string>, message: RegExp) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  };
+
+  it('the defaults pass every rule', () => {
+    expect(() => loadConfig({})).not.toThrow();
+    expect(configDefaults().relay.batchSize).toBe(500);
+  });
+
+  it('IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW', () => {
+    rejects({ IDEMPOTENCY_REPLAY_WINDOW: '48h', IDEMPOTENCY_KEY_RETENTION: '24h' }, /IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW/);
+    expect(loadConfig({ IDEMPOTENCY_REPLAY_WINDOW: '24h', IDEMPOTENCY_KEY_RETENTION: '24h' }).idempotency.keyRetentionMs).toBe(86_400_000);
+  });
+
+  it('NOTIFY_WEBHOOK_URL requires NOTIFY_WEBHOOK_SECRET', () => {
+    rejects({ NOTIFY_WEBHOOK_URL: 'https://hooks.example.com/t' }, /NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set/);
+    expect(loadConfig({ NOTIFY_WEBHOOK_URL: 'https://hooks.example.com/t', NOTIFY_WEBHOOK_SECRET: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' }).notifier.webhookUrl).toBe(
+      'https://hooks.example.com/t',
+    );
+  });
+
+  it('NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT', () => {
+    rejects({ NOTIFY_TIMEOUT: '30s', NOTIFY_LEASE: '30s' }, /NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT/);
+    expect(loadConfig({ NOTIFY_TIMEOUT: '30s', NOTIFY_LEASE: '31s' }).notifier.leaseMs).toBe(31_000);
+  });
+
+  it('INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION', () => {
+    rejects({ TICKET_EVENTS_RETENTION: '40d' }, /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/);
+    rejects({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '6d' }, /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/);
+    expect(loadConfig({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '7d' }).inbox.retentionMs).toBe(7 * 86_400_000);
+  });
+});

@@ -1,0 +1,6 @@
+export { createKafkaClient } from './kafka-client';
+export type { KafkaClientOptions } from './kafka-client';
+export { kafkaLogCreator } from './kafka-log';
+export { kafkaErrorType } from './kafka-errors';
+export { ensureTopic, waitForTopic, topicNumberSetting, withAdmin } from './topic';
+export type { TopicSpec } from './topic';

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { Prisma, type PrismaClient } from '@tickets/db';
+
+/** A notification claimed for one delivery attempt (its lease is `lease_token`). */
+export interface ClaimedNotification {
+  id: string;
+  event_type: string;
+  target_url: string;
+  target_source: string | null;
+  /** Attempts including this one: every claim counts one. */
+  attempts: number;
+  /** notifications.payload: the event text as read from Kafka. */
+  payload: string;
+  tenant_secret: string | null;
+  lease_token: string;
+}
+
+/** One finished delivery attempt and the notification's new state. */
+export interface AttemptRecord {
+  id: string;
+  leaseToken: string;
+  status: 'delivered' | 'pending' | 'dead';
+  /** For `pending`: the next attempt is due this long from now. */
+  delayMs: number;
+  lastError: string | null;
+  attemptNo: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * The webhook dispatcher's SQL on notifications / notification_attempts (tenants read for the
+ * secret). Each method is one statement, atomic on its own; never run inside a caller's transaction.
+ */
+export class NotificationsRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /**
+   * Claims up to `limit` due notifications of `groupId` with FOR UPDATE SKIP LOCKED and leases them
+   * (next_attempt_at = now + lease, a new lease_token, attempts + 1). Records `records` (see
+   * record()) in the same statement; those rows are never claimed by it.
+   */
+  async claim(groupId: string, limit: number, leaseMs: number, records: AttemptRecord[] = []): Promise<ClaimedNotification[]> {
+    const token = randomUUID();
+    const rec = records.length > 0 ? recordCtes(records) : undefined;
+    return this.prisma.$queryRaw<ClaimedNotification[]>(Prisma.sql`
+      WITH ${rec ? Prisma.sql`${rec.ctes},` : Prisma.empty} due AS (
+        SELECT id FROM notifications
+        WHERE group_id = ${groupId} AND status = 'pending' AND next_attempt_at <= now()
+          ${rec ? Prisma.sql`AND id <> ALL (${rec.ids}::uuid[])` : Prisma.empty}
+        ORDER BY next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE notifications n
+      SET next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond',
+          lease_token = ${token}::uuid,
+          attempts = n.attempts + 1
+      FROM due
+      WHERE n.id = due.id
+      RETURNING n.id, n.event_type, n.target_url, n.target_source, n.attempts, n.payload, n.lease_token::text AS lease_token,
+                (SELECT t.webhook_secret FROM tenants t WHERE t.id = n.tenant_id) AS tenant_secret`);
+  }
+
+  /**
+   * Records the attempts (always: they happened) and the new states (only for the rows whose lease
+   * is still `leaseToken`), for several finished deliveries in one statement.
+   */
+  async record(records: AttemptRecord[]): Promise<void> {
+    await this.prisma.$executeRaw(Prisma.sql`WITH ${recordCtes(records).ctes} SELECT 1`);
+  }
+}
+
+/** The CTEs (r, upd, ins) that record `records`: see NotificationsRepository.record(). */
+function recordCtes(records: AttemptRecord[]): { ids: string[]; ctes: Prisma.Sql } {
+  const column = <K extends keyof AttemptRecord>(key: K) => records.map((r) => r[key]);
+  const ids = column('id');
+  const ctes = Prisma.sql`
+      r AS (
+        SELECT * FROM unnest(${ids}::uuid[], ${column('leaseToken')}::uuid[], ${column('status')}::text[], ${column('delayMs')}::int[],
+                             ${column('lastError')}::text[], ${column('attemptNo')}::int[], ${column('statusCode')}::int[],
+                             ${column('error')}::text[], ${column('durationMs')}::int[])
+                 AS r(id, token, status, delay_ms, last_error, attempt_no, status_code, error, duration_ms)
+      ), upd AS (
+        UPDATE notifications n
+        SET status = r.status,
+            delivered_at = CASE WHEN r.status = 'delivered' THEN now() END,
+            next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond' END,
+            last_error = r.last_error,
+            lease_token = NULL
+        FROM r
+        WHERE n.id = r.id AND n.lease_token = r.token
+        RETURNING n.id
+      ), ins AS (
+        INSERT INTO notification_attempts (notification_id, attempt_no, status_code, error, duration_ms)
+        SELECT id, attempt_no, status_code, error, duration_ms FROM r
+        ON CONFLICT (notification_id, attempt_no) DO NOTHING
+        RETURNING 1
+      )`;
+  return { ids, ctes };
+}

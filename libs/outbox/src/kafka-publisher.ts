@@ -1,0 +1,80 @@
+import { Partitioners, type Kafka, type Message, type Producer } from 'kafkajs';
+import { createKafkaClient, ensureTopic, topicNumberSetting, withAdmin } from '@tickets/kafka';
+import type { Logger } from '@tickets/logger';
+import type { OutboxRelayOptions } from './relay-options';
+
+/**
+ * The relay's side of Kafka: creates the topic if missing, learns its max.message.bytes, and sends
+ * with one idempotent producer (acks=all) that is rebuilt only when asked (reset()).
+ */
+export class KafkaPublisher {
+  private readonly kafka: Kafka;
+  private producer?: Producer;
+  private topicReady = false;
+  /** Bytes per send: the configured limit, lowered to 90 % of the topic's max.message.bytes when that is smaller. */
+  maxBatchBytes: number;
+
+  constructor(
+    private readonly settings: OutboxRelayOptions['kafka'],
+    private readonly configuredMaxBatchBytes: number,
+    private readonly log: Logger,
+  ) {
+    this.maxBatchBytes = configuredMaxBatchBytes;
+    this.kafka = createKafkaClient({
+      brokers: settings.brokers,
+      clientId: settings.clientId,
+      logger: log,
+      // Short client-level retries (connects, metadata): the relay's own backoff handles long outages.
+      client: { retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 }, ...settings.client },
+    });
+  }
+
+  /** Creates the topic if missing and connects the producer; throws while the broker is away (the caller backs off). */
+  async prepare(): Promise<void> {
+    if (!this.topicReady) await this.prepareTopic();
+    await this.connectedProducer();
+  }
+
+  /** One producer.send of these messages to the topic, acks=all. */
+  async send(messages: Message[]): Promise<void> {
+    const producer = await this.connectedProducer();
+    await producer.send({ topic: this.settings.topic, acks: -1, messages });
+  }
+
+  /** Drops the producer; the next send builds a new one (a new producer id: the broker can no longer de-duplicate a resend). */
+  async reset(): Promise<void> {
+    const producer = this.producer;
+    this.producer = undefined;
+    await producer?.disconnect().catch(() => undefined);
+  }
+
+  private async prepareTopic(): Promise<void> {
+    const { topic, partitions, replicationFactor, minInsyncReplicas, retentionMs } = this.settings;
+    await withAdmin(this.kafka, async (admin) => {
+      if (await ensureTopic(admin, { topic, partitions, replicationFactor, minInsyncReplicas, retentionMs })) {
+        this.log.info({ partitions, retentionMs, replicationFactor, minInsyncReplicas }, 'created topic');
+      }
+      const limit = await topicNumberSetting(admin, topic, 'max.message.bytes');
+      if (limit !== undefined && limit > 0) this.maxBatchBytes = Math.min(this.configuredMaxBatchBytes, Math.floor(limit * 0.9));
+    });
+    this.topicReady = true;
+  }
+
+  private async connectedProducer(): Promise<Producer> {
+    if (this.producer) return this.producer;
+    const producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      // The Java-compatible murmur2 partitioner: same key -> same partition as any other client.
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // Bounded client retries so the relay's own backoff (and stop()) stay in control. A failed send
+      // is always retried with the very same messages on the same producer, so the broker still
+      // de-duplicates by producer id and sequence (kafkajs warns about this setting; it is safe here).
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
+    });
+    await producer.connect();
+    this.producer = producer;
+    return producer;
+  }
+}

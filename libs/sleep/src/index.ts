@@ -1,0 +1,2 @@
+export { WakeableSleep } from './wakeable-sleep';
+export type { SleepEnd } from './wakeable-sleep';
