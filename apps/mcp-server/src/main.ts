@@ -11,7 +11,7 @@ const VERSION = '0.1.0';
 async function main(): Promise<void> {
   let config: McpServerConfig;
   try {
-    config = loadMcpServerConfig(process.env);
+    config = loadMcpServerConfig();
   } catch (error) {
     process.stderr.write(`mcp-server: ${error instanceof McpConfigError ? error.message : String(error)}\n`);
     process.exit(2);

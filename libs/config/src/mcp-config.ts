@@ -46,7 +46,7 @@ export class McpConfigError extends Error {
  * Parses the MCP server's environment once, at boot (no transaction: pure). Throws McpConfigError
  * listing every problem. Empty values count as unset, as in loadConfig.
  */
-export function loadMcpServerConfig(env: Record<string, string | undefined>): McpServerConfig {
+export function loadMcpServerConfig(env: Record<string, string | undefined> = process.env): McpServerConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = McpEnvSchema.safeParse(cleaned);
   if (!parsed.success) {
