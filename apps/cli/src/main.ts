@@ -1,7 +1,7 @@
 import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { createApiKey } from '../../ticket-api/src/auth/api-keys';
-import { purgeIdempotencyKeys } from '../../ticket-api/src/idempotency/purge';
+import { createApiKey } from '@tickets/tenants';
+import { purgeIdempotencyKeys } from '@tickets/idempotency';
 import { flag } from './flags';
 import { RECONCILE_USAGE, reconcileCommand } from './reconcile.command';
 import { WEBHOOKS_USAGE, webhooksCommand } from './webhooks.command';
