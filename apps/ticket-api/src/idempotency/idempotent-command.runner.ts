@@ -48,7 +48,7 @@ export class IdempotentCommandRunner {
     const print = fingerprint(cmd.operation, cmd.request);
     const cached = this.cache.answer(cmd.tenantId, cmd.key, cmd.operation, print);
     if (cached) return { answer: cached as CommandAnswer<O>, fromStore: true };
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0; attempt <= MAX_RACE_RETRIES; attempt++) {
       const now = new Date();
       const scope: KeyScope = { now, keyFor: (answer) => this.keyFor(cmd, print, now, answer) };
       let step: StatementAttempt<O>;
@@ -78,8 +78,8 @@ export class IdempotentCommandRunner {
         this.remember(cmd, print, step.answer, scope.keyFor(step.answer).replayUntil);
         return { answer: step.answer, fromStore: false };
       }
-      if (attempt >= MAX_RACE_RETRIES) throw new Error(`${cmd.operation} made no progress after repeated attempts`);
     }
+    throw new Error(`${cmd.operation} made no progress after repeated attempts`);
   }
 
   private inTransaction<O extends string>(
