@@ -106,13 +106,13 @@ export class IdempotencyKeysRepository {
   /** Runs alone: true while some transaction holds the key's lock (the first request with this key is in flight). */
   async isKeyInFlight(tenantId: string, key: string): Promise<boolean> {
     const rows = await this.prisma.$queryRaw<Array<{ busy: boolean }>>(Prisma.sql`
-      WITH h AS (SELECT ${keyLock(tenantId, key)} AS v)
+      WITH wanted AS (SELECT ${keyLock(tenantId, key)} AS hash)
       SELECT EXISTS (
-        SELECT 1 FROM pg_locks l, h
-        WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
-          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND l.classid::bigint = ((h.v >> 32) & 4294967295)
-          AND l.objid::bigint = (h.v & 4294967295)
+        SELECT 1 FROM pg_locks held, wanted
+        WHERE held.locktype = 'advisory' AND held.objsubid = 1 AND held.granted
+          AND held.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND held.classid::bigint = ((wanted.hash >> 32) & 4294967295)
+          AND held.objid::bigint = (wanted.hash & 4294967295)
       ) AS busy`);
     return rows[0]?.busy ?? false;
   }
