@@ -40,6 +40,11 @@ const STORED_KEY_COLUMNS = Prisma.sql`operation, fingerprint, request_body AS "r
 const KEY_INSERT_COLUMNS = Prisma.sql`(tenant_id, key, operation, fingerprint, request_body, response_status, response_body,
   outcome, ticket_id, created_at, replay_until, expires_at)`;
 
+// The guard's fixed fragments, built once: the create path composes them into every statement.
+const KEY_GUARD_CLEAR = Prisma.sql`(SELECT got FROM key_lock) AND NOT EXISTS (SELECT 1 FROM prior_key)`;
+const KEY_GUARD_COLUMNS = Prisma.sql`(SELECT got FROM key_lock) AS key_locked, (prior_key.operation IS NOT NULL) AS has_prior, prior_key.*`;
+const KEY_GUARD_JOIN = Prisma.sql`LEFT JOIN prior_key ON true`;
+
 /** The values of one key row; `ticketId` is SQL so a composed statement can take it from its own insert. */
 const keyValues = (key: NewKey, ticketId: Prisma.Sql) => Prisma.sql`${key.tenantId}::uuid, ${key.key}, ${key.operation}, ${key.fingerprint},
   ${JSON.stringify(key.requestBody)}::jsonb, ${key.responseStatus}::int, ${key.responseBody}, ${key.outcome}, ${ticketId},
@@ -68,7 +73,7 @@ export class IdempotencyKeysRepository {
 
   /** Fragment: true when the guard allows the command's writes (lock taken, key unused). */
   static keyGuardClear(): Prisma.Sql {
-    return Prisma.sql`(SELECT got FROM key_lock) AND NOT EXISTS (SELECT 1 FROM prior_key)`;
+    return KEY_GUARD_CLEAR;
   }
 
   /** Fragment: a CTE `name` inserting the key row once per row of `source`, whose `ticketColumn` is the ticket id. */
@@ -84,11 +89,11 @@ export class IdempotencyKeysRepository {
 
   /** Fragment: the guard's result columns (`KeyGuardRow`); the FROM clause must end with `keyGuardJoin()`. */
   static keyGuardColumns(): Prisma.Sql {
-    return Prisma.sql`(SELECT got FROM key_lock) AS key_locked, (prior_key.operation IS NOT NULL) AS has_prior, prior_key.*`;
+    return KEY_GUARD_COLUMNS;
   }
 
   static keyGuardJoin(): Prisma.Sql {
-    return Prisma.sql`LEFT JOIN prior_key ON true`;
+    return KEY_GUARD_JOIN;
   }
 
   /** Reads what the guard found out of a composed statement's result row. */
