@@ -25,7 +25,13 @@ export interface PurgeReport {
   keysDeleted: number;
 }
 
-/** What the key guard of a composed statement found: see `keyGuardColumns`. */
+/** What the key guard saw: whether the key's in-flight lock was taken, and an earlier use of the key. */
+export interface KeyGuard {
+  gotLock: boolean;
+  prior: StoredKey | null;
+}
+
+/** What the key guard of a composed statement returns: see `keyGuardColumns`. */
 export type KeyGuardRow = { key_locked: boolean; has_prior: boolean } & Partial<StoredKey>;
 
 type Tx = Prisma.TransactionClient;
@@ -97,7 +103,7 @@ export class IdempotencyKeysRepository {
   }
 
   /** Reads what the guard found out of a composed statement's result row. */
-  static readKeyGuard(r: KeyGuardRow): { gotLock: boolean; prior: StoredKey | null } {
+  static readKeyGuard(r: KeyGuardRow): KeyGuard {
     return { gotLock: r.key_locked, prior: r.has_prior ? toStoredKey(r as StoredKey) : null };
   }
 

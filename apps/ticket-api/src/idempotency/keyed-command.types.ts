@@ -1,4 +1,4 @@
-import type { StoredKey } from '@tickets/idempotency';
+import type { KeyGuard } from '@tickets/idempotency';
 
 /** A command sent with an Idempotency-Key. */
 export interface KeyedCommand {
@@ -24,12 +24,6 @@ export interface CommandAnswer<O extends string = string> {
 export interface KeyedResult<O extends string = string> {
   answer: CommandAnswer<O>;
   fromStore: boolean;
-}
-
-/** What the key guard saw: whether the key's in-flight lock was taken, and an earlier use of the key. */
-export interface KeyGuard {
-  gotLock: boolean;
-  prior: StoredKey | null;
 }
 
 /** One attempt of a command that writes in one statement with the key guard composed into it. */

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma, type PrismaClient } from '@tickets/db';
-import { IdempotencyKeysRepository as Keys, type KeyGuardRow, type NewKey } from '@tickets/idempotency';
-import type { KeyGuard } from '../idempotency/keyed-command.types';
+import { IdempotencyKeysRepository as Keys, type KeyGuard, type KeyGuardRow, type NewKey } from '@tickets/idempotency';
 import { Database, type Tx } from '../infra/database';
 import type { TicketRow } from './ticket.mapper';
 
