@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { createPrismaClient } from '@tickets/db';
-import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
+import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
 import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv } from './support/paths';

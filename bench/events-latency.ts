@@ -36,7 +36,7 @@ import { Client } from 'pg';
 import { loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { verifyWebhook } from '@tickets/notifications';
-import { createApiKey } from '../apps/ticket-api/src/auth/api-keys';
+import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
 import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';

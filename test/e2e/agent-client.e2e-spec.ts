@@ -192,7 +192,7 @@ describe('agent client against the real API', () => {
     const key = deriveIdempotencyKey('create', intentId);
 
     // Hold the key's in-flight lock the way a slow first request would (the API marks a key in flight
-    // with a transaction-scoped advisory lock on hash(tenant, key): apps/ticket-api tickets.repository.ts).
+    // with a transaction-scoped advisory lock on hash(tenant, key): libs/idempotency idempotency-keys.repository.ts).
     const holder = await stack.db.connect();
     try {
       await holder.query('BEGIN');

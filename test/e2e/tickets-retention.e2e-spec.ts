@@ -1,5 +1,5 @@
 import { createPrismaClient } from '@tickets/db';
-import { purgeIdempotencyKeys } from '../../apps/ticket-api/src/idempotency/purge';
+import { purgeIdempotencyKeys } from '@tickets/idempotency';
 import { TEST_DATABASE_URL } from '../support/env';
 import { counts, get, post, startTestStack, type TestStack } from '../support/stack';
 

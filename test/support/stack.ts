@@ -7,7 +7,7 @@ import { loadConfig, type AppConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createPrismaClient } from '@tickets/db';
 import { createApiApp } from '../../apps/ticket-api/src/app.factory';
-import { createApiKey } from '../../apps/ticket-api/src/auth/api-keys';
+import { createApiKey } from '@tickets/tenants';
 import { TEST_DATABASE_URL } from './env';
 
 export const ROOT = join(__dirname, '..', '..');

@@ -1,7 +1,7 @@
 import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { createApiKey } from '../../ticket-api/src/auth/api-keys';
-import { purgeIdempotencyKeys } from '../../ticket-api/src/idempotency/purge';
+import { purgeIdempotencyKeys } from '@tickets/idempotency';
+import { createApiKey } from '@tickets/tenants';
 import { apiKeysCli } from './api-keys.command';
 import { runCli } from './cli';
 import type { CliContext } from './command-line';

@@ -2,43 +2,22 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
-import { ApiKeyGuard } from './auth/auth.guard';
+import { AuthModule } from './auth/auth.module';
 import { ProblemFilter } from './common/problem.filter';
-import { APP_CONFIG, LOGGER } from './common/tokens';
-import { DocsController } from './docs/docs.controller';
-import { HealthController } from './health/health.controller';
-import { IdempotencyController } from './idempotency/idempotency.controller';
-import { KeyStatusUseCase } from './idempotency/key-status.use-case';
-import { PurgeService } from './idempotency/purge.service';
-import { Database } from './infra/database';
-import { Metrics } from './metrics/metrics';
-import { RelayService } from './relay/relay.service';
-import { CancelTicketUseCase } from './tickets/cancel-ticket.use-case';
-import { CreateTicketUseCase } from './tickets/create-ticket.use-case';
-import { TicketsController } from './tickets/tickets.controller';
-import { TicketsRepository } from './tickets/tickets.repository';
+import { DocsModule } from './docs/docs.module';
+import { HealthModule } from './health/health.module';
+import { IdempotencyModule } from './idempotency/idempotency.module';
+import { CoreModule } from './infra/core.module';
+import { RelayModule } from './relay/relay.module';
+import { TicketsModule } from './tickets/tickets.module';
 
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      controllers: [TicketsController, IdempotencyController, HealthController, DocsController],
-      providers: [
-        { provide: APP_CONFIG, useValue: config },
-        { provide: LOGGER, useValue: logger },
-        { provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) },
-        Database,
-        Metrics,
-        ApiKeyGuard,
-        TicketsRepository,
-        CreateTicketUseCase,
-        CancelTicketUseCase,
-        KeyStatusUseCase,
-        PurgeService,
-        RelayService,
-      ],
-      exports: [Database, Metrics],
+      imports: [CoreModule.forRoot(config, logger), AuthModule, IdempotencyModule, TicketsModule, RelayModule, HealthModule, DocsModule],
+      providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }
 }

@@ -3,8 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { DomainError } from '@tickets/errors';
 import type { AppConfig } from '@tickets/config';
 import { APP_CONFIG } from '../common/tokens';
-import { Database } from '../infra/database';
-import { ApiKeyResolver, type Principal } from './api-keys';
+import { ApiKeysRepository } from '@tickets/tenants';
+import { ApiKeyResolver, type Principal } from './api-key.resolver';
 
 type AuthedRequest = FastifyRequest & { principal?: Principal };
 
@@ -12,8 +12,8 @@ type AuthedRequest = FastifyRequest & { principal?: Principal };
 export class ApiKeyGuard implements CanActivate {
   private readonly resolver: ApiKeyResolver;
 
-  constructor(db: Database, @Inject(APP_CONFIG) config: AppConfig) {
-    this.resolver = new ApiKeyResolver(db.prisma, config.auth.cacheTtlMs);
+  constructor(keys: ApiKeysRepository, @Inject(APP_CONFIG) config: AppConfig) {
+    this.resolver = new ApiKeyResolver(keys, config.auth.cacheTtlMs);
   }
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {

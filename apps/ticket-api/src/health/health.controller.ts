@@ -1,14 +1,14 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { Database } from '../infra/database';
 import { Metrics } from '../metrics/metrics';
 import { problemBody } from '../common/problem';
 import { RelayService } from '../relay/relay.service';
+import { HealthRepository } from './health.repository';
 
 @Controller()
 export class HealthController {
   constructor(
-    private readonly db: Database,
+    private readonly health: HealthRepository,
     private readonly metrics: Metrics,
     private readonly relay: RelayService,
   ) {}
@@ -28,7 +28,7 @@ export class HealthController {
   @Get('health/ready')
   async ready(@Res() reply: FastifyReply): Promise<void> {
     try {
-      await this.db.prisma.$queryRaw`SELECT 1`;
+      await this.health.ping();
       reply.send({ status: 'ok', checks: { database: 'ok' } });
     } catch (err) {
       reply

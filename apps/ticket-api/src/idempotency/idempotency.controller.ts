@@ -1,6 +1,6 @@
 import { Controller, Get, Param, UseGuards } from '@nestjs/common';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
-import type { Principal } from '../auth/api-keys';
+import type { Principal } from '../auth/api-key.resolver';
 import { parseIdempotencyKey } from './idempotency-key';
 import { KeyStatusUseCase } from './key-status.use-case';
 

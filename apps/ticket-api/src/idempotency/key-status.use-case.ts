@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '@tickets/errors';
-import { TicketsRepository } from '../tickets/tickets.repository';
+import { IdempotencyKeysRepository } from '@tickets/idempotency';
 
 export interface KeyStatus {
   key: string;
@@ -16,15 +16,15 @@ export interface KeyStatus {
 /** "What happened to key K?" — the question a caller asks after a timeout, before sending again. */
 @Injectable()
 export class KeyStatusUseCase {
-  constructor(private readonly repo: TicketsRepository) {}
+  constructor(private readonly keys: IdempotencyKeysRepository) {}
 
   async execute(tenantId: string, key: string): Promise<KeyStatus> {
-    const first = await this.repo.findKey(tenantId, key);
-    if (!first && (await this.repo.isKeyInFlight(tenantId, key))) {
+    const first = await this.keys.findKey(tenantId, key);
+    if (!first && (await this.keys.isKeyInFlight(tenantId, key))) {
       return { key, state: 'processing', ticketId: null, operation: null, createdAt: null, replayUntil: null, expiresAt: null };
     }
     // Read again: the request may have committed between the two looks.
-    const stored = first ?? (await this.repo.findKey(tenantId, key));
+    const stored = first ?? (await this.keys.findKey(tenantId, key));
     if (stored) {
       const live = stored.responseBody !== null && new Date() < stored.replayUntil;
       return {

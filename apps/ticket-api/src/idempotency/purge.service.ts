@@ -2,8 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import { APP_CONFIG, LOGGER } from '../common/tokens';
-import { Database } from '../infra/database';
-import { purgeIdempotencyKeys } from './purge';
+import { IdempotencyKeysRepository } from '@tickets/idempotency';
 
 /** Runs the idempotency purge every IDEMPOTENCY_PURGE_INTERVAL inside the API process. */
 @Injectable()
@@ -12,7 +11,7 @@ export class PurgeService implements OnApplicationBootstrap, OnApplicationShutdo
   private running?: Promise<unknown>;
 
   constructor(
-    private readonly db: Database,
+    private readonly keys: IdempotencyKeysRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -29,7 +28,7 @@ export class PurgeService implements OnApplicationBootstrap, OnApplicationShutdo
 
   private tick(): void {
     if (this.running) return;
-    this.running = purgeIdempotencyKeys(this.db.prisma)
+    this.running = this.keys.purge()
       .then((r) => {
         if (r.keysDeleted || r.responsesCleared) this.logger.info({ ...r }, 'idempotency purge');
       })

@@ -1,7 +1,9 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { createPrismaClient, type Prisma, type PrismaClient } from '@tickets/db';
 import type { AppConfig } from '@tickets/config';
 import { APP_CONFIG } from '../common/tokens';
+
+export type Tx = Prisma.TransactionClient;
 
 /** The API's one Prisma client (pg pool behind the driver adapter). */
 @Injectable()
@@ -10,6 +12,11 @@ export class Database implements OnModuleDestroy {
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'ticket-api');
+  }
+
+  /** The one way to run a multi-statement write: an interactive Prisma transaction. */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.prisma.$transaction(work, { maxWait: 5_000, timeout: 15_000 });
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { sqlState, type PrismaClient } from '@tickets/db';
+import type { PrismaClient } from '@tickets/db';
+import { MigrationsRepository } from './migrations.repository';
 
 /** prisma/migrations of the checkout this file runs from (dist/... or the sources), found by walking up. */
 function migrationsDir(from = __dirname): string | undefined {
@@ -20,14 +21,6 @@ function migrationsDir(from = __dirname): string | undefined {
 export async function pendingMigrations(prisma: PrismaClient, dir = migrationsDir()): Promise<string[]> {
   if (!dir) return [];
   const wanted = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
-  let applied: string[] = [];
-  try {
-    const rows = await prisma.$queryRaw<Array<{ migration_name: string }>>`
-      SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`;
-    applied = rows.map((r) => r.migration_name);
-  } catch (err) {
-    if (sqlState(err) === '42P01') return wanted; // no _prisma_migrations table: nothing applied
-    throw err;
-  }
+  const applied = (await new MigrationsRepository(prisma).applied()) ?? []; // no _prisma_migrations table: nothing applied
   return wanted.filter((m) => !applied.includes(m)).sort();
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CancelTicketInput, CreateTicketInput } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
-import type { Principal } from '../auth/api-keys';
+import type { Principal } from '../auth/api-key.resolver';
 import { traceparentFor } from '../common/request-context';
 import { parseOrThrow } from '../common/validation';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
@@ -32,7 +32,7 @@ export class TicketsController {
   constructor(
     private readonly createTicket: CreateTicketUseCase,
     private readonly cancelTicket: CancelTicketUseCase,
-    private readonly repo: TicketsRepository,
+    private readonly tickets: TicketsRepository,
     private readonly metrics: Metrics,
   ) {}
 
@@ -80,7 +80,7 @@ export class TicketsController {
   @Get(':id')
   async get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     const ticketId = parseOrThrow(TicketId, id, 'ticket id');
-    const row = await this.repo.findTicket(principal.tenantId, ticketId);
+    const row = await this.tickets.findTicket(principal.tenantId, ticketId);
     if (!row) throw new DomainError('ticket_not_found', `No ticket ${ticketId} in your tenant.`, { ticketId });
     return toTicket(row);
   }
@@ -90,16 +90,17 @@ export class TicketsController {
   async list(@CurrentPrincipal() principal: Principal, @Query() query: unknown) {
     const q = parseOrThrow(ListQuery, query, 'query');
     const rows = q.externalRef
-      ? await this.repo.findByExternalRef(principal.tenantId, q.externalRef)
-      : await this.repo.listRecent(principal.tenantId, q.limit, q.before ? new Date(q.before) : undefined);
+      ? await this.tickets.findByExternalRef(principal.tenantId, q.externalRef)
+      : await this.tickets.listRecent(principal.tenantId, q.limit, q.before ? new Date(q.before) : undefined);
     return { items: rows.map(toTicket) };
   }
 
-  private send(reply: FastifyReply, r: WriteResult): void {
-    this.metrics.writes.inc({ outcome: r.outcome });
-    if (r.replayed) reply.header('Idempotent-Replayed', 'true');
-    if (r.deduplicated) reply.header(DEDUP_HEADER, 'externalRef');
-    if (r.status === 201) reply.header('Location', `/v1/tickets/${r.ticketId}`);
-    reply.code(r.status).type('application/json').send(r.body);
+  private send(reply: FastifyReply, { answer, fromStore }: WriteResult): void {
+    // The metric label and the header keep their public name, "replayed", for an answer from the key's store.
+    this.metrics.writes.inc({ outcome: fromStore ? 'replayed' : answer.outcome });
+    if (fromStore) reply.header('Idempotent-Replayed', 'true');
+    if (answer.outcome === 'deduplicated') reply.header(DEDUP_HEADER, 'externalRef');
+    if (answer.status === 201) reply.header('Location', `/v1/tickets/${answer.ticketId}`);
+    reply.code(answer.status).type('application/json').send(answer.body);
   }
 }

@@ -1,12 +1,7 @@
-/** What a write endpoint answers. Replays carry the stored bytes; expected outcomes are values. */
-export interface WriteResult {
-  outcome: 'created' | 'replayed' | 'deduplicated' | 'cancelled' | 'already_cancelled';
-  status: number;
-  /** The exact response body (JSON text) to send; stored with the key and replayed byte for byte. */
-  body: string;
-  ticketId: string;
-  replayed: boolean;
-  deduplicated: boolean;
-  /** When the stored response stops being replayed (epoch ms); set on every committed create outcome. */
-  replayUntil?: number;
-}
+import type { KeyedResult } from '../idempotency/keyed-command.types';
+
+/** What a ticket write did when it ran; stored with its key. Expected outcomes are values. */
+export type TicketOutcome = 'created' | 'deduplicated' | 'cancelled' | 'already_cancelled';
+
+/** What a ticket write endpoint answers: the answer, and whether it came from the key's store. */
+export type WriteResult = KeyedResult<TicketOutcome>;

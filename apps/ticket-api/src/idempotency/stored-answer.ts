@@ -1,14 +1,14 @@
+import type { StoredKey } from '@tickets/idempotency';
 import { DomainError } from '@tickets/errors';
-import type { StoredKey } from '../tickets/tickets.repository';
-import type { WriteResult } from '../tickets/tickets.results';
 import { differingFields } from './idempotency-key';
+import type { CommandAnswer } from './keyed-command.types';
 
 /**
- * The answer to a request whose key was seen before: the stored response (same request, inside the
+ * The answer to a request whose key was seen before: the stored answer (same request, inside the
  * replay window), 422 naming the differing fields (different request), or 410 naming the ticket the
  * key made (past the replay window).
  */
-export function replayOrReject(prior: StoredKey, operation: string, print: string, request: Record<string, unknown>, now: Date): WriteResult {
+export function answerFromStoreOrReject(prior: StoredKey, operation: string, print: string, request: Record<string, unknown>, now: Date): CommandAnswer {
   if (prior.operation !== operation || prior.fingerprint !== print) {
     const fields = prior.operation === operation ? differingFields(prior.requestBody, request) : ['(operation)'];
     throw new DomainError(
@@ -26,13 +26,5 @@ export function replayOrReject(prior: StoredKey, operation: string, print: strin
       { ticketId: prior.ticketId, ticketUrl: `/v1/tickets/${prior.ticketId}`, usedAt: prior.createdAt.toISOString() },
     );
   }
-  return {
-    outcome: 'replayed',
-    status: prior.responseStatus,
-    body: prior.responseBody,
-    ticketId: prior.ticketId,
-    replayed: true,
-    deduplicated: prior.outcome === 'deduplicated',
-    replayUntil: prior.replayUntil.getTime(),
-  };
+  return { outcome: prior.outcome, status: prior.responseStatus, body: prior.responseBody, ticketId: prior.ticketId };
 }

@@ -1,0 +1,135 @@
+// Hand-written in-memory fakes of the repositories the keyed ticket commands use, for the unit tier.
+// They keep the database's rules that the use cases rely on (one key per tenant, the key lock, the
+// one-statement create, a transaction that leaves nothing behind when it throws), nothing more.
+import { loadConfig, type AppConfig } from '@tickets/config';
+import type { IdempotencyKeysRepository, NewKey, StoredKey } from '@tickets/idempotency';
+import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
+import type { Database, Tx } from '../infra/database';
+import { CancelTicketUseCase } from './cancel-ticket.use-case';
+import { CreateTicketUseCase } from './create-ticket.use-case';
+import type { TicketRow } from './ticket.mapper';
+import type { CreateAttempt, NewEvent, TicketsRepository } from './tickets.repository';
+
+type StoredTicket = TicketRow & { tenantId: string };
+type StoredEvent = NewEvent & { tenantId: string; ticketId: string };
+
+/** The tables, in memory. `heldLocks` are key locks held by another request in flight. */
+export class InMemoryStore {
+  tickets = new Map<string, StoredTicket>();
+  keys = new Map<string, NewKey>();
+  events: StoredEvent[] = [];
+  readonly heldLocks = new Set<string>();
+
+  static id = (tenantId: string, key: string) => `${tenantId}\n${key}`;
+
+  snapshot(): () => void {
+    const tickets = new Map([...this.tickets].map(([k, v]) => [k, { ...v }]));
+    const keys = new Map(this.keys);
+    const events = [...this.events];
+    return () => {
+      this.tickets = tickets;
+      this.keys = keys;
+      this.events = events;
+    };
+  }
+
+  storedKey(tenantId: string, key: string): StoredKey | null {
+    const k = this.keys.get(InMemoryStore.id(tenantId, key));
+    return k ? { ...k } : null;
+  }
+}
+
+const TX = {} as Tx;
+
+export class FakeTicketsRepository implements Pick<TicketsRepository, 'tryCreate' | 'findTicket' | 'markCancelled' | 'enqueueEvent'> {
+  tryCreateCalls = 0;
+
+  constructor(private readonly store: InMemoryStore) {}
+
+  async tryCreate(attempt: { row: StoredTicket & { idempotencyKey: string }; key: NewKey; event: NewEvent }): Promise<CreateAttempt> {
+    this.tryCreateCalls++;
+    const { row, key, event } = attempt;
+    const id = InMemoryStore.id(row.tenantId, key.key);
+    const gotLock = !this.store.heldLocks.has(id);
+    const prior = this.store.storedKey(row.tenantId, key.key);
+    const duplicate = [...this.store.tickets.values()].find((t) => row.externalRef !== null && t.tenantId === row.tenantId && t.externalRef === row.externalRef);
+    const created = gotLock && !prior && !duplicate;
+    if (created) {
+      const { idempotencyKey: _key, ...ticket } = row;
+      this.store.tickets.set(row.id, ticket);
+      this.store.keys.set(id, { ...key, ticketId: row.id });
+      this.store.events.push({ ...event, tenantId: row.tenantId, ticketId: row.id });
+    }
+    return { guard: { gotLock, prior }, created, duplicateTicketId: duplicate?.id ?? null };
+  }
+
+  async findTicket(tenantId: string, id: string): Promise<TicketRow | null> {
+    const t = this.store.tickets.get(id);
+    return t && t.tenantId === tenantId ? { ...t } : null;
+  }
+
+  async markCancelled(_tx: Tx, tenantId: string, id: string, at: Date): Promise<TicketRow> {
+    const t = this.store.tickets.get(id)!;
+    Object.assign(t, { status: 'cancelled', updatedAt: at });
+    return { ...t };
+  }
+
+  async enqueueEvent(_tx: Tx, tenantId: string, ticketId: string, event: NewEvent): Promise<void> {
+    this.store.events.push({ ...event, tenantId, ticketId });
+  }
+}
+
+export class FakeIdempotencyKeysRepository implements Pick<IdempotencyKeysRepository, 'findKey' | 'tryLockKey' | 'insertKey' | 'insertKeyIfAbsent'> {
+  constructor(private readonly store: InMemoryStore) {}
+
+  async findKey(tenantId: string, key: string): Promise<StoredKey | null> {
+    return this.store.storedKey(tenantId, key);
+  }
+
+  async tryLockKey(_tx: Tx, tenantId: string, key: string): Promise<boolean> {
+    return !this.store.heldLocks.has(InMemoryStore.id(tenantId, key));
+  }
+
+  async insertKey(_tx: Tx, key: NewKey): Promise<void> {
+    const id = InMemoryStore.id(key.tenantId, key.key);
+    if (this.store.keys.has(id)) throw new Error(`duplicate key ${key.key}`);
+    this.store.keys.set(id, key);
+  }
+
+  async insertKeyIfAbsent(key: NewKey): Promise<boolean> {
+    const id = InMemoryStore.id(key.tenantId, key.key);
+    if (this.store.keys.has(id)) return false;
+    this.store.keys.set(id, key);
+    return true;
+  }
+}
+
+/** A transaction that rolls the store back when its work throws. */
+export class FakeDatabase implements Pick<Database, 'transaction'> {
+  constructor(private readonly store: InMemoryStore) {}
+
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    const rollback = this.store.snapshot();
+    try {
+      return await work(TX);
+    } catch (e) {
+      rollback();
+      throw e;
+    }
+  }
+}
+
+export const testConfig = (env: Record<string, string> = {}): AppConfig =>
+  loadConfig({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/unused', ...env });
+
+/** The create and cancel use cases of one API process over `store`; a second call is a second process (own cache). */
+export function ticketCommands(store: InMemoryStore, config = testConfig()) {
+  const tickets = new FakeTicketsRepository(store);
+  const runner = new IdempotentCommandRunner(
+    new FakeIdempotencyKeysRepository(store) as unknown as IdempotencyKeysRepository,
+    new FakeDatabase(store) as unknown as Database,
+    config,
+  );
+  const repo = tickets as unknown as TicketsRepository;
+  return { tickets, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
+}
