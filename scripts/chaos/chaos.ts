@@ -224,6 +224,7 @@ async function main(): Promise<number> {
     maxCallsPerIntent: 20,
     log,
   });
+  const stormEndedAt = Date.now();
   log(`storm done in ${((Date.now() - stormT0) / 1000).toFixed(1)} s: ${storm.created} created, ${storm.cancelled}/${storm.cancelIntents} cancelled, ${storm.abandoned.length} abandoned`);
   await faults;
   const lastFault = lastFaultEndedAt || Date.now();
@@ -271,6 +272,10 @@ async function main(): Promise<number> {
     let gap = 0;
     for (let i = 1; i < after.length; i++) gap = Math.max(gap, after[i] - after[i - 1]);
     timings.push({ name: 'longest webhook gap after the broker kill', value: `${(gap / 1000).toFixed(1)} s`, ok: null });
+    // Webhooks per 5 s from the kill on: a stall shows as a run of zeros while the storm still writes.
+    const buckets: number[] = [];
+    for (const at of after) buckets[Math.floor((at - brokerKilledAt) / 5_000)] = (buckets[Math.floor((at - brokerKilledAt) / 5_000)] ?? 0) + 1;
+    log(`webhooks per 5 s after the broker kill (storm ended +${((stormEndedAt - brokerKilledAt) / 1000).toFixed(0)} s, broker back +${brokerBackAt ? ((brokerBackAt - brokerKilledAt) / 1000).toFixed(0) : '?'} s): ${Array.from(buckets, (n) => n ?? 0).join(' ')}`);
   }
   const errors = [...storm.responses.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
   const callErrors = [...storm.callErrors.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
