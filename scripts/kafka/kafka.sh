@@ -305,7 +305,7 @@ wait_ready() {
         die "Kafka node $i exited during startup, see $NODE_LOG_FILE"
       fi
       if grep -q 'Kafka Server started' "$NODE_LOG_FILE" 2>/dev/null && port_open "$KAFKA_HOST" "$NODE_PORT"; then
-        log "Kafka $KAFKA_VERSION node $i is up on $KAFKA_HOST:$NODE_PORT (pid $pid, ready in $((SECONDS - t0)) s, log $NODE_LOG_FILE)"
+        log "Kafka $KAFKA_VERSION $( ((BROKERS > 1)) && echo "node $i " )is up on $KAFKA_HOST:$NODE_PORT (pid $pid, ready in $((SECONDS - t0)) s, log $NODE_LOG_FILE)"
       else
         left+=("$i")
       fi
@@ -335,7 +335,11 @@ cmd_up() {
   for i in $(seq 1 "$BROKERS"); do
     node_vars "$i"
     if port_open "$KAFKA_HOST" "$NODE_PORT"; then
-      log "something already answers on $KAFKA_HOST:$NODE_PORT; nothing to do for node $i"
+      if [[ "$BROKERS" -eq 1 ]]; then
+        log "something already answers on $KAFKA_HOST:$NODE_PORT; nothing to do"
+      else
+        log "something already answers on $KAFKA_HOST:$NODE_PORT; nothing to do for node $i"
+      fi
       continue
     fi
     pid="$(running_pid "$NODE_PID_FILE")"
@@ -357,7 +361,7 @@ cmd_up() {
       node_vars "$i"
       write_node_config
       format_node_storage
-      log "starting Kafka $KAFKA_VERSION (KRaft, node.id=$i of $BROKERS) on $KAFKA_HOST:$NODE_PORT, data in $NODE_DATA_DIR ..."
+      log "starting Kafka $KAFKA_VERSION (KRaft, node.id=$i$( ((BROKERS > 1)) && echo " of $BROKERS" )) on $KAFKA_HOST:$NODE_PORT, data in $NODE_DATA_DIR ..."
       start_node
       pid="$(running_pid "$NODE_PID_FILE")"
       if [[ -z "$pid" ]]; then
