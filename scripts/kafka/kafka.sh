@@ -1,56 +1,120 @@
 #!/usr/bin/env bash
-# Single-node Apache Kafka broker (KRaft, combined broker+controller) without Docker.
+# Apache Kafka in KRaft mode without Docker: one broker (the default) or a cluster of N nodes, each a
+# combined broker+controller and all of them voters.
 #
-#   scripts/kafka/kafka.sh up       start it (no-op if something already answers on the port)
-#   scripts/kafka/kafka.sh down     stop it (SIGTERM, then SIGKILL after 30 s); no-op if not running
-#   scripts/kafka/kafka.sh status   print "up" / "down" (exit 0 when up, 1 when down)
+#   scripts/kafka/kafka.sh up [--brokers N]         start (nodes that already answer are left alone)
+#   scripts/kafka/kafka.sh down [--brokers N]       stop every node this script started (SIGTERM, SIGKILL after 30 s)
+#   scripts/kafka/kafka.sh status [--brokers N]     "up" / "down" per node (exit 0 when all are up)
+#   scripts/kafka/kafka.sh bootstrap [--brokers N]  the client bootstrap list (host:port,...)
 #
 # The broker jars come from Maven Central via scripts/kafka/pom.xml (mvn dependency:copy-dependencies),
 # cached in .cache/kafka/<version>/libs. Everything lives under .cache/kafka (git-ignored).
 #
 # Environment overrides:
+#   KAFKA_BROKER_COUNT     nodes (default 1; `--brokers N` wins). 1 keeps the single-broker layout.
 #   KAFKA_VERSION          Kafka version (default 3.9.2)
-#   KAFKA_HOME_DIR         cache dir (default <repo>/.cache/kafka)
-#   KAFKA_PORT             PLAINTEXT port on 127.0.0.1 (default 9092)
-#   KAFKA_CONTROLLER_PORT  KRaft controller port (default KAFKA_PORT+1)
-#   KAFKA_DATA_DIR         log.dirs (default $KAFKA_HOME_DIR/data/<version>)
-#   KAFKA_HEAP_OPTS        JVM heap (default "-Xmx512m -Xms512m")
+#   KAFKA_HOME_DIR         jar cache, and the single broker's state (default <repo>/.cache/kafka)
+#   KAFKA_PORT             PLAINTEXT port of node 1 on 127.0.0.1 (default 9092); node i: KAFKA_PORT+i-1
+#   KAFKA_CONTROLLER_PORT  KRaft controller port of node 1 (default KAFKA_PORT+1 for one broker,
+#                          KAFKA_PORT+100 for a cluster); node i: KAFKA_CONTROLLER_PORT+i-1
+#   KAFKA_DATA_DIR         one broker: its log.dirs (default $KAFKA_HOME_DIR/data/<version>)
+#   KAFKA_CLUSTER_DIR      a cluster: config, pid, log and data of node i under node-<i>/
+#                          (default $KAFKA_HOME_DIR/cluster-<KAFKA_PORT>/<version>)
+#   KAFKA_HEAP_OPTS        JVM heap per node (default "-Xmx512m -Xms512m"; a cluster "-Xmx384m -Xms384m")
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness (default 90)
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 
+COMMAND="${1:-}"
+[[ $# -gt 0 ]] && shift
+BROKERS="${KAFKA_BROKER_COUNT:-1}"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --brokers) BROKERS="${2:-}"; shift 2 ;;
+    --brokers=*) BROKERS="${1#--brokers=}"; shift ;;
+    *) echo "[kafka] unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[[ "$BROKERS" =~ ^[1-9][0-9]?$ ]] || { echo "[kafka] --brokers / KAFKA_BROKER_COUNT must be 1-99, got '$BROKERS'" >&2; exit 2; }
+
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
 KAFKA_HOME_DIR="${KAFKA_HOME_DIR:-$REPO_ROOT/.cache/kafka}"
 KAFKA_HOST="127.0.0.1"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
-KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
+if [[ "$BROKERS" -eq 1 ]]; then
+  KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
+  KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m}"
+else
+  # A cluster's client ports are consecutive (KAFKA_PORT ... +N-1), so its controllers sit 100 above.
+  KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 100))}"
+  KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx384m -Xms384m}"
+fi
 KAFKA_DATA_DIR="${KAFKA_DATA_DIR:-$KAFKA_HOME_DIR/data/$KAFKA_VERSION}"
-KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m}"
+KAFKA_CLUSTER_DIR="${KAFKA_CLUSTER_DIR:-$KAFKA_HOME_DIR/cluster-$KAFKA_PORT/$KAFKA_VERSION}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 
 LIBS_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/libs"
-CONF_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/config"
-PID_FILE="$KAFKA_HOME_DIR/kafka.pid"
-LOG_FILE="$KAFKA_HOME_DIR/kafka.log"
 POM="$SCRIPT_DIR/pom.xml"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 MAJOR="${KAFKA_VERSION%%.*}"
+if [[ "$BROKERS" -eq 1 ]]; then
+  STATE_DIR="$KAFKA_HOME_DIR"
+  TOOLS_CONF_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/config"
+else
+  STATE_DIR="$KAFKA_CLUSTER_DIR"
+  TOOLS_CONF_DIR="$KAFKA_CLUSTER_DIR/tools"
+fi
+REPLICAS=$((BROKERS < 3 ? BROKERS : 3))
+MIN_ISR=$((BROKERS < 3 ? 1 : 2))
 
 log() { echo "[kafka] $*"; }
 die() { echo "[kafka] ERROR: $*" >&2; exit 1; }
+
+# Sets NODE_ID, NODE_PORT, NODE_CONTROLLER_PORT, NODE_DATA_DIR, NODE_CONF_DIR, NODE_PID_FILE and
+# NODE_LOG_FILE for node $1 (1-based). One broker keeps the paths it always had.
+node_vars() {
+  NODE_ID="$1"
+  NODE_PORT=$((KAFKA_PORT + $1 - 1))
+  NODE_CONTROLLER_PORT=$((KAFKA_CONTROLLER_PORT + $1 - 1))
+  if [[ "$BROKERS" -eq 1 ]]; then
+    NODE_DATA_DIR="$KAFKA_DATA_DIR"
+    NODE_CONF_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/config"
+    NODE_PID_FILE="$KAFKA_HOME_DIR/kafka.pid"
+    NODE_LOG_FILE="$KAFKA_HOME_DIR/kafka.log"
+  else
+    NODE_DATA_DIR="$KAFKA_CLUSTER_DIR/node-$1/data"
+    NODE_CONF_DIR="$KAFKA_CLUSTER_DIR/node-$1/config"
+    NODE_PID_FILE="$KAFKA_CLUSTER_DIR/node-$1/kafka.pid"
+    NODE_LOG_FILE="$KAFKA_CLUSTER_DIR/node-$1/kafka.log"
+  fi
+}
+
+voters() {
+  local i out=""
+  for i in $(seq 1 "$BROKERS"); do
+    out+="${out:+,}$i@$KAFKA_HOST:$((KAFKA_CONTROLLER_PORT + i - 1))"
+  done
+  echo "$out"
+}
+
+bootstrap() {
+  local i out=""
+  for i in $(seq 1 "$BROKERS"); do out+="${out:+,}$KAFKA_HOST:$((KAFKA_PORT + i - 1))"; done
+  echo "$out"
+}
 
 # True when something accepts TCP connections on host:port (no Java, no nc needed).
 port_open() {
   timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null
 }
 
-# Pid from the pid file if that process is alive and is a Kafka broker; empty otherwise.
+# Pid from pid file $1 if that process is alive and is a Kafka broker; empty otherwise.
 running_pid() {
-  [[ -f "$PID_FILE" ]] || return 0
+  [[ -f "$1" ]] || return 0
   local pid
-  pid="$(tr -dc '0-9' <"$PID_FILE")"
+  pid="$(tr -dc '0-9' <"$1")"
   [[ -n "$pid" ]] || return 0
   if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
     echo "$pid"
@@ -83,25 +147,28 @@ fetch_jars() {
   log "jars ready ($(find "$LIBS_DIR" -name "*.jar" | wc -l) jars, $((SECONDS - t0)) s)"
 }
 
-write_config() {
-  mkdir -p "$CONF_DIR" "$KAFKA_DATA_DIR"
-  cat >"$CONF_DIR/server.properties" <<EOF
+# server.properties of the node selected by node_vars. On a cluster, topics get min(3, N) replicas and
+# min.insync.replicas 2, so an acks=all write survives one broker down; unclean election stays off.
+write_node_config() {
+  mkdir -p "$NODE_CONF_DIR" "$NODE_DATA_DIR"
+  cat >"$NODE_CONF_DIR/server.properties" <<EOF
 # Generated by scripts/kafka/kafka.sh -- edits are overwritten on every 'up'.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT
+node.id=$NODE_ID
+controller.quorum.voters=$(voters)
+listeners=PLAINTEXT://$KAFKA_HOST:$NODE_PORT,CONTROLLER://$KAFKA_HOST:$NODE_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$KAFKA_HOST:$NODE_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$KAFKA_DATA_DIR
+log.dirs=$NODE_DATA_DIR
 num.partitions=6
-default.replication.factor=1
-min.insync.replicas=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+default.replication.factor=$REPLICAS
+min.insync.replicas=$MIN_ISR
+offsets.topic.replication.factor=$REPLICAS
+transaction.state.log.replication.factor=$REPLICAS
+transaction.state.log.min.isr=$MIN_ISR
+unclean.leader.election.enable=false
 auto.create.topics.enable=true
 delete.topic.enable=true
 group.initial.rebalance.delay.ms=0
@@ -109,14 +176,19 @@ num.network.threads=3
 num.io.threads=4
 EOF
   if [[ "$MAJOR" -ge 4 ]]; then
-    cat >>"$CONF_DIR/server.properties" <<EOF
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+    cat >>"$NODE_CONF_DIR/server.properties" <<EOF
+share.coordinator.state.topic.replication.factor=$REPLICAS
+share.coordinator.state.topic.min.isr=$MIN_ISR
 EOF
   fi
-  # Kafka 3.x logs through reload4j (log4j 1.x config), Kafka 4.x through log4j2. Both go to stdout,
-  # which is redirected into $LOG_FILE.
-  cat >"$CONF_DIR/log4j.properties" <<'EOF'
+  write_log_config "$NODE_CONF_DIR"
+}
+
+# log4j configs into dir $1. Kafka 3.x logs through reload4j (log4j 1.x config), Kafka 4.x through
+# log4j2. Both go to stdout, which is redirected into the node's kafka.log.
+write_log_config() {
+  mkdir -p "$1"
+  cat >"$1/log4j.properties" <<'EOF'
 log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
 log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
@@ -124,7 +196,7 @@ log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.request.logger=WARN
 log4j.logger.org.apache.kafka.clients=WARN
 EOF
-  cat >"$CONF_DIR/log4j2.properties" <<'EOF'
+  cat >"$1/log4j2.properties" <<'EOF'
 status = warn
 appender.stdout.type = Console
 appender.stdout.name = STDOUT
@@ -138,14 +210,14 @@ logger.clients.name = org.apache.kafka.clients
 logger.clients.level = WARN
 EOF
   # Command-line tools (StorageTool): warnings only, to stderr.
-  cat >"$CONF_DIR/tools-log4j.properties" <<'EOF'
+  cat >"$1/tools-log4j.properties" <<'EOF'
 log4j.rootLogger=WARN, stderr
 log4j.appender.stderr=org.apache.log4j.ConsoleAppender
 log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
 log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.appender.stderr.Target=System.err
 EOF
-  cat >"$CONF_DIR/tools-log4j2.properties" <<'EOF'
+  cat >"$1/tools-log4j2.properties" <<'EOF'
 status = warn
 appender.stderr.type = Console
 appender.stderr.name = STDERR
@@ -157,165 +229,247 @@ rootLogger.appenderRef.stderr.ref = STDERR
 EOF
 }
 
-# $1: "" for the broker, "tools-" for command-line tools (StorageTool)
+# $1: config dir; $2: "" for the broker, "tools-" for command-line tools (StorageTool)
 jvm_log_opts() {
   if [[ "$MAJOR" -ge 4 ]]; then
-    echo "-Dlog4j2.configurationFile=file:$CONF_DIR/${1:-}log4j2.properties"
+    echo "-Dlog4j2.configurationFile=file:$1/${2:-}log4j2.properties"
   else
-    echo "-Dlog4j.configuration=file:$CONF_DIR/${1:-}log4j.properties"
+    echo "-Dlog4j.configuration=file:$1/${2:-}log4j.properties"
   fi
 }
 
-format_storage() {
-  if [[ -f "$KAFKA_DATA_DIR/meta.properties" ]]; then
+# The cluster id every node is formatted with: generated once, kept in the state dir.
+cluster_id() {
+  local file="$STATE_DIR/cluster.id"
+  if [[ ! -s "$file" ]]; then
+    write_log_config "$TOOLS_CONF_DIR"
+    local id
+    # shellcheck disable=SC2046
+    id="$("$JAVA" $(jvm_log_opts "$TOOLS_CONF_DIR" tools-) -cp "$LIBS_DIR/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)"
+    [[ -n "$id" ]] || die "could not generate a cluster id with kafka.tools.StorageTool"
+    echo "$id" >"$file"
+  fi
+  cat "$file"
+}
+
+format_node_storage() {
+  if [[ -f "$NODE_DATA_DIR/meta.properties" ]]; then
     return 0
   fi
-  local cluster_id
+  local id
+  id="$(cluster_id)"
+  log "formatting storage of node $NODE_ID in $NODE_DATA_DIR (cluster id $id) ..."
   # shellcheck disable=SC2046
-  cluster_id="$("$JAVA" $(jvm_log_opts tools-) -cp "$LIBS_DIR/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)"
-  [[ -n "$cluster_id" ]] || die "could not generate a cluster id with kafka.tools.StorageTool"
-  log "formatting storage in $KAFKA_DATA_DIR (cluster id $cluster_id) ..."
-  # shellcheck disable=SC2046
-  "$JAVA" $(jvm_log_opts tools-) -cp "$LIBS_DIR/*" kafka.tools.StorageTool format \
-      -t "$cluster_id" -c "$CONF_DIR/server.properties" --ignore-formatted >>"$KAFKA_HOME_DIR/format.log" 2>&1 \
-    || die "storage format failed, see $KAFKA_HOME_DIR/format.log"
+  "$JAVA" $(jvm_log_opts "$NODE_CONF_DIR" tools-) -cp "$LIBS_DIR/*" kafka.tools.StorageTool format \
+      -t "$id" -c "$NODE_CONF_DIR/server.properties" --ignore-formatted >>"$STATE_DIR/format.log" 2>&1 \
+    || die "storage format failed, see $STATE_DIR/format.log"
 }
 
-start_broker() {
-  [[ -f "$LOG_FILE" ]] && mv -f "$LOG_FILE" "$LOG_FILE.prev"
-  : >"$LOG_FILE"
+start_node() {
+  [[ -f "$NODE_LOG_FILE" ]] && mv -f "$NODE_LOG_FILE" "$NODE_LOG_FILE.prev"
+  : >"$NODE_LOG_FILE"
+  rm -f "$NODE_PID_FILE"
   local launcher=()
   command -v setsid >/dev/null 2>&1 && launcher=(setsid)
   # The inner bash writes its own pid and then execs java, so the pid file holds the JVM's pid.
   # setsid detaches the broker from the caller's process group/terminal.
   # shellcheck disable=SC2046,SC2086
   # shellcheck disable=SC2016
-  nohup "${launcher[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka-launch "$PID_FILE" \
+  nohup "${launcher[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka-launch "$NODE_PID_FILE" \
     "$JAVA" $KAFKA_HEAP_OPTS \
     -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
     -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true \
-    $(jvm_log_opts) -Dkafka.logs.dir="$KAFKA_HOME_DIR" \
-    -cp "$LIBS_DIR/*" kafka.Kafka "$CONF_DIR/server.properties" \
-    </dev/null >>"$LOG_FILE" 2>&1 9>&- &
+    $(jvm_log_opts "$NODE_CONF_DIR") -Dkafka.logs.dir="$(dirname "$NODE_LOG_FILE")" \
+    -cp "$LIBS_DIR/*" kafka.Kafka "$NODE_CONF_DIR/server.properties" \
+    </dev/null >>"$NODE_LOG_FILE" 2>&1 9>&- &
   # wait for the pid file written by the launcher
   for _ in $(seq 1 50); do
-    [[ -s "$PID_FILE" ]] && break
+    [[ -s "$NODE_PID_FILE" ]] && break
     sleep 0.1
   done
 }
 
+# Waits until every node in $@ (node numbers) logged "Kafka Server started" and accepts connections.
+# The nodes of a cluster only finish starting once a quorum of voters is up, so they are awaited together.
 wait_ready() {
-  local t0=$1 pid=$2 deadline=$(($1 + KAFKA_START_TIMEOUT))
+  local t0=$SECONDS deadline=$((SECONDS + KAFKA_START_TIMEOUT)) pending=("$@") left i pid
   while ((SECONDS < deadline)); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "----- last lines of $LOG_FILE -----" >&2
-      tail -n 30 "$LOG_FILE" >&2 || true
-      rm -f "$PID_FILE"
-      die "Kafka exited during startup, see $LOG_FILE"
-    fi
-    if grep -q 'Kafka Server started' "$LOG_FILE" 2>/dev/null && port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
-      log "Kafka $KAFKA_VERSION is up on $KAFKA_HOST:$KAFKA_PORT (pid $pid, ready in $((SECONDS - t0)) s, log $LOG_FILE)"
-      return 0
-    fi
+    left=()
+    for i in "${pending[@]}"; do
+      node_vars "$i"
+      pid="$(running_pid "$NODE_PID_FILE")"
+      if [[ -z "$pid" ]]; then
+        echo "----- last lines of $NODE_LOG_FILE -----" >&2
+        tail -n 30 "$NODE_LOG_FILE" >&2 || true
+        rm -f "$NODE_PID_FILE"
+        die "Kafka node $i exited during startup, see $NODE_LOG_FILE"
+      fi
+      if grep -q 'Kafka Server started' "$NODE_LOG_FILE" 2>/dev/null && port_open "$KAFKA_HOST" "$NODE_PORT"; then
+        log "Kafka $KAFKA_VERSION $( ((BROKERS > 1)) && echo "node $i " )is up on $KAFKA_HOST:$NODE_PORT (pid $pid, ready in $((SECONDS - t0)) s, log $NODE_LOG_FILE)"
+      else
+        left+=("$i")
+      fi
+    done
+    [[ ${#left[@]} -eq 0 ]] && return 0
+    pending=("${left[@]}")
     sleep 0.5
   done
-  echo "----- last lines of $LOG_FILE -----" >&2
-  tail -n 30 "$LOG_FILE" >&2 || true
-  die "Kafka (pid $pid) not ready on $KAFKA_HOST:$KAFKA_PORT after ${KAFKA_START_TIMEOUT}s, see $LOG_FILE (it was left running; 'kafka.sh down' stops it)"
+  for i in "${pending[@]}"; do
+    node_vars "$i"
+    echo "----- last lines of $NODE_LOG_FILE -----" >&2
+    tail -n 30 "$NODE_LOG_FILE" >&2 || true
+  done
+  die "Kafka node(s) ${pending[*]} not ready after ${KAFKA_START_TIMEOUT}s (left running; 'kafka.sh down' stops them)"
 }
 
 cmd_up() {
-  mkdir -p "$KAFKA_HOME_DIR"
+  mkdir -p "$KAFKA_HOME_DIR" "$STATE_DIR"
   # Serialise concurrent 'up's (e.g. parallel test setups): a second caller waits until the first one
-  # has a ready broker, then finds the port open. The broker itself runs with fd 9 closed so it does
-  # not keep holding the lock.
+  # has ready brokers, then finds the ports open. The brokers run with fd 9 closed so they do not keep
+  # holding the lock.
   if command -v flock >/dev/null 2>&1; then
-    exec 9>"$KAFKA_HOME_DIR/.up.lock"
+    exec 9>"$STATE_DIR/.up.lock"
     flock 9
   fi
-  if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
-    log "something already answers on $KAFKA_HOST:$KAFKA_PORT; nothing to do"
+  local i pid t0=$SECONDS to_start=() to_wait=()
+  for i in $(seq 1 "$BROKERS"); do
+    node_vars "$i"
+    if port_open "$KAFKA_HOST" "$NODE_PORT"; then
+      if [[ "$BROKERS" -eq 1 ]]; then
+        log "something already answers on $KAFKA_HOST:$NODE_PORT; nothing to do"
+      else
+        log "something already answers on $KAFKA_HOST:$NODE_PORT; nothing to do for node $i"
+      fi
+      continue
+    fi
+    pid="$(running_pid "$NODE_PID_FILE")"
+    if [[ -n "$pid" ]]; then
+      log "node $i (pid $pid) is already starting; waiting for it"
+      to_wait+=("$i")
+      continue
+    fi
+    if port_open "$KAFKA_HOST" "$NODE_CONTROLLER_PORT"; then
+      die "controller port $KAFKA_HOST:$NODE_CONTROLLER_PORT of node $i is already taken (set KAFKA_CONTROLLER_PORT)"
+    fi
+    to_start+=("$i")
+  done
+  if [[ ${#to_start[@]} -gt 0 ]]; then
+    command -v "$JAVA" >/dev/null 2>&1 || die "java not found (need Java 17+)"
+    fetch_jars
+    t0=$SECONDS
+    for i in "${to_start[@]}"; do
+      node_vars "$i"
+      write_node_config
+      format_node_storage
+      log "starting Kafka $KAFKA_VERSION (KRaft, node.id=$i$( ((BROKERS > 1)) && echo " of $BROKERS" )) on $KAFKA_HOST:$NODE_PORT, data in $NODE_DATA_DIR ..."
+      start_node
+      pid="$(running_pid "$NODE_PID_FILE")"
+      if [[ -z "$pid" ]]; then
+        tail -n 30 "$NODE_LOG_FILE" >&2 || true
+        die "Kafka node $i failed to start, see $NODE_LOG_FILE"
+      fi
+      to_wait+=("$i")
+    done
+    log "waiting up to ${KAFKA_START_TIMEOUT}s for readiness ..."
+  fi
+  if [[ ${#to_wait[@]} -gt 0 ]]; then
+    wait_ready "${to_wait[@]}"
+  fi
+  if [[ "$BROKERS" -gt 1 && ${#to_start[@]} -gt 0 ]]; then
+    log "$BROKERS-node cluster ready $((SECONDS - t0)) s after the first start; bootstrap $(bootstrap)"
+  fi
+  return 0
+}
+
+# For a cluster every node-<i> dir found (so `down` stops the whole cluster even when asked for fewer
+# nodes than it has); for one broker, node 1.
+known_nodes() {
+  if [[ "$BROKERS" -eq 1 ]]; then
+    echo 1
     return 0
   fi
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    log "broker process $pid is already starting; waiting for it"
-    wait_ready "$SECONDS" "$pid"
-    return 0
-  fi
-  rm -f "$PID_FILE"
-  command -v "$JAVA" >/dev/null 2>&1 || die "java not found (need Java 17+)"
-  if port_open "$KAFKA_HOST" "$KAFKA_CONTROLLER_PORT"; then
-    die "controller port $KAFKA_HOST:$KAFKA_CONTROLLER_PORT is already taken (set KAFKA_CONTROLLER_PORT)"
-  fi
-  fetch_jars
-  write_config
-  format_storage
-  local t0=$SECONDS
-  log "starting Kafka $KAFKA_VERSION (KRaft, node.id=1) on $KAFKA_HOST:$KAFKA_PORT, data in $KAFKA_DATA_DIR ..."
-  start_broker
-  pid="$(running_pid)"
-  if [[ -z "$pid" ]]; then
-    tail -n 30 "$LOG_FILE" >&2 || true
-    die "Kafka failed to start, see $LOG_FILE"
-  fi
-  log "pid $pid; waiting up to ${KAFKA_START_TIMEOUT}s for readiness ..."
-  wait_ready "$t0" "$pid"
+  local i n="$BROKERS" d
+  for d in "$KAFKA_CLUSTER_DIR"/node-*; do
+    [[ -d "$d" ]] || continue
+    i="${d##*/node-}"
+    if [[ "$i" =~ ^[0-9]+$ ]] && ((i > n)); then n="$i"; fi
+  done
+  seq 1 "$n"
 }
 
 cmd_down() {
-  local pid
-  pid="$(running_pid)"
-  if [[ -z "$pid" ]]; then
-    rm -f "$PID_FILE"
-    if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
-      log "not started by this script (no live pid in $PID_FILE), but something answers on $KAFKA_HOST:$KAFKA_PORT; leaving it alone"
-    else
-      log "not running"
+  local i pid pids=() nodes=() alive
+  for i in $(known_nodes); do
+    node_vars "$i"
+    pid="$(running_pid "$NODE_PID_FILE")"
+    if [[ -z "$pid" ]]; then
+      rm -f "$NODE_PID_FILE"
+      if port_open "$KAFKA_HOST" "$NODE_PORT"; then
+        log "node $i: not started by this script (no live pid in $NODE_PID_FILE), but something answers on $KAFKA_HOST:$NODE_PORT; leaving it alone"
+      else
+        log "node $i: not running"
+      fi
+      continue
     fi
-    return 0
-  fi
-  log "stopping Kafka (pid $pid) ..."
-  kill -TERM "$pid" 2>/dev/null || true
+    log "stopping Kafka node $i (pid $pid) ..."
+    kill -TERM "$pid" 2>/dev/null || true
+    pids+=("$pid")
+    nodes+=("$i")
+  done
+  [[ ${#pids[@]} -eq 0 ]] && return 0
+  # Every node gets SIGTERM at once: stopped one after another, the last ones would wait for a quorum.
   for _ in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
     sleep 0.5
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "still running after 30 s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    sleep 1
-  fi
-  rm -f "$PID_FILE"
+  for pid in "${pids[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      log "pid $pid still running after 30 s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  sleep 0.2
+  for i in "${nodes[@]}"; do
+    node_vars "$i"
+    rm -f "$NODE_PID_FILE"
+  done
   log "stopped"
 }
 
 cmd_status() {
-  local pid
-  pid="$(running_pid)"
-  if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
-    if [[ -n "$pid" ]]; then
-      echo "up ($KAFKA_HOST:$KAFKA_PORT, pid $pid)"
-    else
-      echo "up ($KAFKA_HOST:$KAFKA_PORT, not started by this script)"
+  local i pid who rc=0
+  for i in $(seq 1 "$BROKERS"); do
+    node_vars "$i"
+    pid="$(running_pid "$NODE_PID_FILE")"
+    who=""
+    [[ "$BROKERS" -gt 1 ]] && who="node $i: "
+    if port_open "$KAFKA_HOST" "$NODE_PORT"; then
+      if [[ -n "$pid" ]]; then
+        echo "${who}up ($KAFKA_HOST:$NODE_PORT, pid $pid)"
+      else
+        echo "${who}up ($KAFKA_HOST:$NODE_PORT, not started by this script)"
+      fi
+      continue
     fi
-    return 0
-  fi
-  if [[ -n "$pid" ]]; then
-    echo "down (pid $pid is alive but $KAFKA_HOST:$KAFKA_PORT does not answer yet: starting or stuck, see $LOG_FILE)"
-  else
-    echo "down"
-  fi
-  return 1
+    rc=1
+    if [[ -n "$pid" ]]; then
+      echo "${who}down (pid $pid is alive but $KAFKA_HOST:$NODE_PORT does not answer yet: starting or stuck, see $NODE_LOG_FILE)"
+    else
+      echo "${who}down"
+    fi
+  done
+  return $rc
 }
 
-case "${1:-}" in
+case "$COMMAND" in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
+  bootstrap) bootstrap ;;
   *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up|down|status|bootstrap [--brokers N]" >&2
     exit 2
     ;;
 esac

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { TrackedPool } from './tracked-pool';
 import { PrismaClient } from '../../../generated/prisma/client';
 
 export { Prisma, PrismaClient } from '../../../generated/prisma/client';
@@ -26,53 +27,18 @@ function statementNames(): (query: { sql: string }) => string {
   };
 }
 
-/** A Prisma client on a `pg` pool of `poolMax` connections (driver adapter, no native engine). */
-export function createPrismaClient(url: string, poolMax: number, applicationName = 'tickets'): PrismaClient {
-  const adapter = new PrismaPg(
-    {
-      connectionString: url,
-      max: poolMax,
-      application_name: applicationName,
-      connectionTimeoutMillis: 5_000,
-      idleTimeoutMillis: 30_000,
-    },
-    { statementNameGenerator: statementNames() },
-  );
-  return new PrismaClient({ adapter });
-}
-
-/** Prisma's own error codes (P1001, P2010 ...) have the shape of a SQLSTATE; PL/pgSQL's P0001-P0004 are real ones. */
-const PRISMA_CODE = /^P[1-9]\d{3}$/;
-
 /**
- * The PostgreSQL SQLSTATE behind a Prisma or driver error, if there is one: a `pg` error's `code`, or,
- * for a Prisma error (e.g. P2010 from $queryRaw), the driver adapter's `originalCode` in its cause or
- * in `meta.driverAdapterError`.
+ * A Prisma client on a `pg` pool of `poolMax` connections (driver adapter, no native engine). The pool
+ * is a TrackedPool, so errors of a lost session say whether the statement was sent (databaseFailure).
  */
-export function sqlState(error: unknown): string | undefined {
-  const seen = new Set<unknown>();
-  const queue: unknown[] = [error];
-  while (queue.length) {
-    const cur = queue.shift();
-    if (!cur || typeof cur !== 'object' || seen.has(cur)) continue;
-    seen.add(cur);
-    const o = cur as Record<string, unknown>;
-    const meta = o.meta as Record<string, unknown> | undefined;
-    for (const v of [o.code, meta?.code, o.originalCode]) {
-      if (typeof v === 'string' && /^[0-9A-Z]{5}$/.test(v) && !PRISMA_CODE.test(v)) return v;
-    }
-    queue.push(o.cause, meta?.driverAdapterError);
-  }
-  return undefined;
-}
-
-export const isUniqueViolation = (error: unknown): boolean =>
-  sqlState(error) === '23505' || /P2002|unique constraint/i.test(String((error as Error)?.message ?? ''));
-
-/** Connection-level failures: the database is down or unreachable, so a retry later can help. */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  const state = sqlState(error);
-  if (state && /^(08|57P)/.test(state)) return true;
-  const text = `${(error as Error)?.name ?? ''} ${(error as Error)?.message ?? ''} ${(error as { code?: string })?.code ?? ''}`;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection terminated|timeout exceeded when trying to connect|P1001|P1002|P1017|DatabaseNotReachable|ConnectionClosed/i.test(text);
+export function createPrismaClient(url: string, poolMax: number, applicationName = 'tickets'): PrismaClient {
+  const pool = new TrackedPool({
+    connectionString: url,
+    max: poolMax,
+    application_name: applicationName,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  const adapter = new PrismaPg(pool, { statementNameGenerator: statementNames(), disposeExternalPool: true });
+  return new PrismaClient({ adapter });
 }
