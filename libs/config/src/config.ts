@@ -48,6 +48,8 @@ const EnvSchema = z.object({
   IDEMPOTENCY_REPLAY_CACHE_SIZE: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
   /** Seconds a caller is told to wait (Retry-After) when its key is in flight elsewhere. */
   IDEMPOTENCY_IN_USE_RETRY_AFTER: z.coerce.number().int().min(1).max(60).default(1),
+  // How long a write whose connection died mid-statement may spend finding out whether it committed.
+  IDEMPOTENCY_SETTLE_TIMEOUT: duration('2s'),
   AUTH_CACHE_TTL: duration('30s'),
   KAFKA_BROKERS: z
     .string()
@@ -126,7 +128,7 @@ export interface AppConfig {
   logLevel: Env['LOG_LEVEL'];
   http: { host: string; port: number; bodyLimitBytes: number };
   database: { url: string; poolMax: number };
-  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number; replayCacheSize: number };
+  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number; replayCacheSize: number; settleTimeoutMs: number };
   auth: { cacheTtlMs: number };
   kafka: { brokers: string[]; clientId: string; topic: string; partitions: number; retentionMs: number };
   relay: {
@@ -182,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       purgeIntervalMs: e.IDEMPOTENCY_PURGE_INTERVAL,
       inUseRetryAfterSeconds: e.IDEMPOTENCY_IN_USE_RETRY_AFTER,
       replayCacheSize: e.IDEMPOTENCY_REPLAY_CACHE_SIZE,
+      settleTimeoutMs: e.IDEMPOTENCY_SETTLE_TIMEOUT,
     },
     auth: { cacheTtlMs: e.AUTH_CACHE_TTL },
     kafka: {

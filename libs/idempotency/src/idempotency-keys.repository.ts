@@ -114,6 +114,20 @@ export class IdempotencyKeysRepository {
     return rows[0] ? toStoredKey(rows[0]) : null;
   }
 
+  /**
+   * Runs alone, in its own transaction: waits (at most `lockTimeoutMs`) for the key's in-flight lock, so
+   * that no transaction writing this key is still running, then reads the key. Throws SQLSTATE 55P03
+   * when the lock was not granted in time (a write with this key is still running).
+   */
+  async findKeyOnceSettled(tenantId: string, key: string, lockTimeoutMs: number): Promise<StoredKey | null> {
+    const ms = Math.max(1, Math.ceil(lockTimeoutMs));
+    return this.prisma.$transaction(async (tx) => {
+      await tx.$executeRaw(Prisma.sql`SELECT set_config('lock_timeout', ${`${ms}ms`}, true)`);
+      await tx.$executeRaw(Prisma.sql`SELECT pg_advisory_xact_lock(${keyLock(tenantId, key)})`);
+      return this.findKey(tenantId, key, tx);
+    });
+  }
+
   /** Runs alone: true while some transaction holds the key's lock (the first request with this key is in flight). */
   async isKeyInFlight(tenantId: string, key: string): Promise<boolean> {
     const rows = await this.prisma.$queryRaw<Array<{ busy: boolean }>>(Prisma.sql`

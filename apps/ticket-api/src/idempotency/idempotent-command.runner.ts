@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
-import { isUniqueViolation } from '@tickets/db';
+import { databaseFailure, isUniqueViolation, sqlState } from '@tickets/db';
 import { DomainError } from '@tickets/errors';
 import { IdempotencyKeysRepository, type NewKey } from '@tickets/idempotency';
 import { APP_CONFIG } from '../common/tokens';
@@ -58,6 +58,8 @@ export class IdempotentCommandRunner {
         // Lost a race the statement's snapshot could not see (same key, or same externalRef under another
         // key): nothing was written; run it again to find the winner.
         if (isUniqueViolation(e) && attempt < MAX_RACE_RETRIES) continue;
+        // The connection died while the write ran: it may or may not have committed. Find out.
+        if (databaseFailure(e) === 'outcome_unknown') return this.settle(cmd, print, now, e);
         throw e;
       }
       if (step.kind === 'blocked') {
@@ -95,6 +97,42 @@ export class IdempotentCommandRunner {
       await this.keys.insertKey(tx, scope.keyFor(answer));
       return { kind: 'recorded', answer };
     });
+  }
+
+  /**
+   * The answer to a write whose connection died mid-statement, decided on a fresh connection within
+   * IDEMPOTENCY_SETTLE_TIMEOUT: once no transaction holds the key's lock, the key row says whether the
+   * write committed (the key is written in the same transaction as the ticket and its event). Committed:
+   * its answer (this request's own, or another request's with the same key). Not committed: 503, nothing
+   * was written. Undecided in time: the original error, which the problem filter answers with a 500.
+   */
+  private async settle<O extends string>(cmd: KeyedCommand, print: string, now: Date, original: unknown): Promise<KeyedResult<O>> {
+    const deadline = Date.now() + this.config.idempotency.settleTimeoutMs;
+    for (let delay = 100; ; delay = Math.min(400, delay * 2)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw original;
+      let prior;
+      try {
+        prior = await this.keys.findKeyOnceSettled(cmd.tenantId, cmd.key, left);
+      } catch (e) {
+        // 55P03: the write still holds the key's lock; a database failure: not reachable yet. Either: again.
+        if (sqlState(e) !== '55P03' && databaseFailure(e) === undefined) throw original;
+        await new Promise((r) => setTimeout(r, Math.min(Math.max(0, deadline - Date.now()), delay / 2 + Math.random() * (delay / 2))));
+        continue;
+      }
+      if (!prior) {
+        throw new DomainError(
+          'database_unavailable',
+          'The database connection was lost while the request ran, and the request did not commit (checked): nothing was written. Retry with the same Idempotency-Key.',
+          {},
+          1,
+        );
+      }
+      const answer = answerFromStoreOrReject(prior, cmd.operation, print, cmd.request, now) as CommandAnswer<O>;
+      this.remember(cmd, print, answer, prior.replayUntil);
+      // The key row this request wrote carries its clock; any other is an earlier request's answer.
+      return { answer, fromStore: prior.createdAt.getTime() !== now.getTime() };
+    }
   }
 
   /** Called only once the answer's key row is committed. */

@@ -79,8 +79,19 @@ export class FakeTicketsRepository implements Pick<TicketsRepository, 'tryCreate
   }
 }
 
-export class FakeIdempotencyKeysRepository implements Pick<IdempotencyKeysRepository, 'findKey' | 'tryLockKey' | 'insertKey' | 'insertKeyIfAbsent'> {
+export class FakeIdempotencyKeysRepository implements Pick<IdempotencyKeysRepository, 'findKey' | 'tryLockKey' | 'insertKey' | 'insertKeyIfAbsent' | 'findKeyOnceSettled'> {
+  /** Errors the next calls of findKeyOnceSettled throw, in order (an unreachable database, a lock timeout). */
+  settleFailures: unknown[] = [];
+  settleCalls = 0;
+
   constructor(private readonly store: InMemoryStore) {}
+
+  async findKeyOnceSettled(tenantId: string, key: string): Promise<StoredKey | null> {
+    this.settleCalls++;
+    const failure = this.settleFailures.shift();
+    if (failure) throw failure;
+    return this.store.storedKey(tenantId, key);
+  }
 
   async findKey(tenantId: string, key: string): Promise<StoredKey | null> {
     return this.store.storedKey(tenantId, key);
@@ -125,11 +136,12 @@ export const testConfig = (env: Record<string, string> = {}): AppConfig =>
 /** The create and cancel use cases of one API process over `store`; a second call is a second process (own cache). */
 export function ticketCommands(store: InMemoryStore, config = testConfig()) {
   const tickets = new FakeTicketsRepository(store);
+  const keys = new FakeIdempotencyKeysRepository(store);
   const runner = new IdempotentCommandRunner(
-    new FakeIdempotencyKeysRepository(store) as unknown as IdempotencyKeysRepository,
+    keys as unknown as IdempotencyKeysRepository,
     new FakeDatabase(store) as unknown as Database,
     config,
   );
   const repo = tickets as unknown as TicketsRepository;
-  return { tickets, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
+  return { tickets, keys, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
 }
