@@ -13,6 +13,7 @@ import { PurgeService } from './idempotency/purge.service';
 import { Database } from './infra/database';
 import { Metrics } from './metrics/metrics';
 import { RelayService } from './relay/relay.service';
+import { StatsModule } from './stats/stats.module';
 import { CancelTicketUseCase } from './tickets/cancel-ticket.use-case';
 import { CreateTicketUseCase } from './tickets/create-ticket.use-case';
 import { TicketsController } from './tickets/tickets.controller';
@@ -23,6 +24,8 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
+      global: true,
+      imports: [StatsModule],
       controllers: [TicketsController, IdempotencyController, HealthController, DocsController],
       providers: [
         { provide: APP_CONFIG, useValue: config },
@@ -38,7 +41,7 @@ export class AppModule {
         PurgeService,
         RelayService,
       ],
-      exports: [Database, Metrics],
+      exports: [Database, Metrics, APP_CONFIG],
     };
   }
 }

@@ -1,0 +1,68 @@
+import { BaseRpcContext } from '@nestjs/microservices';
+import type { PoolClient } from 'pg';
+import type { InvalidMessage } from './envelope-parser';
+
+interface Where {
+  groupId: string;
+  topic: string;
+  partition: number;
+  /** 1 on the first try; > 1 when the kit retries an event whose handler failed. */
+  attempt: number;
+}
+
+/** `@Ctx()` of an @OnTicketEvent handler. */
+export class TicketEventContext extends BaseRpcContext<[Where & { offset: string }, PoolClient]> {
+  /** The open transaction the kit commits (inbox row included) before it commits the offset. */
+  get tx(): PoolClient {
+    return this.args[1];
+  }
+  get groupId(): string {
+    return this.args[0].groupId;
+  }
+  get topic(): string {
+    return this.args[0].topic;
+  }
+  get partition(): number {
+    return this.args[0].partition;
+  }
+  get offset(): string {
+    return this.args[0].offset;
+  }
+  get attempt(): number {
+    return this.args[0].attempt;
+  }
+}
+
+/** `@Ctx()` of an @OnTicketEventBatch handler. */
+export class TicketEventBatchContext extends BaseRpcContext<[Where & { offsets: string[]; invalid: InvalidMessage[] }, PoolClient]> {
+  /** With inbox 'kit': the open transaction. With inbox 'handler': a connection outside any transaction. */
+  get tx(): PoolClient {
+    return this.args[1];
+  }
+  get groupId(): string {
+    return this.args[0].groupId;
+  }
+  get topic(): string {
+    return this.args[0].topic;
+  }
+  get partition(): number {
+    return this.args[0].partition;
+  }
+  /** Offsets of the events passed, same order. */
+  get offsets(): readonly string[] {
+    return this.args[0].offsets;
+  }
+  get attempt(): number {
+    return this.args[0].attempt;
+  }
+  /** Only with inbox 'handler': the chunk's invalid messages, which the handler must dead-letter itself. */
+  get invalid(): readonly InvalidMessage[] {
+    return this.args[0].invalid;
+  }
+}
+
+/** What a batch handler with inbox 'handler' returns. */
+export interface OwnInboxResult {
+  processed: number;
+  duplicates: number;
+}
