@@ -5,29 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import type { INestMicroservice } from '@nestjs/common';
 import { Pool } from 'pg';
-import type { TicketEventsOptions, TicketEventsServer } from '@tickets/event-consumer';
-import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
+import type { TicketEventsServer } from '@tickets/event-consumer';
+import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { EFFECTS_DDL, EffectsController, POISON_TITLE, startExample } from '../support/kit-example';
+import { kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
-
-export function kitOptions(topic: string, groupId: string, over: Partial<TicketEventsOptions> = {}): TicketEventsOptions {
-  return {
-    groupId,
-    topic,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-test', sessionTimeoutMs: 10_000 },
-    databaseUrl: TEST_DATABASE_URL,
-    chunkSize: 100,
-    partitionsConcurrency: 2,
-    maxAttempts: 3,
-    retryBaseMs: 20,
-    retryMaxDelayMs: 100,
-    inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 },
-    metrics: { port: 0, host: '127.0.0.1' },
-    ...over,
-  };
-}
 
 async function metric(server: TicketEventsServer, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();

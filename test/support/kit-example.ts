@@ -40,6 +40,7 @@ export class ExampleModule {}
 export async function startExample(options: TicketEventsOptions) {
   const server = new TicketEventsServer(options);
   const app = await NestFactory.createMicroservice(ExampleModule, { strategy: server, logger: false });
+  app.enableShutdownHooks(); // SIGTERM: finish the chunk in progress, commit, leave the group
   await app.listen();
   return { app, server };
 }
