@@ -104,6 +104,8 @@ describe('stats projection consumer and GET /v1/stats', () => {
     expect(res.status).toBe(401);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(JSON.parse(await res.text())).toMatchObject({ code: 'unauthorized', retryable: false });
+    const doc = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(doc.paths['/v1/stats']).toBeDefined();
   });
 
   it('equals the SQL count over tickets after a normal run', async () => {

@@ -81,14 +81,14 @@ export class ChunkProcessor {
     if (repeats > 0) this.metrics.duplicates.inc(group, repeats);
     if (events.length === 0 && invalid.length === 0) return;
     try {
-      await this.transaction(place, events, invalid, 1);
+      await this.transaction(place, events, invalid, 1, control);
       return;
     } catch (err) {
       if (databaseDown(err) || events.length === 0) throw err;
       this.log?.warn({ err: errorText(err), partition: place.partition, events: events.length }, 'handler failed; retrying the chunk one event at a time');
       this.metrics.retries.inc(group);
     }
-    if (invalid.length > 0) await this.transaction(place, [], invalid, 1);
+    if (invalid.length > 0) await this.transaction(place, [], invalid, 1, control);
     for (const e of events) await this.single(place, e, control);
   }
 
@@ -104,7 +104,7 @@ export class ChunkProcessor {
     for (let attempt = 2; attempt <= maxAttempts; attempt++) {
       if (attempt > 2) await this.sleep(backoffMs(attempt - 2, this.retry), control);
       try {
-        return await this.transaction(place, [e], [], attempt);
+        return await this.transaction(place, [e], [], attempt, control);
       } catch (err) {
         if (databaseDown(err)) throw err;
         last = err;
@@ -128,12 +128,12 @@ export class ChunkProcessor {
     if (control.abandoned()) throw new Abandoned('partition revoked or consumer stopping during a retry backoff');
   }
 
-  private async transaction(place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number): Promise<void> {
+  private async transaction(place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl): Promise<void> {
     for (let conflicts = 0; ; conflicts++) {
       const client = await this.pool.connect();
       let broken = false;
       try {
-        await this.runOnce(client, place, events, invalid, attempt);
+        await this.runOnce(client, place, events, invalid, attempt, control);
         return;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => (broken = true));
@@ -144,7 +144,7 @@ export class ChunkProcessor {
     }
   }
 
-  private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number): Promise<void> {
+  private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl): Promise<void> {
     const group = { group: place.groupId };
     const batch = this.handlers.batch;
     const where = { ...place, attempt };
@@ -168,6 +168,8 @@ export class ChunkProcessor {
     } else {
       for (const e of todo) {
         await this.invoke(this.handlers.byType.get(e.event.type)!, e.event, new TicketEventContext([{ ...where, offset: e.offset }, client]));
+        // Slow handlers: keep the membership alive inside a long chunk (kafkajs sends one only when due).
+        await control.heartbeat();
       }
     }
     if (todo.length > 0) stop();
