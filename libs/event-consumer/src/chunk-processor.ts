@@ -69,6 +69,7 @@ export class ChunkProcessor {
       if (m.kind === 'unknown') this.metrics.unknown.inc({ ...group, type: m.type });
       else if (m.kind === 'invalid') invalid.push(m);
       else if (!this.wants(m.event.type)) continue;
+      else if (this.ownInbox) events.push({ ...m, repeats: 0 }); // the handler dedups, repeats included
       else if (seen.has(m.event.id)) {
         seen.get(m.event.id)!.repeats++; // a duplicate publish read in the same fetch
         repeats++;
@@ -90,6 +91,10 @@ export class ChunkProcessor {
     }
     if (invalid.length > 0) await this.transaction(place, [], invalid, 1, control);
     for (const e of events) await this.single(place, e, control);
+  }
+
+  private get ownInbox(): boolean {
+    return this.handlers.batch?.options.inbox === 'handler';
   }
 
   private wants(type: string): boolean {
@@ -149,7 +154,7 @@ export class ChunkProcessor {
     const batch = this.handlers.batch;
     const where = { ...place, attempt };
     if (batch?.options.inbox === 'handler') {
-      const ctx = new TicketEventBatchContext([{ ...where, offsets: events.map((e) => e.offset), invalid: [...invalid] }, client]);
+      const ctx = new TicketEventBatchContext([{ ...where, offsets: events.map((e) => e.offset), values: events.map((e) => e.value), invalid: [...invalid] }, client]);
       const stop = this.metrics.handlerSeconds.startTimer(group);
       const r = (await this.invoke(batch.handler, events.map((e) => e.event), ctx)) as OwnInboxResult | undefined;
       stop();
@@ -163,7 +168,7 @@ export class ChunkProcessor {
     const todo = events.filter((e) => fresh.has(e.event.id));
     const stop = this.metrics.handlerSeconds.startTimer(group);
     if (batch && todo.length > 0) {
-      const ctx = new TicketEventBatchContext([{ ...where, offsets: todo.map((e) => e.offset), invalid: [] }, client]);
+      const ctx = new TicketEventBatchContext([{ ...where, offsets: todo.map((e) => e.offset), values: todo.map((e) => e.value), invalid: [] }, client]);
       await this.invoke(batch.handler, todo.map((e) => e.event), ctx);
     } else {
       for (const e of todo) {

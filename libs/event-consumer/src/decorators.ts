@@ -14,8 +14,9 @@ export interface BatchHandlerOptions {
   /**
    * 'kit' (default): the kit writes the inbox and the dead letters in the handler's transaction and
    * passes only events this group has not seen. 'handler': the kit writes neither; the handler gets
-   * every valid event and the invalid messages and must record them atomically itself (one statement),
-   * returning what it did. For consumers that fold inbox and effect into one statement (the notifier).
+   * every valid event in offset order (copies of one event included) and the invalid messages, and
+   * must record them atomically itself (one statement), returning what it did. For consumers that fold
+   * inbox, effect and dead letters into one statement.
    */
   inbox?: 'kit' | 'handler';
 }

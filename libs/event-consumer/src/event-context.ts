@@ -34,7 +34,7 @@ export class TicketEventContext extends BaseRpcContext<[Where & { offset: string
 }
 
 /** `@Ctx()` of an @OnTicketEventBatch handler. */
-export class TicketEventBatchContext extends BaseRpcContext<[Where & { offsets: string[]; invalid: InvalidMessage[] }, PoolClient]> {
+export class TicketEventBatchContext extends BaseRpcContext<[Where & { offsets: string[]; values: Buffer[]; invalid: InvalidMessage[] }, PoolClient]> {
   /** With inbox 'kit': the open transaction. With inbox 'handler': a connection outside any transaction. */
   get tx(): PoolClient {
     return this.args[1];
@@ -51,6 +51,10 @@ export class TicketEventBatchContext extends BaseRpcContext<[Where & { offsets: 
   /** Offsets of the events passed, same order. */
   get offsets(): readonly string[] {
     return this.args[0].offsets;
+  }
+  /** The message values as read from Kafka (valid UTF-8 JSON), same order: store them as text, no re-serialising. */
+  get values(): readonly Buffer[] {
+    return this.args[0].values;
   }
   get attempt(): number {
     return this.args[0].attempt;
