@@ -1,19 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from './config';
-import { parseDuration } from './duration';
-
-const duration = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((v, ctx) => {
-      try {
-        return parseDuration(v);
-      } catch (e) {
-        ctx.addIssue({ code: 'custom', message: (e as Error).message });
-        return z.NEVER;
-      }
-    });
+import { durationEnv as duration } from './env-schemas';
 
 /** Settings of a consumer built on @tickets/event-consumer (the kit), and of the stats projection consumer. */
 const EventConsumerEnv = z.object({

@@ -10,9 +10,9 @@ interface Where {
   attempt: number;
 }
 
-/** `@Ctx()` of an @OnTicketEvent handler. */
-export class TicketEventContext extends BaseRpcContext<[Where & { offset: string }, PoolClient]> {
-  /** The open transaction the kit commits (inbox row included) before it commits the offset. */
+/** What both contexts carry: where the messages came from, the connection, the attempt. */
+abstract class KitContext<W extends Where> extends BaseRpcContext<[W, PoolClient]> {
+  /** The open transaction the kit commits (inbox rows included) before it commits the offsets. */
   get tx(): PoolClient {
     return this.args[1];
   }
@@ -24,30 +24,24 @@ export class TicketEventContext extends BaseRpcContext<[Where & { offset: string
   }
   get partition(): number {
     return this.args[0].partition;
-  }
-  get offset(): string {
-    return this.args[0].offset;
   }
   get attempt(): number {
     return this.args[0].attempt;
   }
 }
 
-/** `@Ctx()` of an @OnTicketEventBatch handler. */
-export class TicketEventBatchContext extends BaseRpcContext<[Where & { offsets: string[]; values: Buffer[]; invalid: InvalidMessage[] }, PoolClient]> {
-  /** With inbox 'kit': the open transaction. With inbox 'handler': a connection outside any transaction. */
-  get tx(): PoolClient {
-    return this.args[1];
+/** `@Ctx()` of an @OnTicketEvent handler. */
+export class TicketEventContext extends KitContext<Where & { offset: string }> {
+  get offset(): string {
+    return this.args[0].offset;
   }
-  get groupId(): string {
-    return this.args[0].groupId;
-  }
-  get topic(): string {
-    return this.args[0].topic;
-  }
-  get partition(): number {
-    return this.args[0].partition;
-  }
+}
+
+/**
+ * `@Ctx()` of an @OnTicketEventBatch handler. With inbox 'handler', `tx` is a connection outside any
+ * transaction: the handler's one statement is its own transaction.
+ */
+export class TicketEventBatchContext extends KitContext<Where & { offsets: string[]; values: Buffer[]; invalid: InvalidMessage[] }> {
   /** Offsets of the events passed, same order. */
   get offsets(): readonly string[] {
     return this.args[0].offsets;
@@ -55,9 +49,6 @@ export class TicketEventBatchContext extends BaseRpcContext<[Where & { offsets: 
   /** The message values as read from Kafka (valid UTF-8 JSON), same order: store them as text, no re-serialising. */
   get values(): readonly Buffer[] {
     return this.args[0].values;
-  }
-  get attempt(): number {
-    return this.args[0].attempt;
   }
   /** Only with inbox 'handler': the chunk's invalid messages, which the handler must dead-letter itself. */
   get invalid(): readonly InvalidMessage[] {
