@@ -1,11 +1,11 @@
-import { loadConfigOrExit, loadEventConsumerConfig } from '@tickets/config';
+import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
 import { ticketEventsOptions } from '@tickets/event-consumer';
 import { createLogger } from '@tickets/logger';
 import { createStatsConsumer } from './stats-consumer.app';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('stats-consumer');
-  const kit = loadEventConsumerConfig();
+  const kit = loadEventConsumerConfigOrExit('stats-consumer');
   const logger = createLogger(config.logLevel, 'stats-consumer');
   const options = ticketEventsOptions(config, kit, kit.stats.groupId, logger);
   try {
@@ -28,3 +28,4 @@ async function main(): Promise<void> {
 }
 
 void main();
+

@@ -1,10 +1,10 @@
-import { loadConfigOrExit, loadEventConsumerConfig } from '@tickets/config';
+import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
 import { GroupBusyError, resetStatsGroup } from './rebuild';
 
 /** `npm run stats:rebuild` (empty the projection, replay from earliest) or `npm run stats:rebuild -- --replay-only`. */
 async function main(): Promise<void> {
   const config = loadConfigOrExit('stats-rebuild');
-  const groupId = loadEventConsumerConfig().stats.groupId;
+  const groupId = loadEventConsumerConfigOrExit('stats-rebuild').stats.groupId;
   const replayOnly = process.argv.includes('--replay-only');
   try {
     const r = await resetStatsGroup({ brokers: config.kafka.brokers, topic: config.kafka.topic, groupId, databaseUrl: config.database.url }, { clear: !replayOnly });
@@ -20,3 +20,4 @@ async function main(): Promise<void> {
 }
 
 void main();
+

@@ -53,3 +53,14 @@ export function loadEventConsumerConfig(env: NodeJS.ProcessEnv = process.env): E
     stats: { groupId: e.STATS_GROUP_ID },
   };
 }
+
+/** loadEventConsumerConfig() for a process entry point: on a bad environment, says what to fix and exits with code 2. */
+export function loadEventConsumerConfigOrExit(processName: string, env: NodeJS.ProcessEnv = process.env): EventConsumerConfig {
+  try {
+    return loadEventConsumerConfig(env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`${processName}: ${e.message}\n`);
+    process.exit(2);
+  }
+}

@@ -1,4 +1,4 @@
 export { loadConfig, loadConfigOrExit, ConfigError } from './config';
 export type { AppConfig } from './config';
 export { parseDuration } from './duration';
-export { loadEventConsumerConfig, type EventConsumerConfig } from './event-consumer.config';
+export { loadEventConsumerConfig, loadEventConsumerConfigOrExit, type EventConsumerConfig } from './event-consumer.config';

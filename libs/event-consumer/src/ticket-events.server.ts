@@ -71,7 +71,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   async listen(callback: (err?: unknown, ...rest: unknown[]) => void): Promise<void> {
     try {
       const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), this.log);
-      await checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, this.log);
+      await checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log);
       if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host);
       await this.consumer.connect();
       await this.consumer.subscribe({ topic: this.options.topic, fromBeginning: this.options.fromBeginning ?? true });

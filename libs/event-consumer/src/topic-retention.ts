@@ -6,11 +6,12 @@ import type { Logger } from '@tickets/logger';
  * messages longer than the inbox keeps event ids: a replay would then reach events the inbox has
  * forgotten and handle them a second time. Kafka owns retention.ms, so the kit can only refuse.
  */
-export async function checkTopicRetention(kafka: Kafka, topic: string, inboxRetentionMs: number, log?: Logger): Promise<void> {
+export async function checkTopicRetention(kafka: Kafka, topic: string, inboxRetentionMs: number, stopped: () => boolean, log?: Logger): Promise<void> {
   const admin = kafka.admin();
   try {
     await admin.connect();
     for (let waited = 0; !(await admin.listTopics()).includes(topic); waited += 1000) {
+      if (stopped()) throw new Error(`stopped while waiting for topic ${topic}`);
       if (waited % 30_000 === 0) log?.warn(`topic ${topic} does not exist yet (the outbox relay creates it); waiting`);
       await new Promise((r) => setTimeout(r, 1000));
     }
