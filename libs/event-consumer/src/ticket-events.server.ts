@@ -26,7 +26,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   override readonly transportId = TICKET_EVENTS_TRANSPORT;
   /** A failing handler must reach the kit (retry, dead letter), not be logged and forgotten by Nest. */
   override readonly propagatesEventHandlerErrors = true;
-  readonly metrics = new ConsumerMetrics(true);
+  readonly metrics: ConsumerMetrics;
   private readonly pool: Pool;
   private readonly kafka: Kafka;
   private readonly consumer: Consumer;
@@ -39,6 +39,8 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   constructor(private readonly options: TicketEventsOptions) {
     super();
+    // The process metrics (GC, event loop, memory) only when /metrics is served: their observers cost CPU.
+    this.metrics = new ConsumerMetrics(Boolean(options.metrics));
     this.log = options.logger?.child({ component: 'event-consumer', groupId: options.groupId, topic: options.topic });
     this.pool = new Pool({
       connectionString: options.databaseUrl,
