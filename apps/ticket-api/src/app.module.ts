@@ -9,6 +9,7 @@ import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { CoreModule } from './infra/core.module';
 import { RelayModule } from './relay/relay.module';
+import { StatsModule } from './stats/stats.module';
 import { TicketsModule } from './tickets/tickets.module';
 
 @Module({})
@@ -16,7 +17,7 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(config, logger), AuthModule, IdempotencyModule, TicketsModule, RelayModule, HealthModule, DocsModule],
+      imports: [CoreModule.forRoot(config, logger), AuthModule, IdempotencyModule, TicketsModule, RelayModule, HealthModule, DocsModule, StatsModule],
       providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }

@@ -2,3 +2,4 @@ export { loadConfig, loadConfigOrExit, configDefaults, ConfigError } from './con
 export type { AppConfig } from './config';
 export { parseDuration } from './duration';
 export { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-config';
+export { loadEventConsumerConfig, loadEventConsumerConfigOrExit, type EventConsumerConfig } from './event-consumer.config';

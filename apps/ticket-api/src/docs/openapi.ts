@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CancelTicketInput, CreateTicketInput, Ticket } from '@tickets/contracts';
 import { PROBLEMS, PROBLEM_ADVICE } from '../common/problem';
+import { STATS_OPENAPI_PATHS } from '../stats/stats.openapi';
 
 const schema = (s: z.ZodType, io: 'input' | 'output' = 'output') => {
   const { $schema: _drop, ...rest } = z.toJSONSchema(s, { io, unrepresentable: 'any' }) as Record<string, unknown>;
@@ -97,6 +98,7 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
           },
         },
       },
+      ...STATS_OPENAPI_PATHS,
       '/health/live': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'alive' } } } },
       '/health/ready': { get: { summary: 'Readiness (checks the database)', security: [], responses: { '200': { description: 'ready' }, '503': problem('database_unavailable') } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },

@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { parseDuration } from './duration';
+
+/** An environment variable holding a duration (`500ms`, `30s`, `24h`, `30d`), parsed to milliseconds. */
+export const durationEnv = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      try {
+        return parseDuration(v);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        return z.NEVER;
+      }
+    });

@@ -1,0 +1,208 @@
+import type { MessageHandler } from '@nestjs/microservices';
+import type { Pool, PoolClient } from 'pg';
+import type { TicketEvent } from '@tickets/contracts';
+import { isDatabaseUnavailable, sqlState } from '@tickets/db';
+import type { Logger } from '@tickets/logger';
+import type { ConsumerMetrics } from './consumer-metrics';
+import type { BatchHandlerOptions, KitHandlerError } from './decorators';
+import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
+import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
+import type { KitInboxRepository, Place } from './inbox.repository';
+import { backoffMs } from './backoff';
+
+export interface HandlerTable {
+  /** Per-type handlers (Nest chains several handlers of one pattern behind the first). */
+  byType: Map<string, MessageHandler>;
+  batch?: { handler: MessageHandler; options: BatchHandlerOptions };
+}
+
+export interface RetrySettings {
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxDelayMs: number;
+}
+
+/** Calls a Nest handler and waits for it (and for the handlers chained behind it) to finish or fail. */
+export type Invoke = (handler: MessageHandler, data: unknown, ctx: TicketEventContext | TicketEventBatchContext) => Promise<unknown>;
+
+/** Kafka's side of a chunk: keep the membership alive, and learn when to stop. */
+export interface ChunkControl {
+  heartbeat(): Promise<void>;
+  /** The partition was revoked or the consumer is stopping: abandon, commit nothing more. */
+  abandoned(): boolean;
+}
+
+export class Abandoned extends Error {
+  override name = 'Abandoned';
+}
+
+/** A valid event, with the number of further copies of it in the chunk. */
+type Valid = Extract<ParsedEnvelope, { kind: 'event' }> & { repeats: number };
+/** Retried at once, never counted as a handler failure: two members touching the same rows during a rebalance. */
+const CONFLICT = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
+
+/**
+ * One chunk of one partition's messages, in offset order: unknown types counted and skipped, invalid
+ * messages dead-lettered, and the valid events handled in ONE transaction with their inbox rows. If
+ * the handlers fail, the chunk's events are retried one per transaction with backoff, and an event
+ * that fails `maxAttempts` times is dead-lettered with the error, so the partition moves on.
+ */
+export class ChunkProcessor {
+  constructor(
+    private readonly pool: Pool,
+    private readonly inbox: KitInboxRepository,
+    private readonly metrics: ConsumerMetrics,
+    private readonly handlers: HandlerTable,
+    private readonly retry: RetrySettings,
+    private readonly invoke: Invoke,
+    private readonly log?: Logger,
+  ) {}
+
+  /** Returns when every message of the chunk is handled or dead-lettered; throws Abandoned or a database outage. */
+  async process(place: Place, parsed: readonly ParsedEnvelope[], control: ChunkControl): Promise<void> {
+    const group = { group: place.groupId };
+    const invalid: InvalidMessage[] = [];
+    const events: Valid[] = [];
+    const seen = new Map<string, Valid>();
+    let repeats = 0;
+    for (const m of parsed) {
+      if (m.kind === 'unknown') this.metrics.unknown.inc({ ...group, type: m.type });
+      else if (m.kind === 'invalid') invalid.push(m);
+      else if (!this.wants(m.event.type)) continue;
+      else if (this.ownInbox) events.push({ ...m, repeats: 0 }); // the handler dedups, repeats included
+      else if (seen.has(m.event.id)) {
+        seen.get(m.event.id)!.repeats++; // a duplicate publish read in the same fetch
+        repeats++;
+      } else {
+        const v = { ...m, repeats: 0 };
+        seen.set(m.event.id, v);
+        events.push(v);
+      }
+    }
+    if (repeats > 0) this.metrics.duplicates.inc(group, repeats);
+    if (events.length === 0 && invalid.length === 0) return;
+    try {
+      await this.transaction(place, events, invalid, 1, control);
+      return;
+    } catch (err) {
+      if (databaseDown(err) || events.length === 0) throw err;
+      this.log?.warn({ err: errorText(err), partition: place.partition, events: events.length }, 'handler failed; retrying the chunk one event at a time');
+      this.metrics.retries.inc(group);
+    }
+    if (invalid.length > 0) await this.transaction(place, [], invalid, 1, control);
+    for (const e of events) await this.single(place, e, control);
+  }
+
+  private get ownInbox(): boolean {
+    return this.handlers.batch?.options.inbox === 'handler';
+  }
+
+  private wants(type: string): boolean {
+    const b = this.handlers.batch;
+    if (b) return !b.options.types || b.options.types.includes(type as TicketEvent['type']);
+    return this.handlers.byType.has(type);
+  }
+
+  private async single(place: Place, e: Valid, control: ChunkControl): Promise<void> {
+    const { maxAttempts } = this.retry;
+    let last: unknown;
+    for (let attempt = 2; attempt <= maxAttempts; attempt++) {
+      if (attempt > 2) await this.sleep(backoffMs(attempt - 2, this.retry), control);
+      try {
+        return await this.transaction(place, [e], [], attempt, control);
+      } catch (err) {
+        if (databaseDown(err)) throw err;
+        last = err;
+        if (attempt < maxAttempts) this.metrics.retries.inc({ group: place.groupId });
+      }
+    }
+    const reason = `handler failed ${maxAttempts} times (${e.event.type} ${e.event.id}): ${errorText(last)}`.slice(0, 2000);
+    this.log?.error({ partition: place.partition, offset: e.offset, eventId: e.event.id, reason }, 'event dead-lettered');
+    await this.inbox.deadLetter(this.pool, place, [{ offset: e.offset, reason, key: e.event.ticketId, value: e.value.toString('utf8'), headers: {} }]);
+    this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
+  }
+
+  /** Sleeps in slices, heartbeating, so a long backoff neither loses the partition nor delays a stop. */
+  private async sleep(ms: number, control: ChunkControl): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      if (control.abandoned()) throw new Abandoned('partition revoked or consumer stopping during a retry backoff');
+      await new Promise((r) => setTimeout(r, Math.min(500, until - Date.now())));
+      await control.heartbeat();
+    }
+    if (control.abandoned()) throw new Abandoned('partition revoked or consumer stopping during a retry backoff');
+  }
+
+  private async transaction(place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl): Promise<void> {
+    for (let conflicts = 0; ; conflicts++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        await this.runOnce(client, place, events, invalid, attempt, control);
+        return;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => (broken = true));
+        if (conflicts >= 5 || !CONFLICT.has(sqlState(unwrap(err)) ?? '')) throw err;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl): Promise<void> {
+    const group = { group: place.groupId };
+    const batch = this.handlers.batch;
+    const where = { ...place, attempt };
+    if (batch?.options.inbox === 'handler') {
+      const ctx = new TicketEventBatchContext([{ ...where, offsets: events.map((e) => e.offset), values: events.map((e) => e.value), invalid: [...invalid] }, client]);
+      const stop = this.metrics.handlerSeconds.startTimer(group);
+      const r = (await this.invoke(batch.handler, events.map((e) => e.event), ctx)) as OwnInboxResult | undefined;
+      stop();
+      if (r) this.countDone(place, r.processed, r.duplicates, 0);
+      if (invalid.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid.length);
+      return;
+    }
+    await client.query('BEGIN');
+    await this.inbox.deadLetter(client, place, invalid);
+    const fresh = await this.inbox.claim(client, place, events.map((e) => ({ id: e.event.id, type: e.event.type, ticketId: e.event.ticketId, offset: e.offset, repeats: e.repeats })));
+    const todo = events.filter((e) => fresh.has(e.event.id));
+    const stop = this.metrics.handlerSeconds.startTimer(group);
+    if (batch && todo.length > 0) {
+      const ctx = new TicketEventBatchContext([{ ...where, offsets: todo.map((e) => e.offset), values: todo.map((e) => e.value), invalid: [] }, client]);
+      await this.invoke(batch.handler, todo.map((e) => e.event), ctx);
+    } else {
+      for (const e of todo) {
+        await this.invoke(this.handlers.byType.get(e.event.type)!, e.event, new TicketEventContext([{ ...where, offset: e.offset }, client]));
+        // Slow handlers: keep the membership alive inside a long chunk (kafkajs sends one only when due).
+        await control.heartbeat();
+      }
+    }
+    if (todo.length > 0) stop();
+    await client.query('COMMIT');
+    this.countDone(place, todo.length, events.length - todo.length, invalid.length);
+  }
+
+  private countDone(place: Place, processed: number, duplicates: number, invalid: number): void {
+    const group = { group: place.groupId };
+    if (processed > 0) this.metrics.processed.inc(group, processed);
+    if (duplicates > 0) this.metrics.duplicates.inc(group, duplicates);
+    if (invalid > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid);
+  }
+}
+
+function errorText(err: unknown): string {
+  const e = unwrap(err);
+  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  return typeof e === 'string' ? e : JSON.stringify(e);
+}
+
+/** The handler's own error when it came through Nest's exception filter (see decorators.ts). */
+function unwrap(err: unknown): unknown {
+  return err && typeof err === 'object' && 'kitError' in err ? (err as KitHandlerError).kitError : err;
+}
+
+/** An outage is not the event's fault: no retry count, no dead letter; kafkajs re-runs the batch later. */
+function databaseDown(err: unknown): boolean {
+  return isDatabaseUnavailable(unwrap(err));
+}

@@ -1,0 +1,48 @@
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Prometheus metrics of one consumer process, on a registry of its own (two consumers in one process don't clash). */
+export class ConsumerMetrics {
+  readonly registry = new Registry();
+  private readonly labels = ['group'] as const;
+  readonly processed = new Counter({ name: 'event_consumer_processed_total', help: 'Events handled for the first time by this group (inbox row written)', labelNames: this.labels, registers: [this.registry] });
+  readonly duplicates = new Counter({ name: 'event_consumer_duplicates_skipped_total', help: 'Events already in the inbox (redelivery, replay, duplicate publish): handler not called', labelNames: this.labels, registers: [this.registry] });
+  readonly deadLettered = new Counter({ name: 'event_consumer_dead_lettered_total', help: 'Messages dead-lettered, by cause (invalid message, handler failed every attempt)', labelNames: ['group', 'cause'], registers: [this.registry] });
+  readonly unknown = new Counter({ name: 'event_consumer_unknown_skipped_total', help: 'Envelopes of an event type or version this build does not know: skipped', labelNames: ['group', 'type'], registers: [this.registry] });
+  readonly retries = new Counter({ name: 'event_consumer_handler_retries_total', help: 'Failed handler attempts that were retried', labelNames: this.labels, registers: [this.registry] });
+  readonly handlerSeconds = new Histogram({
+    name: 'event_consumer_handler_duration_seconds',
+    help: 'Time in the handlers per transaction (one event, or one chunk for batch handlers)',
+    labelNames: this.labels,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly lag = new Gauge({ name: 'event_consumer_lag', help: 'High watermark minus the next offset to read, per partition, as of the last commit', labelNames: ['group', 'topic', 'partition'], registers: [this.registry] });
+
+  constructor(defaultMetrics = false) {
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Serves GET /metrics on host:port (port 0: a free one); resolves with the bound port. */
+  async serve(port: number, host: string): Promise<{ port: number; close(): Promise<void> }> {
+    const server: HttpServer = createServer((req, res) => {
+      if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+        return;
+      }
+      this.registry
+        .metrics()
+        .then((text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text))
+        .catch((err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    return {
+      port: (server.address() as AddressInfo).port,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  }
+}

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import { parseEnvelope } from './envelope-parser';
+
+const created = () => {
+  const now = new Date().toISOString();
+  const ticketId = randomUUID();
+  return {
+    id: randomUUID(),
+    type: 'ticket.created.v1',
+    occurredAt: now,
+    tenantId: randomUUID(),
+    ticketId,
+    idempotencyKey: 'k-1',
+    data: { id: ticketId, title: 'x', description: null, priority: 'high', status: 'open', externalRef: null, requester: null, metadata: null, createdAt: now, updatedAt: now },
+  };
+};
+const msg = (value: string | Buffer | null) => ({ offset: '7', key: Buffer.from('k'), value: typeof value === 'string' ? Buffer.from(value) : value, headers: { 'event-type': Buffer.from('x') } });
+
+describe('parseEnvelope', () => {
+  it('accepts a valid envelope of the shared contracts', () => {
+    const e = created();
+    const p = parseEnvelope(msg(JSON.stringify(e)));
+    expect(p).toMatchObject({ kind: 'event', offset: '7', event: { id: e.id, type: 'ticket.created.v1' } });
+  });
+
+  it('skips a well-formed envelope of a type or version it does not know', () => {
+    expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.archived.v9' })))).toEqual({ kind: 'unknown', offset: '7', type: 'ticket.archived.v9' });
+    expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.created.v2', data: 1 })))).toMatchObject({ kind: 'unknown', type: 'ticket.created.v2' });
+  });
+
+  it('marks a known type that breaks its schema as invalid, with the issues', () => {
+    const p = parseEnvelope(msg(JSON.stringify({ ...created(), tenantId: 'nope' })));
+    expect(p).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/^not a TicketEvent: tenantId/) });
+  });
+
+  it.each([
+    ['not JSON', 'this is not JSON', /^not JSON/],
+    ['empty', '', /^empty value/],
+    ['no type', JSON.stringify({ hello: 1 }), /^not a TicketEvent/],
+    ['a type that is not an event name', JSON.stringify({ ...created(), type: 'DROP TABLE' }), /^not a TicketEvent/],
+    ['an escaped NUL', JSON.stringify({ ...created(), idempotencyKey: 'a\u0000b' }), /NUL/],
+  ])('dead-letters %s', (_name, value, reason) => {
+    expect(parseEnvelope(msg(value))).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(reason), key: 'k', headers: { 'event-type': 'x' } });
+  });
+
+  it('keeps bytes that are not UTF-8 as base64', () => {
+    const p = parseEnvelope(msg(Buffer.from([0xff, 0xfe, 0x00])));
+    expect(p).toMatchObject({ kind: 'invalid', reason: 'value is not valid UTF-8', value: 'base64://4A' });
+  });
+});

@@ -1,0 +1,83 @@
+import { isUtf8 } from 'node:buffer';
+import { EVENT_TYPES, TicketEvent } from '@tickets/contracts';
+
+/** The parts of a Kafka message the kit reads (kafkajs' KafkaMessage satisfies it). */
+export interface RawMessage {
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers?: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
+}
+
+/** A message that cannot be an event of ours, as stored in consumer_dead_letters. */
+export interface InvalidMessage {
+  offset: string;
+  reason: string;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+}
+
+export type ParsedEnvelope =
+  | { kind: 'event'; offset: string; event: TicketEvent; value: Buffer }
+  /** A well-formed envelope of a type or version this build does not know: skipped, not an error. */
+  | { kind: 'unknown'; offset: string; type: string }
+  | ({ kind: 'invalid' } & InvalidMessage);
+
+const KNOWN = new Set<string>(EVENT_TYPES);
+// An escaped NUL (\u0000) not itself preceded by an escaping backslash: PostgreSQL text cannot hold it.
+const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
+/**
+ * Bytes → a TicketEvent of the shared contracts. An envelope whose `type` is a string this build does
+ * not know (a newer event, `ticket.archived.v9`) is `unknown` and skipped: producers may add types
+ * before consumers learn them. Anything else that fails is `invalid`: permanent, dead-lettered once.
+ */
+export function parseEnvelope(message: RawMessage): ParsedEnvelope {
+  const invalid = (reason: string): ParsedEnvelope => ({
+    kind: 'invalid',
+    offset: message.offset,
+    reason,
+    key: storable(message.key),
+    value: storable(message.value),
+    headers: storableHeaders(message.headers),
+  });
+  const bytes = message.value;
+  if (!bytes || bytes.length === 0) return invalid('empty value (tombstone or empty message)');
+  if (!isUtf8(bytes)) return invalid('value is not valid UTF-8');
+  const text = bytes.toString('utf8');
+  if (text.includes('\u0000') || (text.includes('u0000') && ESCAPED_NUL.test(text))) {
+    return invalid('value contains a NUL character (U+0000), which PostgreSQL cannot store');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    return invalid(`not JSON: ${(e as Error).message}`);
+  }
+  const type = (json as { type?: unknown } | null)?.type;
+  if (typeof type === 'string' && /^[a-z][a-z0-9_.-]*\.v\d+$/.test(type) && !KNOWN.has(type)) {
+    return { kind: 'unknown', offset: message.offset, type };
+  }
+  const parsed = TicketEvent.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    return invalid(`not a TicketEvent: ${issues.join('; ')}${parsed.error.issues.length > 5 ? '; ...' : ''}`);
+  }
+  return { kind: 'event', offset: message.offset, event: parsed.data, value: bytes };
+}
+
+function storable(value: Buffer | string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  const buf = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+  return isUtf8(buf) && !buf.includes(0) ? buf.toString('utf8') : `base64:${buf.toString('base64')}`;
+}
+
+function storableHeaders(headers: RawMessage['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(headers ?? {})) {
+    if (v === undefined) continue;
+    out[storable(name) ?? name] = (Array.isArray(v) ? v : [v]).map((x) => storable(x) ?? '').join(', ');
+  }
+  return out;
+}

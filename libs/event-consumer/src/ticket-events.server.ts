@@ -1,0 +1,189 @@
+import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
+import { Kafka, logLevel as KafkaLogLevel, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
+import { Pool } from 'pg';
+import { lastValueFrom } from 'rxjs';
+import type { Logger } from '@tickets/logger';
+import { ChunkProcessor, Abandoned, type HandlerTable } from './chunk-processor';
+import { ConsumerMetrics } from './consumer-metrics';
+import { TICKET_EVENTS_BATCH_PATTERN, TICKET_EVENTS_TRANSPORT, type HandlerExtras } from './decorators';
+import { parseEnvelope } from './envelope-parser';
+import { KitInboxRepository } from './inbox.repository';
+import { checkTopicRetention } from './topic-retention';
+import type { TicketEventsOptions } from './ticket-events.options';
+
+type Status = 'connected' | 'disconnected';
+
+/**
+ * A Nest microservice transport for the ticket-events topic:
+ * `NestFactory.createMicroservice(AppModule, { strategy: new TicketEventsServer(options) })`.
+ *
+ * kafkajs eachBatch, autoCommit off, eachBatchAutoResolve off. Each chunk of a partition's batch is
+ * parsed, deduplicated against the group's inbox and handled in ONE database transaction; only after
+ * it commits are the chunk's offsets resolved and committed (last + 1). A partition revoked meanwhile
+ * (isStale) gets no commit: its new owner re-reads the chunk and the inbox turns it into skips.
+ */
+export class TicketEventsServer extends Server<Record<string, Function>, Status> implements CustomTransportStrategy {
+  override readonly transportId = TICKET_EVENTS_TRANSPORT;
+  /** A failing handler must reach the kit (retry, dead letter), not be logged and forgotten by Nest. */
+  override readonly propagatesEventHandlerErrors = true;
+  readonly metrics: ConsumerMetrics;
+  private readonly pool: Pool;
+  private readonly kafka: Kafka;
+  private readonly consumer: Consumer;
+  private readonly inbox = new KitInboxRepository();
+  private readonly log?: Logger;
+  private metricsServer?: { port: number; close(): Promise<void> };
+  private purgeTimer?: NodeJS.Timeout;
+  private stopping = false;
+  private killed = false;
+
+  constructor(private readonly options: TicketEventsOptions) {
+    super();
+    // The process metrics (GC, event loop, memory) only when /metrics is served: their observers cost CPU.
+    this.metrics = new ConsumerMetrics(Boolean(options.metrics));
+    this.log = options.logger?.child({ component: 'event-consumer', groupId: options.groupId, topic: options.topic });
+    this.pool = new Pool({
+      connectionString: options.databaseUrl,
+      // One connection per partition in flight, one for the purge and the dead letters written outside a chunk.
+      max: options.partitionsConcurrency + 1,
+      application_name: `event-consumer-${options.groupId}`.slice(0, 63),
+      connectionTimeoutMillis: 5_000,
+    });
+    this.pool.on('error', (err) => this.log?.warn({ err }, 'idle database connection failed'));
+    this.kafka = new Kafka({
+      clientId: options.kafka.clientId,
+      brokers: options.kafka.brokers,
+      logLevel: KafkaLogLevel.WARN,
+      logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),
+    });
+    // maxWaitTimeInMs bounds an idle fetch, and so how long close() waits for the fetch in flight.
+    this.consumer = this.kafka.consumer({
+      groupId: options.groupId,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 500,
+      ...(options.kafka.sessionTimeoutMs ? { sessionTimeout: options.kafka.sessionTimeoutMs } : {}),
+    });
+  }
+
+  /** The bound port of /metrics (after listen), when it is served. */
+  get metricsPort(): number | undefined {
+    return this.metricsServer?.port;
+  }
+
+  async listen(callback: (err?: unknown, ...rest: unknown[]) => void): Promise<void> {
+    try {
+      const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), this.log);
+      await checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log);
+      if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host);
+      await this.consumer.connect();
+      await this.consumer.subscribe({ topic: this.options.topic, fromBeginning: this.options.fromBeginning ?? true });
+      this.consumer.on(this.consumer.events.CRASH, (e) => {
+        this.log?.error({ err: e.payload.error, restart: e.payload.restart }, 'kafka consumer crashed');
+        if (!e.payload.restart && !this.stopping) this.options.onFatal?.(e.payload.error);
+      });
+      await this.consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: this.options.partitionsConcurrency,
+        eachBatch: (payload) => this.eachBatch(processor, payload),
+      });
+      this.startPurge();
+      this._status$.next('connected');
+      this.log?.info({ metricsPort: this.metricsPort }, 'event consumer started');
+      callback();
+    } catch (err) {
+      await this.shutdown();
+      callback(err);
+    }
+  }
+
+  /** Graceful: the chunk in progress finishes and is committed, the rest of its batch is left unread, the group is left. */
+  async close(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    await this.shutdown();
+    this.log?.info('event consumer stopped');
+  }
+
+  on(): never {
+    throw new Error('TicketEventsServer has no events to listen to; use its metrics');
+  }
+
+  unwrap<T>(): T {
+    return { consumer: this.consumer, pool: this.pool } as T;
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.purgeTimer);
+    await this.consumer.disconnect().catch((err) => this.log?.warn({ err }, 'kafka disconnect failed'));
+    await this.metricsServer?.close();
+    await this.pool.end().catch(() => undefined);
+    this._status$.next('disconnected');
+  }
+
+  private handlerTable(): HandlerTable {
+    const table: HandlerTable = { byType: new Map() };
+    for (const [pattern, handler] of this.messageHandlers) {
+      const extras = (handler.extras ?? {}) as HandlerExtras;
+      if (pattern === TICKET_EVENTS_BATCH_PATTERN && extras.ticketEvents?.kind === 'batch') {
+        if (table.batch) throw new Error('only one @OnTicketEventBatch handler per consumer');
+        table.batch = { handler, options: extras.ticketEvents };
+      } else table.byType.set(pattern, handler);
+    }
+    if (table.batch && table.byType.size > 0) {
+      throw new Error('a consumer has either @OnTicketEventBatch or @OnTicketEvent handlers, not both (they would share one transaction in an order nobody chose)');
+    }
+    if (!table.batch && table.byType.size === 0) throw new Error('no @OnTicketEvent / @OnTicketEventBatch handler found in the microservice controllers');
+    return table;
+  }
+
+  private async invoke(handler: MessageHandler, data: unknown, ctx: unknown): Promise<unknown> {
+    return lastValueFrom(this.transformToObservable(await handler(data, ctx)), { defaultValue: undefined });
+  }
+
+  private async eachBatch(processor: ChunkProcessor, p: EachBatchPayload): Promise<void> {
+    const { topic, partition, messages } = p.batch;
+    const place = { groupId: this.options.groupId, topic, partition };
+    const control = { heartbeat: () => p.heartbeat(), abandoned: () => this.killed || !p.isRunning() || p.isStale() };
+    const size = this.options.chunkSize;
+    for (let i = 0; i < messages.length; i += size) {
+      // Stopping or revoked: the rest of the batch stays uncommitted and is read again by whoever owns it next.
+      if (control.abandoned()) return;
+      const chunk = messages.slice(i, i + size);
+      try {
+        await processor.process(place, chunk.map(parseEnvelope), control);
+      } catch (err) {
+        if (err instanceof Abandoned) return;
+        throw err; // database down: kafkajs retries the batch, then restarts the consumer; nothing was committed
+      }
+      const lastOffset = chunk[chunk.length - 1].offset;
+      if ((await this.options.faults?.afterTransactionBeforeCommit?.({ topic, partition, lastOffset })) === 'die') {
+        this.killed = true;
+        return;
+      }
+      if (p.isStale() || this.killed) return;
+      p.resolveOffset(lastOffset);
+      const next = (BigInt(lastOffset) + 1n).toString();
+      await p.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
+      this.metrics.lag.set({ group: place.groupId, topic, partition: String(partition) }, Math.max(0, Number(BigInt(p.batch.highWatermark) - BigInt(next))));
+      await p.heartbeat();
+    }
+  }
+
+  private startPurge(): void {
+    const { retentionMs, purgeIntervalMs } = this.options.inbox;
+    this.purgeTimer = setInterval(() => {
+      this.inbox
+        .purgeOlderThan(this.pool, this.options.groupId, retentionMs)
+        .then((n) => n > 0 && this.log?.info({ deleted: n, retentionMs }, 'inbox purged'))
+        .catch((err) => this.log?.warn({ err }, 'inbox purge failed; the next run retries'));
+    }, purgeIntervalMs);
+    this.purgeTimer.unref();
+  }
+
+  private kafkaLog({ level, log: entry }: LogEntry): void {
+    const { message, ...rest } = entry;
+    if (level <= KafkaLogLevel.ERROR) this.log?.error({ kafka: rest }, message);
+    else if (level === KafkaLogLevel.WARN) this.log?.warn({ kafka: rest }, message);
+  }
+}

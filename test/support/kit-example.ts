@@ -1,0 +1,50 @@
+// A consumer built from nothing but the kit's public API (@tickets/event-consumer) and Nest itself:
+// the worked example of docs/consuming.md, used by the kit's tests in process and as a child process.
+import { Controller, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  Ctx,
+  OnTicketEvent,
+  Payload,
+  TicketEventContext,
+  TicketEventsServer,
+  type TicketCreatedV1,
+  type TicketEventsOptions,
+} from '@tickets/event-consumer';
+
+/** Title of a ticket whose handler always throws (a poison event for the kit's retry and dead letter). */
+export const POISON_TITLE = 'poison: the handler always fails';
+
+@Controller()
+export class EffectsController {
+  /** Attempts seen per event id, across instances of this process. */
+  static readonly attempts = new Map<string, number>();
+
+  @OnTicketEvent('ticket.created.v1')
+  async created(@Payload() event: TicketCreatedV1, @Ctx() ctx: TicketEventContext): Promise<void> {
+    EffectsController.attempts.set(event.id, ctx.attempt);
+    if (event.data.title === POISON_TITLE) throw new Error('this handler cannot take a poison ticket');
+    // The effect: a row without any unique key, so a second effect of one event would show as a second row.
+    await ctx.tx.query('INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)', [
+      ctx.groupId,
+      event.id,
+      event.ticketId,
+      ctx.partition,
+    ]);
+  }
+}
+
+@Module({ controllers: [EffectsController] })
+export class ExampleModule {}
+
+export async function startExample(options: TicketEventsOptions) {
+  const server = new TicketEventsServer(options);
+  const app = await NestFactory.createMicroservice(ExampleModule, { strategy: server, logger: false });
+  app.enableShutdownHooks(); // SIGTERM: finish the chunk in progress, commit, leave the group
+  await app.listen();
+  return { app, server };
+}
+
+/** The effects table of the example (test-only, created by the tests). */
+export const EFFECTS_DDL = `CREATE TABLE IF NOT EXISTS kit_test_effects (
+  group_id text NOT NULL, event_id uuid NOT NULL, ticket_id uuid NOT NULL, partition int NOT NULL, at timestamptz NOT NULL DEFAULT now())`;
