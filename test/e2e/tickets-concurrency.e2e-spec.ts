@@ -7,6 +7,8 @@ function expectSafeAnswers(answers: Array<{ status: number; headers: Headers; te
   const created = answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') !== 'true');
   const replays = answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === 'true');
   const inUse = answers.filter((a) => a.status === 409);
+  // Any other answer, named with its body, so a failure says what the API answered instead.
+  expect(answers.filter((a) => a.status !== 201 && a.status !== 409).map((a) => `${a.status} ${a.text.slice(0, 300)}`)).toEqual([]);
   expect(created).toHaveLength(1);
   expect(created.length + replays.length + inUse.length).toBe(answers.length);
   for (const r of replays) expect(r.text).toBe(created[0].text); // byte for byte
