@@ -7,8 +7,9 @@ const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
   '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.js',
 };
-// ESM-only packages that Jest must transpile (see test/support/esm-to-cjs.js).
-const ESM_ONLY = ['@nestjs', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
+// ESM-only packages that Jest must transpile (see test/support/esm-to-cjs.js); light-my-request (Fastify's
+// inject) is listed for the ESM-only `cookie` nested in its own node_modules.
+const ESM_ONLY = ['@nestjs', 'light-my-request', 'cookie', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
 const common = {
   transform,
   testEnvironment: 'node',

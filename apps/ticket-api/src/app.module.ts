@@ -6,6 +6,7 @@ import { ApiKeyGuard } from './auth/auth.guard';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, LOGGER } from './common/tokens';
 import { DocsController } from './docs/docs.controller';
+import { EdgeModule } from './edge/edge.module';
 import { HealthController } from './health/health.controller';
 import { IdempotencyController } from './idempotency/idempotency.controller';
 import { KeyStatusUseCase } from './idempotency/key-status.use-case';
@@ -23,6 +24,7 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
+      imports: [EdgeModule.forRoot(config)],
       controllers: [TicketsController, IdempotencyController, HealthController, DocsController],
       providers: [
         { provide: APP_CONFIG, useValue: config },

@@ -1,3 +1,3 @@
 export { loadConfig, loadConfigOrExit, ConfigError } from './config';
-export type { AppConfig } from './config';
+export type { AppConfig, EdgeConfig } from './config';
 export { parseDuration } from './duration';
