@@ -13,7 +13,7 @@ export interface RawResponse {
  * send `Connection: close` or are ones the server must close). Resolves with status 0 when the server
  * closed without a byte. `waitMs` bounds a hung server so the test fails instead of hanging.
  */
-export function rawRequest(url: string, request: string | Buffer, waitMs = 30_000): Promise<RawResponse> {
+export function rawRequest(url: string, request: string | Buffer, { waitMs = 30_000, endAfterWrite = false } = {}): Promise<RawResponse> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
@@ -22,14 +22,43 @@ export function rawRequest(url: string, request: string | Buffer, waitMs = 30_00
       socket.destroy();
       reject(new Error(`no close within ${waitMs} ms; got: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`));
     }, waitMs);
-    socket.on('connect', () => socket.write(request));
+    socket.on('connect', () => {
+      socket.write(request);
+      // Half-close: the server answers what it read, then closes (Node's HTTP server allows half-open sockets).
+      if (endAfterWrite) socket.end();
+    });
     socket.on('data', (c) => chunks.push(c));
     socket.on('error', () => undefined); // a reset after the answer still leaves the bytes we read
     socket.on('close', () => {
       clearTimeout(timer);
-      resolve(parseResponse(Buffer.concat(chunks).toString('utf8')));
+      resolve(parseResponse(Buffer.concat(chunks).toString('latin1')));
     });
   });
+}
+
+/** Every response in `raw` (pipelined answers, 100 Continue), in order; `rest` is what did not parse. */
+export function parseResponses(raw: string): { responses: RawResponse[]; rest: string } {
+  const responses: RawResponse[] = [];
+  let rest = raw;
+  while (rest.startsWith('HTTP/') && rest.includes('\r\n\r\n')) {
+    const r = parseResponse(rest);
+    responses.push(r);
+    const head = rest.indexOf('\r\n\r\n') + 4;
+    const length = r.status < 200 ? 0 : r.headers['transfer-encoding'] === 'chunked' ? chunkedLength(rest.slice(head)) : Number(r.headers['content-length'] ?? rest.length);
+    rest = rest.slice(head + length);
+  }
+  return { responses, rest };
+}
+
+function chunkedLength(s: string): number {
+  let i = 0;
+  for (;;) {
+    const eol = s.indexOf('\r\n', i);
+    if (eol < 0) return s.length;
+    const n = parseInt(s.slice(i, eol), 16);
+    i = eol + 2 + (n || 0) + 2;
+    if (!n) return Math.min(i, s.length);
+  }
 }
 
 export function parseResponse(raw: string): RawResponse {

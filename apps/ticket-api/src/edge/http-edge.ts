@@ -29,7 +29,7 @@ export function edgeServerOptions(config: AppConfig, logger: Logger): AdapterOpt
     genReqId: (req: { headers: Record<string, unknown> }) => requestIdFrom(req.headers),
     requestIdHeader: false,
     // A 255-character key, percent-encoded, is at most 765 characters: every key the API accepts is a valid path segment.
-    maxParamLength: 1024,
+    routerOptions: { maxParamLength: 1024 },
     // Our own 503 problem during shutdown (see installEdgeHooks) instead of Fastify's plain-JSON one.
     return503OnClosing: false,
     requestTimeout: requestTimeoutMs,
