@@ -15,7 +15,7 @@ const problemOf = (status: number, contentType: string | null | undefined, text:
 describe('a client that stalls is cut off with a 408 problem', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ env: { HTTP_REQUEST_TIMEOUT: '1s', HTTP_HEADERS_TIMEOUT: '1s' } });
+    stack = await startTestStack({ env: { HTTP_REQUEST_TIMEOUT: '1s', HTTP_HEADERS_TIMEOUT: '1s', HTTP_KEEP_ALIVE_TIMEOUT: '1s' } });
   });
   afterAll(() => stack.stop());
 
@@ -26,6 +26,12 @@ describe('a client that stalls is cut off with a 408 problem', () => {
     expect(problemOf(r.status, r.headers['content-type'], r.body)).toMatchObject({ status: 408, code: 'request_timeout', retryable: false });
     const { rows } = await stack.db.query('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [stack.tenantId]);
     expect(rows[0].n).toBe(0);
+  });
+
+  it('an idle keep-alive connection is closed after HTTP_KEEP_ALIVE_TIMEOUT', async () => {
+    // The default (72 s) would outlive rawRequest's 30 s bound and fail this test.
+    const r = await rawRequest(stack.baseUrl, 'GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
+    expect([r.status, r.headers.connection]).toEqual([200, 'keep-alive']);
   });
 
   it('headers that never finish get 408 request_timeout', async () => {
