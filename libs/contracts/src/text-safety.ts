@@ -18,16 +18,18 @@ const UNSAFE = /[\0\p{Cs}]/u;
 
 /** Why PostgreSQL cannot store `s` as text, or null when it can. */
 export function unsafeTextReason(s: string): string | null {
-  const m = UNSAFE.exec(s);
-  if (!m) return null;
-  return m[0] === '\0' ? 'must not contain NUL (\\u0000)' : 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
+  if (!UNSAFE.test(s)) return null;
+  return s.includes('\0') ? 'must not contain NUL (\\u0000)' : 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
 }
 
+const SAFE = /^[^\0\p{Cs}]*$/u;
+const UNSAFE_TEXT = 'must not contain NUL (\\u0000) or a lone UTF-16 surrogate (\\ud800-\\udfff)';
+
 /** A string PostgreSQL can store as text: the one check every string field passes through. */
-export const SafeText = z.string().superRefine((s, ctx) => {
-  const reason = unsafeTextReason(s);
-  if (reason) ctx.addIssue({ code: 'custom', message: reason });
-});
+export const SafeText = z.string().regex(SAFE, UNSAFE_TEXT);
+
+/** An email address that is also SafeText. */
+export const SafeEmail = z.email().regex(SAFE, UNSAFE_TEXT);
 
 /**
  * A JSON object PostgreSQL can store as jsonb and every walker can serialise: every key and string
@@ -35,28 +37,40 @@ export const SafeText = z.string().superRefine((s, ctx) => {
  * depth cannot overflow the stack here either.
  */
 export const SafeJsonObject = z.record(z.string(), z.unknown()).superRefine((root, ctx) => {
-  const stack: Array<{ value: unknown; path: PropertyKey[]; depth: number }> = [{ value: root, path: [], depth: 1 }];
+  // Paths are rebuilt from parent links only when an issue is reported: the hot path allocates no arrays.
+  type Node = { value: unknown; depth: number; key?: PropertyKey; parent?: Node };
+  const pathOf = (n: Node | undefined, tail: PropertyKey[] = []): PropertyKey[] => {
+    for (; n?.parent; n = n.parent) tail.unshift(n.key!);
+    return tail;
+  };
+  const stack: Node[] = [{ value: root, depth: 1 }];
   let entries = 0;
   while (stack.length) {
-    const { value, path, depth } = stack.pop()!;
+    const node = stack.pop()!;
+    const { value, depth } = node;
     if (typeof value === 'string') {
       const reason = unsafeTextReason(value);
-      if (reason) return void ctx.addIssue({ code: 'custom', message: reason, path });
+      if (reason) return void ctx.addIssue({ code: 'custom', message: reason, path: pathOf(node) });
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth > INPUT_LIMITS.metadataMaxDepth) {
-      return void ctx.addIssue({ code: 'custom', message: `nested deeper than ${INPUT_LIMITS.metadataMaxDepth} levels`, path });
+      return void ctx.addIssue({ code: 'custom', message: `nested deeper than ${INPUT_LIMITS.metadataMaxDepth} levels`, path: pathOf(node) });
     }
-    const children: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-    entries += children.length;
+    if (Array.isArray(value)) {
+      entries += value.length;
+      for (let i = 0; i < value.length; i++) stack.push({ value: value[i], depth: depth + 1, key: i, parent: node });
+    } else {
+      for (const k in value) {
+        if (!Object.hasOwn(value, k)) continue;
+        entries++;
+        const reason = unsafeTextReason(k);
+        if (reason) return void ctx.addIssue({ code: 'custom', message: `key ${reason}`, path: pathOf(node, [k]) });
+        stack.push({ value: (value as Record<string, unknown>)[k], depth: depth + 1, key: k, parent: node });
+      }
+    }
     if (entries > INPUT_LIMITS.metadataMaxEntries) {
-      return void ctx.addIssue({ code: 'custom', message: `more than ${INPUT_LIMITS.metadataMaxEntries} keys and array items in total`, path });
-    }
-    for (const [k, v] of children) {
-      const reason = typeof k === 'string' ? unsafeTextReason(k) : null;
-      if (reason) return void ctx.addIssue({ code: 'custom', message: `key ${reason}`, path: [...path, k] });
-      stack.push({ value: v, path: [...path, k], depth: depth + 1 });
+      return void ctx.addIssue({ code: 'custom', message: `more than ${INPUT_LIMITS.metadataMaxEntries} keys and array items in total`, path: pathOf(node) });
     }
   }
 });

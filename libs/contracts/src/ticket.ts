@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IsoInstant, SafeJsonObject, SafeText } from './text-safety';
+import { IsoInstant, SafeEmail, SafeJsonObject, SafeText } from './text-safety';
 
 export const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 export const STATUSES = ['open', 'cancelled'] as const;
@@ -16,7 +16,7 @@ export const CreateTicketInput = z
     requester: z
       .object({
         name: SafeText.min(1).max(200).optional(),
-        email: SafeText.pipe(z.email().max(320)).optional(),
+        email: SafeEmail.max(320).optional(),
       })
       .strict()
       .optional(),
