@@ -139,6 +139,8 @@ describe('bad input at the edge', () => {
     expectProblem(await rawRequest(stack.baseUrl, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'headers_too_large');
     expectProblem(await rawRequest(stack.baseUrl, 'GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n'), 400, 'malformed_request');
     expectProblem(await rawRequest(stack.baseUrl, 'BREW / HTTP/1.1\r\nHost: x\r\n\r\n'), 400, 'malformed_request');
+    // Node drops a CONNECT without a word unless someone listens.
+    expectProblem(await rawRequest(stack.baseUrl, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 405, 'method_not_allowed');
   });
 
   it.each([

@@ -71,6 +71,11 @@ export function installEdgeHooks(fastify: FastifyInstance): void {
     res.writeHead(417, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff', connection: 'close' }).end(body);
   });
 
+  // Node hands CONNECT (proxy tunnels) to 'connect' listeners and, without one, drops the socket unanswered.
+  fastify.server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.end(rawProblemResponse(problemBody('method_not_allowed', 'CONNECT is not supported: this is not a proxy.')));
+  });
+
   let closing = false;
   fastify.addHook('preClose', async () => {
     closing = true;
