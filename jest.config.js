@@ -7,7 +7,8 @@
 // Jest require()s ES modules natively. Elsewhere (Node 22) those packages are transpiled to CommonJS by
 // test/support/esm-to-cjs.js. Jest's own capability check: vm.SourceTextModule#hasAsyncGraph.
 const nativeEsm = typeof require('node:vm').SourceTextModule?.prototype.hasAsyncGraph === 'function';
-const ESM_ONLY = ['@nestjs', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
+// light-my-request (Fastify's inject) is listed for the ESM-only `cookie` nested in its own node_modules.
+const ESM_ONLY = ['@nestjs', 'light-my-request', 'cookie', 'file-type', 'strtok3', 'token-types', '@tokenizer', 'uint8array-extras', '@borewit'];
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
   ...(nativeEsm ? {} : { '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.js' }),

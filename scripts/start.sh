@@ -60,7 +60,7 @@ done
 cat <<TXT
 
   The ticket service is up.
-    API        $BASE        (docs: $BASE/docs, OpenAPI: $BASE/openapi.json, metrics: $BASE/metrics)
+    API        $BASE        (docs: $BASE/docs, OpenAPI: $BASE/openapi.json, metrics: $BASE/metrics from this host, or with METRICS_TOKEN)
     tenant     demo
     API key    $API_KEY
     webhooks   $SINK_NOTE

@@ -4,34 +4,14 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { AppConfig } from '@tickets/config';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { AppModule } from './app.module';
-import { problemBody } from './common/problem';
-import { requestIdFrom } from './common/request-context';
+import { edgeServerOptions, installEdgeHooks } from './edge/http-edge';
 import { Metrics } from './metrics/metrics';
 
 
 /** Builds the API (not listening). main.ts and the tests both start it this way. */
 export async function createApiApp(config: AppConfig, logger: Logger): Promise<NestFastifyApplication> {
-  const adapter = new FastifyAdapter({
-    bodyLimit: config.http.bodyLimitBytes,
-    genReqId: (req: { headers: Record<string, unknown> }) => requestIdFrom(req.headers),
-    requestIdHeader: false,
-    return503OnClosing: true,
-    // Requests Node's HTTP parser rejects (bad header bytes, broken framing) still get a problem body.
-    clientErrorHandler: (err, socket) => {
-      if (!socket.writable) return socket.destroy();
-      const body = JSON.stringify(problemBody('malformed_request', `The HTTP request could not be parsed (${(err as { code?: string }).code ?? err.message}).`));
-      socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    },
-  });
-  const fastify = adapter.getInstance();
-  // Only JSON bodies: anything else is a 415 problem rather than a string that fails validation later.
-  fastify.removeContentTypeParser(['text/plain']);
-  fastify.addHook('onSend', async (req, reply, payload) => {
-    reply.header('X-Request-Id', String(req.id));
-    return payload;
-  });
+  const adapter = new FastifyAdapter(edgeServerOptions(config, logger));
+  installEdgeHooks(adapter.getInstance());
 
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, logger), adapter, {
     logger: new PinoNestLogger(logger.child({ component: 'nest' })),
@@ -39,6 +19,7 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
     bodyParser: false,
     abortOnError: false,
   });
+  const fastify = adapter.getInstance();
   const metrics = app.get(Metrics);
   const http = logger.child({ component: 'http' });
   fastify.addHook('onResponse', async (req, reply) => {

@@ -5,6 +5,7 @@ import type { Logger } from '@tickets/logger';
 import { AuthModule } from './auth/auth.module';
 import { ProblemFilter } from './common/problem.filter';
 import { DocsModule } from './docs/docs.module';
+import { EdgeModule } from './edge/edge.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { CoreModule } from './infra/core.module';
@@ -17,7 +18,7 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(config, logger), AuthModule, IdempotencyModule, TicketsModule, RelayModule, HealthModule, DocsModule, StatsModule],
+      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, HealthModule, DocsModule, StatsModule],
       providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }

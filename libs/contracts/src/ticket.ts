@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { IsoInstant, SafeEmail, SafeJsonObject, SafeText } from './text-safety';
 
 export const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 export const STATUSES = ['open', 'cancelled'] as const;
@@ -8,25 +9,35 @@ const jsonObject = z.record(z.string(), z.unknown());
 /** Body of POST /v1/tickets. Unknown fields are rejected so that a typo never passes silently. */
 export const CreateTicketInput = z
   .object({
-    title: z.string().trim().min(1, 'must not be empty').max(200),
-    description: z.string().max(10_000).optional(),
+    title: SafeText.trim().min(1, 'must not be empty').max(200),
+    description: SafeText.max(10_000).optional(),
     priority: z.enum(PRIORITIES).default('normal'),
-    externalRef: z.string().trim().min(1, 'must not be empty').max(200).optional(),
+    externalRef: SafeText.trim().min(1, 'must not be empty').max(200).optional(),
     requester: z
       .object({
-        name: z.string().min(1).max(200).optional(),
-        email: z.email().max(320).optional(),
+        name: SafeText.min(1).max(200).optional(),
+        email: SafeEmail.max(320).optional(),
       })
       .strict()
       .optional(),
-    metadata: jsonObject.optional(),
+    metadata: SafeJsonObject.optional(),
   })
   .strict();
 export type CreateTicketInput = z.infer<typeof CreateTicketInput>;
 
 /** Body of POST /v1/tickets/{id}/cancel (may be empty). */
-export const CancelTicketInput = z.object({ reason: z.string().trim().min(1).max(500).optional() }).strict();
+export const CancelTicketInput = z.object({ reason: SafeText.trim().min(1).max(500).optional() }).strict();
 export type CancelTicketInput = z.infer<typeof CancelTicketInput>;
+
+/** Query of GET /v1/tickets: the externalRef pre-check, or the latest tickets before an instant. */
+export const ListTicketsQuery = z
+  .object({
+    externalRef: SafeText.min(1).max(200).optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(50),
+    before: IsoInstant.optional(),
+  })
+  .strict();
+export type ListTicketsQuery = z.infer<typeof ListTicketsQuery>;
 
 /** The ticket as the API returns it and as events carry it. */
 export const Ticket = z.object({

@@ -18,6 +18,11 @@ export type ErrorCode =
   | 'idempotency_key_in_use'
   | 'idempotency_key_expired'
   | 'idempotency_key_not_found'
+  | 'request_timeout'
+  | 'expectation_failed'
+  | 'headers_too_large'
+  | 'rate_limited'
+  | 'shutting_down'
   | 'database_unavailable'
   | 'internal_error';
 

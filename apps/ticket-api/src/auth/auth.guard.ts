@@ -4,6 +4,7 @@ import { DomainError } from '@tickets/errors';
 import type { AppConfig } from '@tickets/config';
 import { APP_CONFIG } from '../common/tokens';
 import { ApiKeysRepository } from '@tickets/tenants';
+import { EdgeLimits } from '../edge/edge-limits';
 import { ApiKeyResolver, type Principal } from './api-key.resolver';
 
 type AuthedRequest = FastifyRequest & { principal?: Principal };
@@ -12,7 +13,11 @@ type AuthedRequest = FastifyRequest & { principal?: Principal };
 export class ApiKeyGuard implements CanActivate {
   private readonly resolver: ApiKeyResolver;
 
-  constructor(keys: ApiKeysRepository, @Inject(APP_CONFIG) config: AppConfig) {
+  constructor(
+    keys: ApiKeysRepository,
+    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly limits: EdgeLimits,
+  ) {
     this.resolver = new ApiKeyResolver(keys, config.auth.cacheTtlMs);
   }
 
@@ -21,8 +26,15 @@ export class ApiKeyGuard implements CanActivate {
     const header = req.headers.authorization;
     const m = typeof header === 'string' ? /^Bearer\s+(\S{1,512})\s*$/i.exec(header) : null;
     if (!m) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
+    // A key that just failed answers from memory; an address that keeps failing stops reaching the database.
+    if (this.limits.isKnownUnknown(m[1])) throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+    this.limits.admitKeyLookup(req.ip);
     const principal = await this.resolver.resolve(m[1]);
-    if (!principal) throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+    if (!principal) {
+      this.limits.recordFailedLookup(req.ip, m[1]);
+      throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+    }
+    this.limits.admitTenant(principal.tenantId);
     req.principal = principal;
     return true;
   }

@@ -4,21 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { DomainError } from '@tickets/errors';
 import { isDatabaseUnavailable } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
+import { FASTIFY_ERRORS } from './framework-errors';
 import { problemBody, type ProblemBody } from './problem';
 
 interface Mapped {
   body: ProblemBody;
   retryAfter?: number;
 }
-
-const FASTIFY_CODES: Record<string, (e: Error) => Mapped> = {
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: (e) => ({ body: problemBody('unsupported_media_type', `${e.message}. Use Content-Type: application/json.`) }),
-  FST_ERR_CTP_BODY_TOO_LARGE: () => ({ body: problemBody('payload_too_large', 'The request body exceeds the size limit.') }),
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => ({ body: problemBody('malformed_json', 'The body is empty but Content-Type is application/json.') }),
-  FST_ERR_CTP_INVALID_JSON_BODY: (e) => ({ body: problemBody('malformed_json', e.message) }),
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => ({ body: problemBody('malformed_json', 'Content-Length does not match the body.') }),
-  FST_ERR_CTP_INVALID_TYPE: (e) => ({ body: problemBody('unsupported_media_type', e.message) }),
-};
 
 /** Maps anything thrown while serving a request to an RFC 9457 problem. Used by Nest and by Fastify's own hooks. */
 export function toProblem(error: unknown, logger: Logger, req?: FastifyRequest): Mapped {
@@ -27,8 +19,8 @@ export function toProblem(error: unknown, logger: Logger, req?: FastifyRequest):
   }
   // Nest wraps Fastify's own client errors (body parsing, limits) in an HttpException with the original as cause.
   const e = (error instanceof HttpException && error.cause instanceof Error ? error.cause : error) as Error & { code?: string; statusCode?: number };
-  const fastify = e?.code ? FASTIFY_CODES[e.code] : undefined;
-  if (fastify) return fastify(e);
+  const fastify = e?.code ? FASTIFY_ERRORS[e.code] : undefined;
+  if (fastify) return { body: fastify(e) };
   if (e instanceof SyntaxError && e.message.includes('JSON')) return { body: problemBody('malformed_json', e.message) };
   if (error instanceof HttpException) {
     const status = error.getStatus();

@@ -24,6 +24,11 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   idempotency_key_in_use: { status: 409, title: 'A request with this Idempotency-Key is still in progress', retryable: true },
   idempotency_key_expired: { status: 410, title: 'Idempotency-Key is past its replay window', retryable: false },
   idempotency_key_not_found: { status: 404, title: 'Unknown Idempotency-Key', retryable: false },
+  request_timeout: { status: 408, title: 'The request did not arrive in time', retryable: false },
+  expectation_failed: { status: 417, title: 'Unsupported Expect header', retryable: false },
+  headers_too_large: { status: 431, title: 'Request headers too large', retryable: false },
+  rate_limited: { status: 429, title: 'Too many requests', retryable: true },
+  shutting_down: { status: 503, title: 'This API process is shutting down', retryable: true },
   database_unavailable: { status: 503, title: 'The database is unavailable', retryable: true },
   internal_error: { status: 500, title: 'Internal server error', retryable: true },
 };
@@ -70,6 +75,12 @@ export const PROBLEM_ADVICE: Record<ErrorCode, string> = {
   idempotency_key_in_use: 'The first request with this key is still running. Wait Retry-After seconds and send the same request with the same key.',
   idempotency_key_expired: 'The key is older than the replay window; it made ticketId. Fetch that ticket instead of creating another.',
   idempotency_key_not_found: 'Nothing is known about this key: it was never used, or its request failed and left nothing. Sending the request again with the same key is safe.',
+  request_timeout:
+    'The whole request (headers and body) must arrive within the server timeout; nothing was processed. A client that stalls mid-body will stall again: fix the client or network, then send the complete request with the same Idempotency-Key.',
+  expectation_failed: 'Only `Expect: 100-continue` is supported; drop the Expect header.',
+  headers_too_large: 'Send fewer or shorter headers (Node limits the header block to 16 KB).',
+  rate_limited: 'Your tenant (or, for failed API-key lookups, your address) is over its request rate. Wait Retry-After seconds, then send the same request with the same Idempotency-Key.',
+  shutting_down: 'Nothing was processed. Send the same request again (same Idempotency-Key) after Retry-After seconds; another process will answer.',
   database_unavailable: 'Retry with the same Idempotency-Key after Retry-After seconds.',
   internal_error: 'Retry with the same Idempotency-Key; if it persists, report errorId.',
 };

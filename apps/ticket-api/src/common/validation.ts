@@ -3,6 +3,8 @@ import { DomainError } from '@tickets/errors';
 
 /** Parses `input` with `schema`; a failure is a 400 naming every bad field. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, what = 'body'): z.output<S> {
+  // An empty JSON body parses to undefined (see installEdgeHooks): a route that needs a body says so here.
+  if (input === undefined && what === 'body') throw new DomainError('malformed_json', 'The body is empty; send a JSON object with Content-Type: application/json.');
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
   const errors = parsed.error.issues.map((i) => ({

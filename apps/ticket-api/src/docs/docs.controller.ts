@@ -32,7 +32,8 @@ export class DocsController {
   /** The `type` URI of every problem body resolves here. */
   @Get('problems/:code')
   problem(@Param('code') code: string) {
-    if (!(code in PROBLEMS)) throw new DomainError('not_found', `No problem type ${code}.`);
+    // Own keys only: `in` would find constructor, __proto__ and toString on the prototype.
+    if (!Object.hasOwn(PROBLEMS, code)) throw new DomainError('not_found', `No problem type ${code}.`);
     const c = code as ErrorCode;
     return { code: c, ...PROBLEMS[c], advice: PROBLEM_ADVICE[c] };
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CancelTicketInput, CreateTicketInput, Ticket } from '@tickets/contracts';
+import { CancelTicketInput, CreateTicketInput, INPUT_LIMITS, Ticket } from '@tickets/contracts';
 import { PROBLEMS, PROBLEM_ADVICE } from '../common/problem';
 import { STATS_OPENAPI_PATHS } from '../stats/stats.openapi';
 
@@ -18,6 +18,15 @@ const keyHeader = {
 };
 
 const problem = (desc: string) => ({ description: desc, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
+/** What every authenticated route can also answer. */
+const guarded = {
+  '401': problem('unauthorized'),
+  '429': problem('rate_limited: your tenant is over RATE_LIMIT_PER_SECOND (or your address over its failed-key budget); wait Retry-After, same key'),
+};
+const operator = {
+  security: [{ metricsToken: [] }],
+  description: 'With METRICS_TOKEN set: Authorization: Bearer <METRICS_TOKEN>. Without it: loopback clients only (404 to others).',
+};
 const ticketResponse = (desc: string) => ({ description: desc, content: { 'application/json': { schema: { $ref: '#/components/schemas/Ticket' } } } });
 
 /** The OpenAPI 3.1 document served at /openapi.json, built from the same zod schemas the API validates with. */
@@ -32,7 +41,9 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
         'A ticket API that AI agents can retry safely. Every write takes an Idempotency-Key: a replay returns the first',
         `response byte for byte (with Idempotent-Replayed: true) for ${hours(retention.replayWindowMs)}; after that the key still`,
         `resolves to the ticket it made for ${hours(retention.keyRetentionMs)} (410 idempotency_key_expired names it).`,
-        'Errors are RFC 9457 problem+json with a stable `code` and `retryable`.',
+        'Errors are RFC 9457 problem+json with a stable `code` and `retryable`, whatever layer gives them: any route can also',
+        'answer 400 malformed_request (broken HTTP), 408 request_timeout (the request did not arrive within HTTP_REQUEST_TIMEOUT),',
+        '417 expectation_failed, 431 headers_too_large and, while a process shuts down, 503 shutting_down.',
       ].join(' '),
     },
     servers: [{ url: '/' }],
@@ -49,8 +60,10 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
               ...ticketResponse('A ticket with this externalRef already existed; it is returned and nothing new is created.'),
               headers: { 'Ticket-Deduplicated': { schema: { type: 'string', enum: ['externalRef'] } } },
             },
-            '400': problem('validation_failed, malformed_json, idempotency_key_missing, idempotency_key_invalid'),
-            '401': problem('unauthorized'),
+            '400': problem(
+              `validation_failed (no NUL or lone surrogate in any string or key; metadata at most ${INPUT_LIMITS.metadataMaxDepth} levels deep and ${INPUT_LIMITS.metadataMaxEntries} keys and items), malformed_json, idempotency_key_missing, idempotency_key_invalid`,
+            ),
+            ...guarded,
             '409': problem('idempotency_key_in_use: retry with the same key after Retry-After'),
             '410': problem('idempotency_key_expired: ticketId names the ticket this key made'),
             '413': problem('payload_too_large'),
@@ -63,13 +76,15 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
           parameters: [
             { name: 'externalRef', in: 'query', schema: { type: 'string' } },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
-            { name: 'before', in: 'query', schema: { type: 'string', format: 'date-time' } },
+            { name: 'before', in: 'query', schema: { type: 'string', format: 'date-time', description: 'An instant in the years 0001-9999' } },
           ],
           responses: {
             '200': {
               description: 'Matching tickets',
               content: { 'application/json': { schema: { type: 'object', properties: { items: { type: 'array', items: { $ref: '#/components/schemas/Ticket' } } } } } },
             },
+            '400': problem('validation_failed'),
+            ...guarded,
           },
         },
       },
@@ -77,15 +92,19 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
         get: {
           summary: 'Get a ticket',
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
-          responses: { '200': ticketResponse('The ticket'), '404': problem('ticket_not_found') },
+          responses: { '200': ticketResponse('The ticket'), '400': problem('validation_failed: not a UUID'), '404': problem('ticket_not_found'), ...guarded },
         },
       },
       '/v1/tickets/{id}/cancel': {
         post: {
           summary: 'Cancel a ticket (the compensation for a create; idempotent)',
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }, keyHeader],
-          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CancelTicketInput' } } } },
-          responses: { '200': ticketResponse('The cancelled ticket (the same on every retry and on a second cancel)'), '404': problem('ticket_not_found') },
+          requestBody: {
+            required: false,
+            description: 'Optional: no body, an empty body with Content-Type: application/json, {} and {"reason": "..."} are all accepted.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/CancelTicketInput' } } },
+          },
+          responses: { '200': ticketResponse('The cancelled ticket (the same on every retry and on a second cancel)'), '404': problem('ticket_not_found'), ...guarded },
         },
       },
       '/v1/idempotency-keys/{key}': {
@@ -95,16 +114,23 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
           responses: {
             '200': { description: 'processing | completed (with the stored response) | expired', content: { 'application/json': { schema: { $ref: '#/components/schemas/KeyStatus' } } } },
             '404': problem('idempotency_key_not_found: nothing is known; sending again with this key is safe'),
+            ...guarded,
           },
         },
       },
       ...STATS_OPENAPI_PATHS,
       '/health/live': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'alive' } } } },
-      '/health/ready': { get: { summary: 'Readiness (checks the database)', security: [], responses: { '200': { description: 'ready' }, '503': problem('database_unavailable') } } },
-      '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
+      '/health/ready': {
+        get: { summary: 'Readiness (checks the database)', security: [], responses: { '200': { description: 'ready' }, '503': problem('database_unavailable (the error itself is only logged)') } },
+      },
+      '/health/outbox': { get: { ...operator, summary: 'Outbox lag, pending and dead-lettered rows, relay leadership', responses: { '200': { description: 'relay statistics' }, '401': problem('unauthorized') } } },
+      '/metrics': { get: { ...operator, summary: 'Prometheus metrics', responses: { '200': { description: 'text exposition format' }, '401': problem('unauthorized') } } },
     },
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key: npm run cli -- api-keys create --tenant <slug>' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'API key: npm run cli -- api-keys create --tenant <slug>' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, for the operator endpoints' },
+      },
       schemas: {
         CreateTicketInput: schema(CreateTicketInput, 'input'),
         CancelTicketInput: schema(CancelTicketInput, 'input'),

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CancelTicketInput, CreateTicketInput } from '@tickets/contracts';
+import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
 import type { Principal } from '../auth/api-key.resolver';
@@ -16,13 +16,6 @@ import { TicketsRepository } from './tickets.repository';
 import type { WriteResult } from './tickets.results';
 
 const TicketId = z.uuid({ message: 'must be a UUID' });
-const ListQuery = z
-  .object({
-    externalRef: z.string().min(1).max(200).optional(),
-    limit: z.coerce.number().int().min(1).max(100).default(50),
-    before: z.iso.datetime().optional(),
-  })
-  .strict();
 
 export const DEDUP_HEADER = 'Ticket-Deduplicated';
 
@@ -88,7 +81,7 @@ export class TicketsController {
   /** The read-only pre-check (`?externalRef=`), or the most recent tickets. */
   @Get()
   async list(@CurrentPrincipal() principal: Principal, @Query() query: unknown) {
-    const q = parseOrThrow(ListQuery, query, 'query');
+    const q = parseOrThrow(ListTicketsQuery, query, 'query');
     const rows = q.externalRef
       ? await this.tickets.findByExternalRef(principal.tenantId, q.externalRef)
       : await this.tickets.listRecent(principal.tenantId, q.limit, q.before ? new Date(q.before) : undefined);
