@@ -21,7 +21,7 @@ describe('bad input at the edge', () => {
     expect(body.status).toBe(status);
     return body;
   };
-  const create = (body: unknown, key = randomUUID()) => post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, key);
+  const create = (body: unknown, key: string = randomUUID()) => post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, key);
   const newTicket = async () => JSON.parse((await create({ title: 'to cancel' })).text).id as string;
 
   it.each([

@@ -39,3 +39,15 @@ export class DomainError extends Error {
     super(message);
   }
 }
+
+/**
+ * A write whose database connection died while it ran, and whose outcome could not be decided in time
+ * (see IdempotentCommandRunner): it may have committed. The one database failure answered with a 500
+ * (`internal_error`, retry with the same key), never with "nothing was written".
+ */
+export class WriteOutcomeUnknownError extends Error {
+  override name = 'WriteOutcomeUnknownError';
+  constructor(readonly original: unknown) {
+    super(`the write's outcome is unknown: ${original instanceof Error ? original.message : String(original)}`, { cause: original });
+  }
+}

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { DomainError } from '@tickets/errors';
+import { DomainError, WriteOutcomeUnknownError } from '@tickets/errors';
 import { isDatabaseUnavailable } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import { FASTIFY_ERRORS } from './framework-errors';
@@ -30,7 +30,8 @@ export function toProblem(error: unknown, logger: Logger, req?: FastifyRequest):
     if (status === 415) return { body: problemBody('unsupported_media_type', `${error.message}. Use Content-Type: application/json.`) };
     if (status < 500) return { body: problemBody('validation_failed', error.message) };
   }
-  if (isDatabaseUnavailable(error)) {
+  // Every other database failure left nothing behind that a retry with the same key cannot settle.
+  if (!(error instanceof WriteOutcomeUnknownError) && isDatabaseUnavailable(error)) {
     logger.warn({ err: error, reqId: req?.id }, 'database unavailable');
     return { body: problemBody('database_unavailable', 'The database did not answer. Retry later with the same Idempotency-Key.'), retryAfter: 2 };
   }

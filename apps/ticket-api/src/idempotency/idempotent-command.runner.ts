@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import { databaseFailure, isUniqueViolation, sqlState } from '@tickets/db';
-import { DomainError } from '@tickets/errors';
+import { DomainError, WriteOutcomeUnknownError } from '@tickets/errors';
 import { IdempotencyKeysRepository, type NewKey } from '@tickets/idempotency';
 import { APP_CONFIG } from '../common/tokens';
 import { Database, type Tx } from '../infra/database';
@@ -104,19 +104,19 @@ export class IdempotentCommandRunner {
    * IDEMPOTENCY_SETTLE_TIMEOUT: once no transaction holds the key's lock, the key row says whether the
    * write committed (the key is written in the same transaction as the ticket and its event). Committed:
    * its answer (this request's own, or another request's with the same key). Not committed: 503, nothing
-   * was written. Undecided in time: the original error, which the problem filter answers with a 500.
+   * was written. Undecided in time: WriteOutcomeUnknownError, which the problem filter answers with a 500.
    */
   private async settle<O extends string>(cmd: KeyedCommand, print: string, now: Date, original: unknown): Promise<KeyedResult<O>> {
     const deadline = Date.now() + this.config.idempotency.settleTimeoutMs;
     for (let delay = 100; ; delay = Math.min(400, delay * 2)) {
       const left = deadline - Date.now();
-      if (left <= 0) throw original;
+      if (left <= 0) throw new WriteOutcomeUnknownError(original);
       let prior;
       try {
         prior = await this.keys.findKeyOnceSettled(cmd.tenantId, cmd.key, left);
       } catch (e) {
         // 55P03: the write still holds the key's lock; a database failure: not reachable yet. Either: again.
-        if (sqlState(e) !== '55P03' && databaseFailure(e) === undefined) throw original;
+        if (sqlState(e) !== '55P03' && databaseFailure(e) === undefined) throw new WriteOutcomeUnknownError(original);
         await new Promise((r) => setTimeout(r, Math.min(Math.max(0, deadline - Date.now()), delay / 2 + Math.random() * (delay / 2))));
         continue;
       }
