@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { WebhookDispatcher } from '@tickets/notifications';
+import { reconcile } from '@tickets/reconcile';
 import { deadLettersCommand } from '../support/dead-letters-cli';
 import { TEST_DATABASE_URL } from '../support/env';
 import { TEST_NOTIFIER, eventually, newWebhookSecret, ticketCreated, uniqueName } from '../support/events-factory';
@@ -30,6 +31,8 @@ function startDispatcher(): { stop(): Promise<void> } {
 }
 
 const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
+const deadFinding = async () =>
+  (await reconcile(prisma, { since: new Date(Date.now() - 3_600_000), grace: new Date(), group: groupId, tenant: slug })).find((f) => f.check === 'notification dead (gave up)');
 
 /** A notification as the consumer writes it (pending, due now, targeted at the tenant's receiver). */
 async function notify(): Promise<string> {
@@ -80,6 +83,8 @@ afterAll(async () => {
 it('a dead notification requeued is delivered once, with the same webhook-id; requeued again it is not sent again', async () => {
   const id = await deadNotification();
   expect(requestsOf(id).map((r) => r.status)).toEqual([400]);
+  // Reconcile finds it and names the command that requeues it.
+  expect(await deadFinding()).toMatchObject({ sample: expect.arrayContaining([id]), advice: expect.stringContaining('`npm run cli -- dead-letters requeue --kind notification --id <id>`') });
   const listed = (await cli('list', '--kind', 'notification', '--tenant', slug, '--json')).json().items;
   expect(listed).toEqual([expect.objectContaining({ id, state: 'dead', attempts: 1, reason: expect.stringContaining('HTTP 400') })]);
 
@@ -95,6 +100,7 @@ it('a dead notification requeued is delivered once, with the same webhook-id; re
   await until(id, 'delivered');
   expect(deliveriesOf(id)).toHaveLength(1);
   expect(deliveriesOf(id)[0]).toMatchObject({ verified: true, id });
+  expect((await deadFinding())?.sample ?? []).not.toContain(id);
   const { rows: attempts } = await db.query('SELECT attempt_no, status_code FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt_no', [id]);
   expect(attempts).toEqual([{ attempt_no: 1, status_code: 400 }, { attempt_no: 2, status_code: 204 }]);
 
