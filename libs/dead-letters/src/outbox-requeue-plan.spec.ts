@@ -1,22 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { ticketEventRow } from '../../../test/support/outbox-factory';
 import { BLOCKED_PREFIX, planOutboxRequeue, type OutboxDeadRow } from './outbox-requeue-plan';
 
 const ticket = randomUUID();
 
+/** A valid dead letter of `ticket` (the test factory's envelope), or one whose payload is `payloadOverride`. */
 function row(seq: number, reason: string, payloadOverride?: string): OutboxDeadRow {
-  const eventId = randomUUID();
-  const now = new Date().toISOString();
-  const envelope = {
-    id: eventId,
-    type: 'ticket.cancelled.v1',
-    occurredAt: now,
-    tenantId: randomUUID(),
-    ticketId: ticket,
-    idempotencyKey: 'k',
-    correlationId: 'c',
-    data: { id: ticket, title: 't', description: null, priority: 'normal', status: 'cancelled', externalRef: null, requester: null, metadata: null, createdAt: now, updatedAt: now },
-  };
-  return { seq: String(seq), eventId, aggregateId: ticket, eventType: 'ticket.cancelled.v1', payload: payloadOverride ?? JSON.stringify(envelope), headers: {}, reason, attempts: 1 };
+  const spec = ticketEventRow({ tenantId: randomUUID(), ticketId: ticket, kind: 'cancelled' });
+  const payload = payloadOverride ?? JSON.stringify(spec.payload);
+  return { seq: String(seq), eventId: spec.eventId, aggregateId: ticket, eventType: spec.eventType, payload, headers: spec.headers, reason, attempts: 1 };
 }
 
 describe('planOutboxRequeue', () => {

@@ -1,15 +1,8 @@
-import { buildOutboundMessage } from '@tickets/outbox';
+import { buildOutboundMessage, type OutboxRow } from '@tickets/outbox';
 
-/** An outbox dead letter as the requeue reads it (`payload`: the jsonb as text). */
-export interface OutboxDeadRow {
-  seq: string;
-  eventId: string;
-  aggregateId: string;
-  eventType: string;
-  payload: string;
-  headers: unknown;
+/** An outbox dead letter as the requeue reads it: the columns the relay validates, and why it died. */
+export interface OutboxDeadRow extends Omit<OutboxRow, 'blockedBy'> {
   reason: string;
-  attempts: number;
 }
 
 export const BLOCKED_PREFIX = 'blocked_by_dead_letter:';

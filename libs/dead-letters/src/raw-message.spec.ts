@@ -1,18 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { ticketCreated } from '../../../test/support/events-factory';
 import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
 
-const ticketId = randomUUID();
-const now = new Date().toISOString();
-const event = {
-  id: randomUUID(),
-  type: 'ticket.created.v1',
-  occurredAt: now,
-  tenantId: randomUUID(),
-  ticketId,
-  idempotencyKey: 'k',
-  correlationId: 'c',
-  data: { id: ticketId, title: 't', description: null, priority: 'normal', status: 'open', externalRef: null, requester: null, metadata: null, createdAt: now, updatedAt: now },
-};
+const event = ticketCreated(randomUUID());
 
 describe('storedBytes', () => {
   it('decodes the consumer\'s storage format: UTF-8 text, or base64:<...>', () => {
