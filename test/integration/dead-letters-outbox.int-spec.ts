@@ -30,6 +30,19 @@ const count = async (sql: string, params: unknown[] = []) => (await db.query<{ n
 const deadIds = async () => (await db.query<{ event_id: string }>('SELECT event_id FROM outbox_dead_letters ORDER BY seq')).rows.map((r) => r.event_id);
 const unpublished = () => count('SELECT 1 FROM outbox_events WHERE published_at IS NULL');
 
+function newRelay(): OutboxRelay {
+  return new OutboxRelay({
+    databaseUrl: database.url,
+    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dl-requeue-relay', topic, partitions: 1 },
+    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'dl-requeue'),
+    registry: new Registry(),
+    maxAttempts: 2,
+    pollIntervalMs: 100,
+    retryBaseMs: 100,
+    retryMaxMs: 300,
+  });
+}
+
 beforeAll(async () => {
   database = await createRelayTestDatabase('dead_letters');
   db = new Pool({ connectionString: database.url, max: 2 });
@@ -40,16 +53,7 @@ beforeAll(async () => {
   // One partition: the topic's offsets are the publishing order. 64 KiB records at most, so a
   // 100 KB envelope is rejected by the broker until the limit is raised.
   await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(64 * 1024) }] }] });
-  relay = new OutboxRelay({
-    databaseUrl: database.url,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dl-requeue-relay', topic, partitions: 1 },
-    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'dl-requeue'),
-    registry: new Registry(),
-    maxAttempts: 2,
-    pollIntervalMs: 100,
-    retryBaseMs: 100,
-    retryMaxMs: 300,
-  });
+  relay = newRelay();
   await relay.start();
 });
 
@@ -165,4 +169,38 @@ it('refuses an envelope that would fail again; discard keeps it in the audit and
   expect((await cli('requeue', '--kind', 'outbox', '--id', next.eventId)).code).toBe(0);
   await waitFor('the follower published', async () => (await unpublished()) === 0 && (await deadIds()).length === 0);
   expect((await readTopic(TEST_KAFKA_BROKERS, topic)).filter((m) => m.key === poison.aggregateId).map((m) => m.headers['event-id'])).toEqual([next.eventId]);
+});
+
+it('requeued rows keep their original seq, so a later event of the ticket still waiting in the outbox does not overtake them', async () => {
+  // The relay is stopped while the ticket's later event waits unclaimed behind its dead letters (the
+  // state a requeue can meet at any time). Dead letters moved with new seqs would be published after it.
+  await relay.stop();
+  const created = ticketEventRow({ tenantId, kind: 'created' });
+  const ticket = created.aggregateId;
+  const head = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
+  const behind = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
+  await insertOutboxRows(db, [created, head, behind]);
+  await db.query('UPDATE outbox_events SET published_at = now() WHERE event_id = $1', [created.eventId]);
+  // What the relay's dead-letter move writes (one statement: out of the outbox, into the dead letters).
+  await db.query(
+    `WITH moved AS (DELETE FROM outbox_events WHERE event_id = ANY($1::uuid[]) RETURNING *)
+     INSERT INTO outbox_dead_letters (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, outbox_created_at)
+     SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers,
+            CASE WHEN event_id = $2::uuid THEN 'kafka_rejected: MESSAGE_TOO_LARGE' ELSE 'blocked_by_dead_letter:' || $2 END, 2, created_at
+       FROM moved`,
+    [[head.eventId, behind.eventId], head.eventId],
+  );
+  const later = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
+  await insertOutboxRows(db, [later]);
+
+  const done = await cli('requeue', '--kind', 'outbox', '--id', head.eventId, '--json');
+  expect(done.json().results).toEqual([expect.objectContaining({ outcome: 'requeued', eventIds: [head.eventId, behind.eventId] })]);
+  const { rows } = await db.query<{ event_id: string }>('SELECT event_id FROM outbox_events WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY seq', [ticket]);
+  expect(rows.map((r) => r.event_id)).toEqual([head.eventId, behind.eventId, later.eventId]);
+
+  relay = newRelay();
+  await relay.start();
+  await waitFor('the ticket published', async () => (await unpublished()) === 0);
+  const onTopic = (await readTopic(TEST_KAFKA_BROKERS, topic)).sort((a, b) => a.offset - b.offset);
+  expect(onTopic.filter((m) => m.key === ticket).map((m) => m.headers['event-id'])).toEqual([head.eventId, behind.eventId, later.eventId]);
 });
