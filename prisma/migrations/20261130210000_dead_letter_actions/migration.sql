@@ -43,7 +43,7 @@ ALTER TABLE "consumer_dead_letters" ADD CONSTRAINT "consumer_dead_letters_resolu
   CHECK ("resolution" IS NULL OR "resolution" IN ('requeued', 'discarded'));
 
 -- A dead notification an operator discarded: kept, never sent, no longer counted as dead.
--- NOT VALID then VALIDATE: the check of the existing rows does not block writes to notifications.
+-- NOT VALID then VALIDATE: unless a transaction wraps the whole file, checking the existing rows does not block writes.
 ALTER TABLE "notifications" DROP CONSTRAINT "notifications_status_check";
 ALTER TABLE "notifications" ADD CONSTRAINT "notifications_status_check"
   CHECK ("status" IN ('pending', 'delivered', 'dead', 'skipped', 'discarded')) NOT VALID;
