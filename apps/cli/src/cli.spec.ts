@@ -3,6 +3,7 @@ import type { PrismaClient } from '@tickets/db';
 import { apiKeysCli } from './api-keys.command';
 import { runCli, type CliIo } from './cli';
 import { commandHelp, parseCommandLine, type CliContext } from './command-line';
+import { deadLettersCli } from './dead-letters.command';
 import { purgeCli } from './purge.command';
 import { reconcileCli } from './reconcile.command';
 import { replayCli } from './replay.command';
@@ -21,6 +22,7 @@ const commands = [
   reconcileCli,
   webhooksCli,
   replayCli,
+  deadLettersCli,
 ];
 
 /** An io whose database is never expected: `open` records that it was called. */
@@ -110,6 +112,19 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     [['replay', '--group', 'g', '--from', 'last tuesday'], /--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "last tuesday"/],
     [['replay', '--group', 'g', '--from', '2026-13-45T00:00:00Z'], /--from must be "earliest" or an ISO-8601 time/],
     [['replay', '--group', 'g', '--follow', '--timeout', 'soon'], /--timeout: "soon" is not a duration/],
+    [['dead-letters'], /the action is one of list, show, requeue, discard\n/],
+    [['dead-letters', 'retry', '--kind', 'outbox'], /the action is one of list, show, requeue, discard, not "retry"/],
+    [['dead-letters', 'list', '--kind', 'kafka'], /--kind is one of outbox, consumer, notification, not "kafka"/],
+    [['dead-letters', 'requeue', '--id', '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e'], /requeue needs --kind outbox\|consumer\|notification/],
+    [['dead-letters', 'requeue', '--kind', 'notification'], /requeue needs --id <id>, or at least one of --tenant, --ticket, --reason, --since, --until/],
+    [['dead-letters', 'discard', '--kind', 'outbox', '--id', '42'], /--id must be a uuid, got "42"/],
+    [['dead-letters', 'show'], /show needs --id <id>/],
+    [['dead-letters', 'list', '--dry-run'], /--dry-run goes only with requeue or discard/],
+    [['dead-letters', 'list', '--by', 'me'], /--by goes only with requeue or discard/],
+    [['dead-letters', 'requeue', '--kind', 'outbox', '--tenant', 'acme', '--all'], /--all goes only with list/],
+    [['dead-letters', 'list', '--since', 'last week'], /--since: "last week" is neither an ISO-8601 time/],
+    [['dead-letters', 'list', '--limit', '0'], /--limit must be a whole number from 1 to 1000, got "0"/],
+    [['dead-letters', 'requeue', '--kind', 'notification', '--tenant', 'acme', '--by', ' '], /--by must name someone/],
   ])('%j', async (argv, message) => {
     const r = await cli(...argv);
     expect(r).toMatchObject({ code: 2, opened: 0, out: '' });
@@ -121,7 +136,7 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     for (const argv of [['replay-topic'], [], ['--tenant', 'x']]) {
       const r = await cli(...argv);
       expect(r).toMatchObject({ code: 2, opened: 0 });
-      expect(r.err).toContain('the commands are api-keys, purge, reconcile, webhooks, replay.\nRun `npm run cli -- --help`');
+      expect(r.err).toContain('the commands are api-keys, purge, reconcile, webhooks, replay, dead-letters.\nRun `npm run cli -- --help`');
     }
     expect((await cli('replay-topic')).err).toMatch(/^cli: unknown command "replay-topic"/);
     expect((await cli('--tenant')).err).toMatch(/^cli: unknown option --tenant \(options go after the command\)/);
@@ -164,6 +179,26 @@ describe('cli arguments', () => {
     });
     expect(argsOf(webhooksCli, 'clear', '--tenant', 'acme')).toEqual({ action: 'clear', tenant: 'acme' });
     expect(argsOf(webhooksCli, '--tenant', 'acme', 'show')).toEqual({ action: 'show', tenant: 'acme' });
+  });
+
+  it('dead-letters: filters, times, limit, dry run and the audit fields', () => {
+    const id = '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e';
+    expect(argsOf(deadLettersCli, 'list')).toEqual({ action: 'list', filter: { kind: undefined, id: undefined, limit: 50, all: false }, json: false, dryRun: false, note: null });
+    const before = Date.now();
+    const listed = argsOf(deadLettersCli, 'list', '--kind', 'consumer', '--tenant', 'acme', '--ticket', id, '--reason', 'too large', '--since', '24h', '--until', '2026-11-30T08:00:00Z', '--limit', '7', '--all', '--json');
+    expect(listed).toMatchObject({ action: 'list', json: true, filter: { kind: 'consumer', tenant: 'acme', ticket: id, reason: 'too large', limit: 7, all: true, until: new Date('2026-11-30T08:00:00Z') } });
+    expect(listed.filter.since!.getTime()).toBeGreaterThanOrEqual(before - 86_400_000);
+    expect(listed.filter.since!.getTime()).toBeLessThanOrEqual(Date.now() - 86_400_000);
+    expect(argsOf(deadLettersCli, 'requeue', '--kind', 'notification', '--id', id, '--dry-run', '--reason-note', 'receiver fixed', '--by', 'ana')).toEqual({
+      action: 'requeue',
+      filter: { kind: 'notification', id, limit: 50, all: false },
+      json: false,
+      dryRun: true,
+      note: 'receiver fixed',
+      by: 'ana',
+    });
+    expect(argsOf(deadLettersCli, 'discard', '--kind', 'outbox', '--tenant', 'acme')).toMatchObject({ action: 'discard', filter: { kind: 'outbox', tenant: 'acme' } });
+    expect(argsOf(deadLettersCli, 'show', '--id', id).filter.id).toBe(id);
   });
 
   it('api-keys and purge run with the functions they are given', async () => {

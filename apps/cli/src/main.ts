@@ -5,6 +5,7 @@ import { createApiKey } from '@tickets/tenants';
 import { apiKeysCli } from './api-keys.command';
 import { runCli } from './cli';
 import type { CliContext } from './command-line';
+import { deadLettersCli } from './dead-letters.command';
 import { purgeCli } from './purge.command';
 import { reconcileCli } from './reconcile.command';
 import { replayCli } from './replay.command';
@@ -17,6 +18,7 @@ const commands = [
   reconcileCli,
   webhooksCli,
   replayCli,
+  deadLettersCli,
 ];
 
 async function open(): Promise<{ ctx: CliContext; close(): Promise<void> }> {

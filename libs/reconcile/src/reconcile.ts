@@ -49,12 +49,14 @@ const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
   {
     id: 'outbox-dead-lettered',
     name: 'outbox event dead-lettered',
-    advice: 'The broker rejected it or it failed validation; read outbox_dead_letters.reason, fix, and re-enqueue by hand.',
+    advice:
+      'The broker rejected it or it failed validation: see why with `npm run cli -- dead-letters list --kind outbox`, fix the cause, then `npm run cli -- dead-letters requeue --kind outbox --id <event id>` (the events of its ticket dead-lettered behind it follow it, in order), or `... discard` it.',
   },
   {
     id: 'event-not-consumed',
     name: 'published event not consumed by the notifier group',
-    advice: 'Is the consumer running (npm run start:consumer)? Check its lag; a replay (npm run cli -- replay) is safe.',
+    advice:
+      'Is the consumer running (npm run start:consumer)? Check its lag; a replay (npm run cli -- replay) is safe. Messages it could not parse: `npm run cli -- dead-letters list --kind consumer`.',
   },
   {
     id: 'consumed-without-notification',
@@ -64,7 +66,8 @@ const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
   {
     id: 'notification-dead',
     name: 'notification dead (gave up)',
-    advice: 'The webhook kept failing; see notification_attempts for the errors, fix the receiver, then requeue it.',
+    advice:
+      'The webhook kept failing or was rejected: `npm run cli -- dead-letters show --id <id>` lists its attempts; fix the receiver, then `npm run cli -- dead-letters requeue --kind notification --id <id>` (same webhook-id, sent once), or `--tenant <slug>` for all of a tenant.',
   },
   {
     id: 'notification-pending',

@@ -1,0 +1,196 @@
+import { Prisma, type PrismaClient } from '@tickets/db';
+import type { Actor } from './dead-letter.types';
+import type { OutboxDeadRow } from './outbox-requeue-plan';
+
+type Tx = Prisma.TransactionClient;
+
+export interface ConsumerDeadRow {
+  id: string;
+  groupId: string;
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+  reason: string;
+}
+
+export interface NotificationChange {
+  id: string;
+  attempts: number;
+  targetUrl: string | null;
+}
+
+/** Where a thing that is no longer dead is now, to say so. */
+export interface CurrentState {
+  state: string;
+  lastAction?: { action: string; actor: string; at: Date };
+}
+
+const OUTBOX_ROW = Prisma.sql`d.seq::text AS seq, d.event_id::text AS "eventId", d.aggregate_id::text AS "aggregateId",
+  d.event_type AS "eventType", d.payload::text AS payload, d.headers, d.reason, d.attempts`;
+
+const audit = (a: Actor) => Prisma.sql`${a.by}, ${a.note}`;
+
+/**
+ * The writes behind `dead-letters requeue|discard`: each method is one transaction that changes the
+ * dead letter and writes its dead_letter_actions row together, so an action is never half done or
+ * unaudited. Writes outbox_dead_letters, outbox_events, consumer_dead_letters (resolution),
+ * notifications (status) and dead_letter_actions.
+ */
+export class DeadLetterActionsRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** Own transaction (interactive: the caller's work runs between the reads and the writes). */
+  transaction<T>(work: (tx: Tx) => Promise<T>, timeoutMs = 15_000): Promise<T> {
+    return this.prisma.$transaction(work, { maxWait: 5_000, timeout: timeoutMs });
+  }
+
+  /**
+   * Every dead letter of the ticket of outbox event `eventId`, in seq order. Inside the caller's
+   * transaction; with `lock`, FOR UPDATE, so a concurrent requeue of the same ticket waits and then
+   * finds the rows gone.
+   */
+  async outboxTicketRows(tx: Tx, eventId: string, lock: boolean): Promise<OutboxDeadRow[]> {
+    return tx.$queryRaw<OutboxDeadRow[]>(Prisma.sql`
+      SELECT ${OUTBOX_ROW} FROM outbox_dead_letters d
+       WHERE d.aggregate_id = (SELECT aggregate_id FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid)
+       ORDER BY d.seq ${lock ? Prisma.sql`FOR UPDATE` : Prisma.empty}`);
+  }
+
+  /**
+   * Moves the dead letters with these seqs back into outbox_events with their ORIGINAL seq and
+   * event id (attempts 0, created_at the original one), and audits each, in one statement inside the
+   * caller's transaction. The original seq keeps the relay's per-ticket order: it claims in seq order,
+   * so the rows follow the ticket's earlier events and precede any later one still unpublished.
+   */
+  async moveOutboxBack(tx: Tx, seqs: string[], actor: Actor): Promise<string[]> {
+    const rows = await tx.$queryRaw<Array<{ eventId: string }>>(Prisma.sql`
+      WITH moved AS (
+        DELETE FROM outbox_dead_letters WHERE seq = ANY(${seqs}::bigint[]) RETURNING *
+      ), back AS (
+        INSERT INTO outbox_events (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts)
+        SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, outbox_created_at, 0
+          FROM moved ORDER BY seq
+        RETURNING seq, event_id
+      ), audited AS (
+        INSERT INTO dead_letter_actions (kind, action, target_id, tenant_id, ticket_id, event_id, dead_reason, actor, note, detail, snapshot)
+        SELECT 'outbox', 'requeue', m.event_id::text, m.tenant_id, m.aggregate_id, m.event_id, m.reason, ${audit(actor)},
+               jsonb_build_object('requeuedTogether', (SELECT jsonb_agg(event_id ORDER BY seq) FROM moved), 'seq', m.seq),
+               to_jsonb(m)
+          FROM moved m
+        RETURNING 1
+      )
+      SELECT event_id::text AS "eventId" FROM back ORDER BY seq`);
+    return rows.map((r) => r.eventId);
+  }
+
+  /** Deletes one outbox dead letter, keeping it whole in its audit row's snapshot (one statement, own transaction). */
+  async discardOutbox(eventId: string, actor: Actor): Promise<{ aggregateId: string; blocked: string[] } | null> {
+    const rows = await this.prisma.$queryRaw<Array<{ aggregateId: string }>>(Prisma.sql`
+      WITH gone AS (
+        DELETE FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid RETURNING *
+      ), audited AS (
+        INSERT INTO dead_letter_actions (kind, action, target_id, tenant_id, ticket_id, event_id, dead_reason, actor, note, snapshot)
+        SELECT 'outbox', 'discard', g.event_id::text, g.tenant_id, g.aggregate_id, g.event_id, g.reason, ${audit(actor)}, to_jsonb(g)
+          FROM gone g
+        RETURNING 1
+      )
+      SELECT aggregate_id::text AS "aggregateId" FROM gone`);
+    if (!rows[0]) return null;
+    const blocked = await this.prisma.$queryRaw<Array<{ eventId: string }>>(Prisma.sql`
+      SELECT event_id::text AS "eventId" FROM outbox_dead_letters
+       WHERE aggregate_id = ${rows[0].aggregateId}::uuid AND reason = ${`blocked_by_dead_letter:${eventId}`} ORDER BY seq`);
+    return { aggregateId: rows[0].aggregateId, blocked: blocked.map((b) => b.eventId) };
+  }
+
+  /** Where an outbox event is when it is not (or no longer) dead-lettered. Reads only. */
+  async outboxState(eventId: string): Promise<CurrentState> {
+    const rows = await this.prisma.$queryRaw<Array<{ state: string }>>(Prisma.sql`
+      SELECT CASE WHEN published_at IS NULL THEN 'in the outbox, not yet published' ELSE 'published at ' || published_at END AS state
+        FROM outbox_events WHERE event_id = ${eventId}::uuid`);
+    return { state: rows[0]?.state ?? 'not in the outbox (published and purged, or unknown)', lastAction: await this.lastAction('outbox', eventId) };
+  }
+
+  /** A dead notification back to pending, due now, attempts kept (one statement, audited, own transaction). */
+  async requeueNotification(id: string, actor: Actor): Promise<NotificationChange | null> {
+    return this.changeNotification(id, 'pending', 'requeue', actor);
+  }
+
+  /** A dead notification marked discarded: kept, never sent (one statement, audited, own transaction). */
+  async discardNotification(id: string, actor: Actor): Promise<NotificationChange | null> {
+    return this.changeNotification(id, 'discarded', 'discard', actor);
+  }
+
+  private async changeNotification(id: string, status: string, action: string, actor: Actor): Promise<NotificationChange | null> {
+    // WHERE status = 'dead' is re-checked on the locked row: of two concurrent requeues one matches.
+    const rows = await this.prisma.$queryRaw<NotificationChange[]>(Prisma.sql`
+      WITH changed AS (
+        UPDATE notifications SET status = ${status}::text,
+               next_attempt_at = CASE WHEN ${status}::text = 'pending' THEN now() END, lease_token = NULL
+         WHERE id = ${id}::uuid AND status = 'dead'
+        RETURNING id, tenant_id, ticket_id, event_id, group_id, last_error, attempts, target_url
+      ), audited AS (
+        INSERT INTO dead_letter_actions (kind, action, target_id, tenant_id, ticket_id, event_id, dead_reason, actor, note, detail)
+        SELECT 'notification', ${action}, c.id::text, c.tenant_id, c.ticket_id, c.event_id, COALESCE(c.last_error, ''), ${audit(actor)},
+               jsonb_build_object('group', c.group_id, 'attempts', c.attempts, 'targetUrl', c.target_url)
+          FROM changed c
+        RETURNING 1
+      )
+      SELECT id::text AS id, attempts, target_url AS "targetUrl" FROM changed`);
+    return rows[0] ?? null;
+  }
+
+  /** A notification's status and last action (reads only). */
+  async notificationState(id: string): Promise<CurrentState | null> {
+    const rows = await this.prisma.$queryRaw<Array<{ status: string; attempts: number }>>(Prisma.sql`
+      SELECT status, attempts FROM notifications WHERE id = ${id}::uuid`);
+    if (!rows[0]) return null;
+    return { state: `${rows[0].status} after ${rows[0].attempts} attempt(s)`, lastAction: await this.lastAction('notification', id) };
+  }
+
+  /** A notification as a dry run sees it (reads only). */
+  async notification(id: string): Promise<{ status: string; attempts: number; targetUrl: string | null } | null> {
+    const rows = await this.prisma.$queryRaw<Array<{ status: string; attempts: number; targetUrl: string | null }>>(Prisma.sql`
+      SELECT status, attempts, target_url AS "targetUrl" FROM notifications WHERE id = ${id}::uuid`);
+    return rows[0] ?? null;
+  }
+
+  /** A consumer dead letter still dead, inside the caller's transaction; with `lock`, FOR UPDATE. */
+  async consumerRow(tx: Tx, id: string, lock: boolean): Promise<ConsumerDeadRow | null> {
+    const rows = await tx.$queryRaw<ConsumerDeadRow[]>(Prisma.sql`
+      SELECT id::text AS id, group_id AS "groupId", topic, partition, "offset"::text AS "offset", key, value, headers, reason
+        FROM consumer_dead_letters WHERE id = ${id}::uuid AND resolution IS NULL ${lock ? Prisma.sql`FOR UPDATE` : Prisma.empty}`);
+    return rows[0] ?? null;
+  }
+
+  /** Marks a consumer dead letter requeued or discarded and audits it, inside the caller's transaction. */
+  async resolveConsumer(tx: Tx, row: ConsumerDeadRow, action: 'requeue' | 'discard', actor: Actor, eventId: string | null, detail: object): Promise<void> {
+    await tx.$executeRaw(Prisma.sql`
+      WITH resolved AS (
+        UPDATE consumer_dead_letters SET resolution = ${action === 'requeue' ? 'requeued' : 'discarded'}, resolved_at = now()
+         WHERE id = ${row.id}::uuid AND resolution IS NULL
+        RETURNING id, key, reason
+      )
+      INSERT INTO dead_letter_actions (kind, action, target_id, ticket_id, event_id, dead_reason, actor, note, detail)
+      SELECT 'consumer', ${action}, r.id::text, CASE WHEN r.key ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN r.key::uuid END,
+             ${eventId}::uuid, r.reason, ${audit(actor)}, ${JSON.stringify(detail)}::jsonb
+        FROM resolved r`);
+  }
+
+  /** A consumer dead letter's resolution (reads only); null when there is no such row. */
+  async consumerState(id: string): Promise<CurrentState | null> {
+    const rows = await this.prisma.$queryRaw<Array<{ resolution: string | null }>>(Prisma.sql`
+      SELECT resolution FROM consumer_dead_letters WHERE id = ${id}::uuid`);
+    if (!rows[0]) return null;
+    return { state: rows[0].resolution ?? 'dead', lastAction: await this.lastAction('consumer', id) };
+  }
+
+  private async lastAction(kind: string, id: string): Promise<CurrentState['lastAction']> {
+    const rows = await this.prisma.$queryRaw<Array<{ action: string; actor: string; at: Date }>>(Prisma.sql`
+      SELECT action, actor, created_at AS at FROM dead_letter_actions WHERE kind = ${kind} AND target_id = ${id}
+       ORDER BY created_at DESC LIMIT 1`);
+    return rows[0];
+  }
+}

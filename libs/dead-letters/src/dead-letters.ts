@@ -1,0 +1,186 @@
+import type { PrismaClient } from '@tickets/db';
+import { DeadLetterActionsRepository, type CurrentState } from './dead-letter-actions.repository';
+import { DEAD_LETTER_KINDS, type ActionResult, type Actor, type DeadLetterDetail, type DeadLetterFilter, type DeadLetterItem, type DeadLetterKind } from './dead-letter.types';
+import { DeadLettersRepository } from './dead-letters.repository';
+import type { MessageRepublisher } from './message-republisher';
+import { planOutboxRequeue, type OutboxRequeuePlan } from './outbox-requeue-plan';
+import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
+
+export interface ActionRequest {
+  kind: DeadLetterKind;
+  /** `id` for one dead letter; otherwise every dead one matching the filter (up to its limit). */
+  filter: DeadLetterFilter;
+  actor: Actor;
+  /** Report what would happen; change nothing, audit nothing. */
+  dryRun: boolean;
+}
+
+const since = (s: CurrentState) => (s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '');
+
+/**
+ * List, show, requeue and discard the three kinds of dead letters (the code path of
+ * `npm run cli -- dead-letters`). Every requeue or discard is its own transaction that changes the
+ * dead letter and writes its audit row together; a dry run reads only. Requeue and discard act only
+ * on what is still dead, so running either twice does the work once and then says so.
+ */
+export class DeadLetters {
+  private readonly reads: DeadLettersRepository;
+  private readonly writes: DeadLetterActionsRepository;
+
+  /** `republisher` is needed only to requeue consumer dead letters (they go back to their topic). */
+  constructor(prisma: PrismaClient, private readonly republisher?: MessageRepublisher) {
+    this.reads = new DeadLettersRepository(prisma);
+    this.writes = new DeadLetterActionsRepository(prisma);
+  }
+
+  /** Newest first, across the kinds asked for (one read per kind). */
+  async list(f: DeadLetterFilter): Promise<DeadLetterItem[]> {
+    const kinds = f.kind ? [f.kind] : DEAD_LETTER_KINDS;
+    const items = (await Promise.all(kinds.map((k) => this.reads.list(k, f)))).flat();
+    return items.sort((a, b) => b.deadAt.getTime() - a.deadAt.getTime()).slice(0, f.limit);
+  }
+
+  /** One dead letter (also one already requeued or discarded) with its content and audit history; null if unknown. */
+  async show(id: string, kind?: DeadLetterKind): Promise<DeadLetterDetail | null> {
+    const [item] = await this.list({ kind, id, all: true, limit: 1 });
+    if (!item) return null;
+    const [content, history, attempts] = await Promise.all([
+      this.reads.content(item.kind, id),
+      this.reads.history(item.kind, id),
+      item.kind === 'notification' ? this.reads.attempts(id) : Promise.resolve(undefined),
+    ]);
+    return { item, content, history, ...(attempts ? { attempts } : {}) };
+  }
+
+  async requeue(req: ActionRequest): Promise<ActionResult[]> {
+    const ids = await this.targets(req);
+    if (req.kind !== 'outbox') return this.each(ids, (id) => (req.kind === 'notification' ? this.requeueNotification(id, req) : this.requeueConsumer(id, req)));
+    // A later dead letter of a ticket is held back until the earlier one has moved: a second pass
+    // picks up those whose earlier dead letter was in this same selection.
+    const first = await this.each(ids, (id) => this.requeueOutbox(id, req));
+    const retry = first.filter((r) => r.outcome === 'refused' && r.message.includes('held back'));
+    if (!retry.length || req.dryRun) return first;
+    const second = new Map((await this.each(retry.map((r) => r.id), (id) => this.requeueOutbox(id, req))).map((r) => [r.id, r]));
+    return first.map((r) => second.get(r.id) ?? r);
+  }
+
+  async discard(req: ActionRequest): Promise<ActionResult[]> {
+    const ids = await this.targets(req);
+    return this.each(ids, (id) => (req.kind === 'outbox' ? this.discardOutbox(id, req) : req.kind === 'notification' ? this.discardNotification(id, req) : this.discardConsumer(id, req)));
+  }
+
+  private async targets(req: ActionRequest): Promise<string[]> {
+    if (req.filter.id) return [req.filter.id];
+    return (await this.list({ ...req.filter, kind: req.kind, all: false })).map((i) => i.id);
+  }
+
+  private async each(ids: string[], act: (id: string) => Promise<ActionResult>): Promise<ActionResult[]> {
+    const results: ActionResult[] = [];
+    for (const id of ids) results.push(await act(id));
+    return results;
+  }
+
+  private async requeueOutbox(id: string, req: ActionRequest): Promise<ActionResult> {
+    const r = (outcome: ActionResult['outcome'], message: string, eventIds?: string[]): ActionResult => ({ kind: 'outbox', id, outcome, message, eventIds });
+    const { plan, moved } = await this.writes.transaction(async (tx) => {
+      const plan: OutboxRequeuePlan = planOutboxRequeue(await this.writes.outboxTicketRows(tx, id, !req.dryRun), id);
+      const moved = plan.kind === 'requeue' && !req.dryRun ? await this.writes.moveOutboxBack(tx, plan.rows.map((row) => row.seq), req.actor) : [];
+      return { plan, moved };
+    });
+    if (plan.kind === 'not-dead') {
+      const state = await this.writes.outboxState(id);
+      return r('not-dead', `outbox event ${id} is not dead-lettered: ${state.state}${since(state)}; nothing done`);
+    }
+    if (plan.kind === 'held-back') {
+      return r('refused', `outbox event ${id} is held back by ${plan.by.eventId} (${plan.by.reason}), an earlier dead letter of ticket ${plan.by.aggregateId}: requeue that one first (the events dead-lettered behind it come with it), or discard it`);
+    }
+    if (plan.kind === 'invalid') {
+      const why = plan.rows.map((x) => `${x.row.eventId}: ${x.reason}`).join('; ');
+      return r('refused', `outbox event ${id} would be dead-lettered again at once (${why}); the envelope cannot be fixed from here: discard it`);
+    }
+    const ids = plan.rows.map((row) => row.eventId);
+    const ticket = plan.rows[0].aggregateId;
+    if (req.dryRun) return r('would-requeue', `would move ${ids.length} event(s) of ticket ${ticket} back to the outbox, in this order: ${ids.join(', ')}`, ids);
+    return r('requeued', `moved ${moved.length} event(s) of ticket ${ticket} back to the outbox with their original seq, in this order: ${moved.join(', ')}; the relay publishes them after the ticket's earlier events`, moved);
+  }
+
+  private async discardOutbox(id: string, req: ActionRequest): Promise<ActionResult> {
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'outbox', id, outcome, message });
+    if (req.dryRun) {
+      const [item] = await this.reads.list('outbox', { id, limit: 1 });
+      return item ? r('would-discard', `would discard outbox event ${id} of ticket ${item.ticketId} (kept in the audit row)`) : r('not-dead', `outbox event ${id} is not dead-lettered; nothing to discard`);
+    }
+    const gone = await this.writes.discardOutbox(id, req.actor);
+    if (!gone) {
+      const state = await this.writes.outboxState(id);
+      return r('not-dead', `outbox event ${id} is not dead-lettered: ${state.state}${since(state)}; nothing done`);
+    }
+    const behind = gone.blocked.length
+      ? `; ${gone.blocked.length} later event(s) of ticket ${gone.aggregateId} stay dead-lettered behind it: requeue them with --id ${gone.blocked[0]}, or discard them`
+      : '';
+    return r('discarded', `discarded outbox event ${id} of ticket ${gone.aggregateId} (kept in dead_letter_actions.snapshot)${behind}`);
+  }
+
+  private async requeueNotification(id: string, req: ActionRequest): Promise<ActionResult> {
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'notification', id, outcome, message });
+    if (req.dryRun) {
+      const n = await this.writes.notification(id);
+      if (n?.status !== 'dead') return r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to requeue`);
+      return r('would-requeue', `would send notification ${id} again now as attempt ${n.attempts + 1} to ${n.targetUrl ?? '(no target)'}, webhook-id ${id}`);
+    }
+    const changed = await this.writes.requeueNotification(id, req.actor);
+    if (changed) return r('requeued', `notification ${id} is pending again: sent now as attempt ${changed.attempts + 1} to ${changed.targetUrl ?? '(no target)'}, same webhook-id ${id}`);
+    const state = await this.writes.notificationState(id);
+    return r('not-dead', state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`);
+  }
+
+  private async discardNotification(id: string, req: ActionRequest): Promise<ActionResult> {
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'notification', id, outcome, message });
+    if (req.dryRun) {
+      const n = await this.writes.notification(id);
+      return n?.status === 'dead' ? r('would-discard', `would mark notification ${id} discarded (never sent)`) : r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to discard`);
+    }
+    if (await this.writes.discardNotification(id, req.actor)) return r('discarded', `notification ${id} discarded: kept, never sent`);
+    const state = await this.writes.notificationState(id);
+    return r('not-dead', state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`);
+  }
+
+  private async requeueConsumer(id: string, req: ActionRequest): Promise<ActionResult> {
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'consumer', id, outcome, message });
+    // The produce happens with the row locked and before the resolution commits: a crash in between
+    // leaves it dead after all, and a second requeue produces the message again; the consumer skips
+    // the copy by its event id (at-least-once, processed once).
+    const done = await this.writes.transaction(async (tx) => {
+      const row = await this.writes.consumerRow(tx, id, !req.dryRun);
+      if (!row) return null;
+      const value = storedBytes(row.value);
+      const invalid = stillInvalid(value);
+      if (invalid) return r('refused', `consumer dead letter ${id} still does not parse (${invalid}): the consumer would dead-letter it again; discard it`);
+      const where = `${row.topic} with key ${row.key ?? '(none)'}`;
+      if (req.dryRun) return r('would-requeue', `would produce the stored message (event ${eventIdOf(value)}) to ${where}`);
+      if (!this.republisher) throw new Error('requeuing a consumer dead letter needs the Kafka producer');
+      const headers = Object.fromEntries(Object.entries(row.headers ?? {}).map(([k, v]) => [k, storedBytes(v) ?? Buffer.alloc(0)]));
+      const at = await this.republisher.send({ topic: row.topic, key: storedBytes(row.key), value: value!, headers });
+      const detail = { topic: row.topic, partition: at.partition, offset: at.offset, from: { groupId: row.groupId, partition: row.partition, offset: row.offset } };
+      await this.writes.resolveConsumer(tx, row, 'requeue', req.actor, eventIdOf(value), detail);
+      return r('requeued', `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`);
+    }, 60_000);
+    if (done) return done;
+    const state = await this.writes.consumerState(id);
+    return r('not-dead', state ? `consumer dead letter ${id} is ${state.state}${since(state)}; nothing done` : `no consumer dead letter ${id}`);
+  }
+
+  private async discardConsumer(id: string, req: ActionRequest): Promise<ActionResult> {
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'consumer', id, outcome, message });
+    const done = await this.writes.transaction(async (tx) => {
+      const row = await this.writes.consumerRow(tx, id, !req.dryRun);
+      if (!row) return null;
+      if (req.dryRun) return r('would-discard', `would mark consumer dead letter ${id} discarded`);
+      await this.writes.resolveConsumer(tx, row, 'discard', req.actor, null, {});
+      return r('discarded', `consumer dead letter ${id} discarded (kept, marked)`);
+    });
+    if (done) return done;
+    const state = await this.writes.consumerState(id);
+    return r('not-dead', state ? `consumer dead letter ${id} is ${state.state}${since(state)}; nothing done` : `no consumer dead letter ${id}`);
+  }
+}

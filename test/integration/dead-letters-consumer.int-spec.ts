@@ -1,0 +1,105 @@
+// Consumer dead letters with `dead-letters requeue|discard --kind consumer`, with the real consumer on a
+// real topic: a message the consumer dead-lettered for real is refused (it still does not parse) and
+// discarded; a stored message that parses now (dead-lettered by an older consumer) is produced again,
+// byte for byte with its key, and the consumer processes it once; a second requeue produces nothing.
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { startConsumer, type RunningConsumer } from '../../apps/consumer/src/consumer';
+import { deadLettersCommand } from '../support/dead-letters-cli';
+import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
+import { TEST_NOTIFIER, eventually, kafkaFixture, ticketCreated, uniqueName } from '../support/events-factory';
+import { readTopic } from '../support/outbox-factory';
+
+jest.setTimeout(60_000);
+
+const topic = uniqueName('dl-consumer-it');
+const groupId = uniqueName('dl-consumer-it');
+const tenantId = randomUUID();
+let fx: Awaited<ReturnType<typeof kafkaFixture>>;
+let prisma: PrismaClient;
+let db: Pool;
+let consumer: RunningConsumer;
+
+const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
+const high = async () => Number((await fx.admin.fetchTopicOffsets(topic))[0].high);
+const deadLetter = async (id: string) =>
+  (await db.query<{ resolution: string | null }>('SELECT resolution FROM consumer_dead_letters WHERE id = $1', [id])).rows[0];
+
+beforeAll(async () => {
+  fx = await kafkaFixture(topic, 1);
+  prisma = createPrismaClient(TEST_DATABASE_URL, 4, 'dl-consumer-it');
+  db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+  consumer = await startConsumer({ prisma, databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dl-consumer-it' }, topic, groupId, notifier: TEST_NOTIFIER });
+});
+
+afterAll(async () => {
+  await consumer?.stop();
+  await db.query("DELETE FROM dead_letter_actions WHERE kind = 'consumer' AND target_id IN (SELECT id::text FROM consumer_dead_letters WHERE group_id = $1)", [groupId]);
+  await db.query('DELETE FROM consumer_dead_letters WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+  await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
+  await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end()]);
+});
+
+it('a message that still does not parse is refused, and discarded with the audit', async () => {
+  const key = randomUUID();
+  await fx.producer.send({ topic, acks: -1, messages: [{ key, value: '{"not":"an event"' }] });
+  const { id } = await eventually(
+    async () => (await db.query<{ id: string }>('SELECT id FROM consumer_dead_letters WHERE group_id = $1 AND key = $2', [groupId, key])).rows[0],
+    (r) => r !== undefined,
+    20_000,
+    'the consumer dead-letters the message',
+  );
+  const refused = await cli('requeue', '--kind', 'consumer', '--id', id);
+  expect(refused.code).toBe(1);
+  expect(refused.out).toBe(`refused: consumer dead letter ${id} still does not parse (not JSON): the consumer would dead-letter it again; discard it`);
+  expect(await high()).toBe(1);
+
+  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--json')).json().items).toEqual([expect.objectContaining({ id, state: 'dead', reason: expect.stringMatching(/^not JSON/) })]);
+  expect((await cli('discard', '--kind', 'consumer', '--id', id, '--by', 'ops-test', '--reason-note', 'garbage from a test producer')).out).toBe(`discarded: consumer dead letter ${id} discarded (kept, marked)`);
+  expect(await deadLetter(id)).toEqual({ resolution: 'discarded' });
+  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--json')).json().items).toEqual([]);
+  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--all', '--json')).json().items).toEqual([expect.objectContaining({ id, state: 'discarded' })]);
+  expect((await cli('discard', '--kind', 'consumer', '--id', id)).out).toMatch(/is discarded \(last discard by ops-test at .*\); nothing done$/);
+});
+
+it('a stored message that parses now is produced again with its key and processed once; a second requeue produces nothing', async () => {
+  const event = ticketCreated(tenantId);
+  const value = JSON.stringify(event);
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+     VALUES ($1, $2, 0, 9999, $3, $4, $5, 'not a TicketEvent: type: Invalid input (an older consumer)') RETURNING id`,
+    [groupId, topic, event.ticketId, value, JSON.stringify({ 'event-id': event.id, 'event-type': event.type })],
+  );
+  const id = rows[0].id;
+  const before = await high();
+
+  const dry = await cli('requeue', '--kind', 'consumer', '--id', id, '--dry-run');
+  expect(dry.out).toBe(`would-requeue: would produce the stored message (event ${event.id}) to ${topic} with key ${event.ticketId}`);
+  expect(await high()).toBe(before);
+  expect(await deadLetter(id)).toEqual({ resolution: null });
+
+  const done = await cli('requeue', '--kind', 'consumer', '--id', id, '--by', 'ops-test', '--reason-note', 'consumer upgraded');
+  expect(done.code).toBe(0);
+  expect(done.out).toMatch(new RegExp(`^requeued: produced the stored message \\(event ${event.id}\\) to ${topic}\\[0\\]@${before} with key ${event.ticketId}`));
+  expect(await high()).toBe(before + 1);
+  const produced = (await readTopic(TEST_KAFKA_BROKERS, topic)).find((m) => m.offset === before)!;
+  expect(produced).toMatchObject({ key: event.ticketId, value, headers: { 'event-id': event.id, 'event-type': event.type } });
+  await eventually(
+    async () => (await db.query('SELECT 1 FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id])).rowCount,
+    (n) => n === 1,
+    20_000,
+    'the consumer processes the requeued event',
+  );
+  expect(await deadLetter(id)).toEqual({ resolution: 'requeued' });
+  const { rows: audit } = await db.query("SELECT actor, note, event_id, detail FROM dead_letter_actions WHERE kind = 'consumer' AND target_id = $1", [id]);
+  expect(audit).toEqual([{ actor: 'ops-test', note: 'consumer upgraded', event_id: event.id, detail: { topic, partition: 0, offset: String(before), from: { groupId, partition: 0, offset: '9999' } } }]);
+
+  const again = await cli('requeue', '--kind', 'consumer', '--id', id);
+  expect(again.out).toMatch(/is requeued \(last requeue by ops-test at .*\); nothing done$/);
+  expect(await high()).toBe(before + 1);
+  const { rows: inbox } = await db.query('SELECT duplicates FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+  expect(inbox).toEqual([{ duplicates: 0 }]);
+});
