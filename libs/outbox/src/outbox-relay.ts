@@ -24,8 +24,9 @@ export interface RelayStats {
   /** Rows this relay instance published (acknowledged and marked) since it was created. */
   published: number;
   isLeader: boolean;
-  /** Whether the relay's broker and database answer (see RelayHealth). */
-  health: RelayHealth;
+  /** Whether the broker and the database answer (see RelayHealth). */
+  broker: DependencyState;
+  database: DependencyState;
 }
 
 /**
@@ -139,7 +140,7 @@ export class OutboxRelay {
   /** Outbox counts (read from the database: throws while it is unreachable) and health(). */
   async stats(): Promise<RelayStats> {
     const counts = await this.repo.counts(this.getPool());
-    return { ...counts, published: this.pipeline.publishedCount, isLeader: this.leader, health: this.health() };
+    return { ...counts, published: this.pipeline.publishedCount, ...this.health() };
   }
 
   /** Leadership and the broker's and database's reachability, without I/O (for readiness probes). */
