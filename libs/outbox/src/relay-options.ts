@@ -38,7 +38,7 @@ export interface OutboxRelayOptions {
   leaderRetryMs?: number;
   /** Attempts before a row the broker rejects is dead-lettered (OUTBOX_MAX_ATTEMPTS). */
   maxAttempts?: number;
-  /** Full-jitter backoff base and cap (RELAY_RETRY_MAX_DELAY), for broker outages and for rejected rows. */
+  /** Full-jitter backoff base and cap (RELAY_RETRY_MAX_DELAY): rejected rows; outages use the lower outageRetryMaxMs. */
   retryBaseMs?: number;
   retryMaxMs?: number;
   /** Backoff cap while the broker or the database is unreachable (at most retryMaxMs): how soon the relay notices it is back. */
