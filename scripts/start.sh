@@ -3,7 +3,7 @@
 # DATABASE_URL or the local PostgreSQL (or docker compose where Docker exists), brings up Kafka,
 # migrates, creates a demo tenant, prints its API key and example curl commands, then runs the API
 # (with the outbox relay inside), the notification consumer and (without NOTIFY_WEBHOOK_URL) a local
-# webhook sink that prints each delivery, until Ctrl-C.
+# webhook sink that prints each delivery, until Ctrl-C; a process that exits on its own is restarted.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -27,6 +27,40 @@ KEY_JSON=$(node -r ./scripts/register-aliases.js dist/apps/cli/src/main.js api-k
 API_KEY=$(node -pe 'JSON.parse(process.argv[1]).apiKey' "$KEY_JSON")
 BASE="http://127.0.0.1:$PORT"
 
+# Each process runs under a supervisor: one that exits on its own (a crash, an uncaught error) is
+# restarted after a backoff (1 s doubling to 30 s; back to 1 s once it ran for a minute), with a line
+# naming it and its exit code. Ctrl-C (or SIGTERM) sends SIGTERM to every process, waits for their
+# graceful stops (the relay releases its lock, the consumer commits and leaves its group, the
+# dispatcher releases its leases), then exits.
+RESTART_MAX_DELAY=30
+supervise() {
+  local name=$1 child='' code delay=1 started stopping=0
+  shift
+  # Ctrl-C reaches the whole process group: the supervisor only notes it (the cleanup below then
+  # sends SIGTERM), and passes SIGTERM on to its child.
+  trap 'stopping=1' INT
+  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
+  while :; do
+    started=$SECONDS
+    "$@" &
+    child=$!
+    while :; do
+      wait "$child" && code=0 || code=$?
+      kill -0 "$child" 2>/dev/null || break # a trap cut the wait short; the child is still stopping
+    done
+    child=''
+    [ "$stopping" = 0 ] || exit 0
+    if (( SECONDS - started >= 60 )); then delay=1; fi
+    say "$name exited with code $code; restarting it in ${delay}s"
+    sleep "$delay" &
+    child=$!
+    wait "$child" || true
+    child=''
+    [ "$stopping" = 0 ] || exit 0
+    delay=$(( delay * 2 > RESTART_MAX_DELAY ? RESTART_MAX_DELAY : delay * 2 ))
+  done
+}
+
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -36,7 +70,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
+supervise api node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
 pids+=($!)
 SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
@@ -44,18 +78,19 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
   export NOTIFY_WEBHOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
   export NOTIFY_WEBHOOK_URL="http://127.0.0.1:$WEBHOOK_SINK_PORT/webhooks"
-  node -r ./scripts/register-aliases.js dist/scripts/webhook-sink.js &
+  supervise webhook-sink node -r ./scripts/register-aliases.js dist/scripts/webhook-sink.js &
   pids+=($!)
   SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
-node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
+supervise consumer node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
 pids+=($!)
 
+ready=0
 for _ in $(seq 1 60); do
-  curl -fsS "$BASE/health/ready" >/dev/null 2>&1 && break
-  kill -0 "${pids[0]}" 2>/dev/null || die "the API exited during start-up; its log is above."
+  curl -fsS "$BASE/health/ready" >/dev/null 2>&1 && { ready=1; break; }
   sleep 0.5
 done
+[ "$ready" = 1 ] || say "the API is not ready after 30 s (its log is above); it is restarted while it keeps exiting"
 
 cat <<TXT
 
@@ -74,7 +109,9 @@ cat <<TXT
     curl -s $BASE/v1/idempotency-keys/demo-1 -H "Authorization: Bearer \$TICKETS_API_KEY"
     curl -s "$BASE/v1/tickets?externalRef=INC-1" -H "Authorization: Bearer \$TICKETS_API_KEY"
 
-  Ctrl-C stops the API, the consumer and the sink (the Kafka broker keeps running: npm run kafka:down).
+  A process that exits on its own is restarted (a line names it and its exit code).
+  Ctrl-C stops the API, the consumer and the sink gracefully (the Kafka broker keeps running: npm run kafka:down).
 
 TXT
-wait -n "${pids[@]}"
+# The supervisors run until Ctrl-C.
+wait

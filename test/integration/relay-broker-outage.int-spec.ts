@@ -6,9 +6,10 @@
 // refused) and destroys its open sockets mid-stream. The shared broker keeps running, so other test
 // files are not disturbed and the test takes seconds instead of a broker restart.
 import { randomUUID } from 'node:crypto';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
+import { TcpCutProxy } from '@tickets/fault-proxy';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay } from '@tickets/outbox';
 import { TEST_KAFKA_BROKERS } from '../support/env';
@@ -22,45 +23,6 @@ import {
   type RelayTestDatabase,
 } from '../support/outbox-factory';
 
-/** A TCP proxy to one broker that can be cut (refuse + reset) and restored on the same port. */
-class TcpProxy {
-  private server?: Server;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async listen(): Promise<void> {
-    const server = createServer((client) => {
-      const upstream = connect(this.target);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('error', () => undefined);
-        s.once('close', () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as { port: number }).port;
-    this.server = server;
-  }
-
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    const closed = new Promise<void>((r) => (server ? server.close(() => r()) : r()));
-    for (const s of this.sockets) s.destroy();
-    await closed;
-  }
-}
-
 const topic = `relay-outage-${randomUUID().slice(0, 8)}`;
 const tenantId = randomUUID();
 const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'relay-test');
@@ -68,7 +30,7 @@ const [brokerHost, brokerPort] = TEST_KAFKA_BROKERS[0].split(':');
 let database: RelayTestDatabase;
 let db: Pool;
 let relay: OutboxRelay | undefined;
-const proxy = new TcpProxy({ host: brokerHost, port: Number(brokerPort) });
+const proxy = new TcpCutProxy({ host: brokerHost, port: Number(brokerPort) });
 
 beforeAll(async () => {
   database = await createRelayTestDatabase('outage');
@@ -79,7 +41,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await relay?.stop();
   await proxy.cut();
-  const cutAt = Date.now();
   await db?.end();
   await database?.drop();
   await deleteTopic(TEST_KAFKA_BROKERS, topic);

@@ -116,7 +116,8 @@ describe('OutboxRelay', () => {
     }
 
     const stats = await relay.stats();
-    expect(stats).toEqual({ pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, published: rows.length, isLeader: true });
+    const up = { state: 'up', unreachableForMs: 0 };
+    expect(stats).toEqual({ pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, published: rows.length, isLeader: true, broker: up, database: up });
 
     // The relay created the topic: configured partitions and retention.
     const admin = new Kafka({ brokers: TEST_KAFKA_BROKERS, clientId: 'relay-test-admin', logLevel: logLevel.NOTHING }).admin();

@@ -1,5 +1,9 @@
 // The outbox relay on its own: `npm run start:relay`. Same relay as the one inside the API
 // (RELAY_ENABLED); any number of copies may run, one per database publishes (docs/relay.md).
+// It starts and keeps running while the broker or the database is down (it logs one line when
+// either becomes unreachable and one when it is back). SIGTERM/SIGINT: the in-flight batch
+// finishes or is abandoned unmarked, the lock is released (a standby leads within milliseconds),
+// then the process exits 0.
 import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
@@ -31,7 +35,7 @@ async function main(): Promise<void> {
   const statsTimer = setInterval(() => {
     relay.stats().then(
       (stats) => logger.info({ stats }, 'outbox stats'),
-      (err) => logger.warn({ err }, 'outbox stats unavailable'),
+      (err) => logger.warn({ err: (err as Error).message, health: relay.health() }, 'outbox stats unavailable'),
     );
   }, STATS_LOG_INTERVAL_MS);
   statsTimer.unref();

@@ -65,7 +65,7 @@ const EnvSchema = z.object({
   RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
   /** Relay poll when no NOTIFY arrives; also how often a standby relay retries the leader lock. */
   RELAY_POLL_INTERVAL: duration('1s'),
-  /** Cap of the relay's full-jitter backoff (broker outages, rejected rows). */
+  /** Cap of the relay's full-jitter backoff for rows the broker rejects (outage retries are capped at RELAY_TUNING.outageRetryMaxMs). */
   RELAY_RETRY_MAX_DELAY: duration('30s'),
   /** Attempts before an outbox row the broker rejects is moved to outbox_dead_letters. */
   OUTBOX_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
@@ -150,6 +150,12 @@ const RELAY_TUNING = {
   markFoldMs: 25,
   /** Base of the full-jitter backoff (broker outages, rejected rows); the cap is RELAY_RETRY_MAX_DELAY. */
   retryBaseMs: 200,
+  /**
+   * Cap of the backoff while the broker or the database is unreachable (at most RELAY_RETRY_MAX_DELAY):
+   * a retry is one refused connection, and a 30 s cap left the relay asleep for up to 30 s after the
+   * broker was back (docs/relay.md, "Outages").
+   */
+  outageRetryMaxMs: 1_000,
   /** stop() waits this long for the in-flight batch before cutting connections. */
   stopTimeoutMs: 10_000,
   /** Published rows deleted per retention statement. */
@@ -166,6 +172,8 @@ const NOTIFIER_TUNING = {
   recordFlushMs: 5,
   /** At least this long between two claims that follow wake-ups, so several inbox commits are claimed together. */
   minClaimIntervalMs: 5,
+  /** stop() lets in-flight deliveries run this long, then abandons them and releases their leases. */
+  stopTimeoutMs: 5_000,
 };
 
 export interface AppConfig {

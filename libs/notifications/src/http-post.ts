@@ -9,6 +9,9 @@ export interface PostResult {
   error?: string;
 }
 
+/** The error of a request given up by its caller (a stopping dispatcher). */
+export const ABANDONED = 'abandoned: the dispatcher stopped before an answer came';
+
 /**
  * POSTs a body with `node:http`/`node:https` over keep-alive connections and never throws. Redirects
  * are not followed (a 3xx is the receiver's answer), the response body is discarded.
@@ -21,8 +24,11 @@ export class HttpPoster {
   private readonly http = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
 
-  /** `timeoutMs` covers the request up to the response headers; a body still arriving after it is cut off. */
-  post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostResult> {
+  /**
+   * `timeoutMs` covers the request up to the response headers; a body still arriving after it is cut off.
+   * `signal` abandons the request (statusCode null, error `abandoned`): the receiver may or may not have it.
+   */
+  post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<PostResult> {
     let target: URL;
     try {
       target = new URL(url);
@@ -64,6 +70,14 @@ export class HttpPoster {
         clearTimeout(timer);
         settle({ statusCode: null, headers: {}, error: `network error: ${err.code ?? err.message}` });
       });
+      const abandon = () => {
+        clearTimeout(timer);
+        settle({ statusCode: null, headers: {}, error: ABANDONED });
+        req.destroy();
+      };
+      if (signal?.aborted) abandon();
+      signal?.addEventListener('abort', abandon, { once: true });
+      req.once('close', () => signal?.removeEventListener('abort', abandon));
       req.end(payload);
     });
   }

@@ -70,6 +70,20 @@ export class NotificationsRepository {
   async record(records: AttemptRecord[]): Promise<void> {
     await this.prisma.$executeRaw(Prisma.sql`WITH ${recordCtes(records).ctes} SELECT 1`);
   }
+
+  /**
+   * Gives back leases of notifications claimed but never sent (a stopping dispatcher): due now, the
+   * claim's attempt un-counted, so another dispatcher sends them at once instead of after the
+   * lease. Only rows still under these tokens change. Returns how many did.
+   */
+  async release(leases: Array<{ id: string; leaseToken: string }>): Promise<number> {
+    if (leases.length === 0) return 0;
+    return this.prisma.$executeRaw(Prisma.sql`
+      UPDATE notifications n
+      SET next_attempt_at = now(), lease_token = NULL, attempts = n.attempts - 1
+      FROM unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.leaseToken)}::uuid[]) AS r(id, token)
+      WHERE n.id = r.id AND n.lease_token = r.token`);
+  }
 }
 
 /** The CTEs (r, upd, ins) that record `records`: see NotificationsRepository.record(). */

@@ -1,8 +1,8 @@
 import { configDefaults } from '@tickets/config';
 import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
-import { WakeableSleep } from '@tickets/sleep';
-import { HttpPoster } from './http-post';
+import { OutageLog, WakeableSleep } from '@tickets/sleep';
+import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
 import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
 import { webhookHeaders } from './signature';
@@ -29,6 +29,8 @@ export interface DispatcherSettings {
    * as a slot frees.
    */
   minClaimIntervalMs?: number;
+  /** stop() lets in-flight deliveries run this long, then abandons them and releases their leases. */
+  stopTimeoutMs?: number;
 }
 
 export interface DispatcherOptions extends DispatcherSettings {
@@ -82,6 +84,9 @@ export class WebhookDispatcher {
   private flushTimer?: NodeJS.Timeout;
   private readonly flushes = new Set<Promise<void>>();
   private readonly http = new HttpPoster();
+  /** Aborts the in-flight requests when stop() runs out of time. */
+  private abandon = new AbortController();
+  private readonly database: OutageLog;
 
   constructor(private readonly opts: DispatcherOptions) {
     const defaults = configDefaults().notifier;
@@ -96,14 +101,17 @@ export class WebhookDispatcher {
       recordBatchSize: opts.recordBatchSize ?? defaults.recordBatchSize,
       recordFlushMs: opts.recordFlushMs ?? defaults.recordFlushMs,
       minClaimIntervalMs: opts.minClaimIntervalMs ?? defaults.minClaimIntervalMs,
+      stopTimeoutMs: opts.stopTimeoutMs ?? defaults.stopTimeoutMs,
     };
     this.repo = new NotificationsRepository(opts.prisma);
+    this.database = new OutageLog(opts.logger, 'database', this.settings.pollIntervalMs);
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.sleeper.reset();
+    this.abandon = new AbortController();
     this.loop = this.run();
   }
 
@@ -112,7 +120,13 @@ export class WebhookDispatcher {
     this.sleeper.wake();
   }
 
-  /** Stops claiming, then waits for the deliveries already in flight to finish and be recorded. */
+  /**
+   * Stops claiming (a claim already running has its rows released unsent), lets the deliveries in
+   * flight finish for up to stopTimeoutMs, then abandons the rest; every finished or abandoned
+   * delivery is recorded, and an abandoned one is due again at once (its lease released), so
+   * another dispatcher sends it without waiting for NOTIFY_LEASE (same webhook-id: the receiver
+   * may have got it).
+   */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
@@ -120,13 +134,20 @@ export class WebhookDispatcher {
     this.timers.clear();
     this.sleeper.stop();
     await this.loop;
+    const deadline = setTimeout(() => this.abandon.abort(), this.settings.stopTimeoutMs);
     // Deliveries still in flight finish and join a flush; flush what is left at once.
     while (this.inFlight.size > 0 || this.unrecorded.length > 0 || this.flushes.size > 0) {
       this.flush();
       await Promise.race([Promise.allSettled([...this.inFlight]), ...this.flushes]);
       await Promise.allSettled([...this.flushes]);
     }
+    clearTimeout(deadline);
     this.http.close();
+  }
+
+  /** False while the database does not answer the claims (the dispatcher keeps retrying every poll interval). */
+  get databaseReachable(): boolean {
+    return !this.database.down;
   }
 
   stats(): DispatcherStats {
@@ -148,11 +169,13 @@ export class WebhookDispatcher {
         const records = this.takeUnrecorded();
         try {
           const rows = await this.claim(free, records);
+          this.database.ok();
           records.forEach((f) => f.done(true));
           claimed = rows.length;
-          for (const row of rows) this.track(this.deliver(row));
+          if (this.running) for (const row of rows) this.track(this.deliver(row));
+          else await this.release(rows); // stop() came while claiming: never sent, give them back
         } catch (e) {
-          this.opts.logger?.warn({ err: e }, 'notification claim failed; retrying after the poll interval');
+          this.database.failed(e, { step: 'claim' });
           this.recordFailed(records, e);
         }
       }
@@ -189,6 +212,13 @@ export class WebhookDispatcher {
     this.timers.add(t);
   }
 
+  private async release(rows: ClaimedNotification[]): Promise<void> {
+    const released = await this.repo
+      .release(rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })))
+      .catch((err) => this.opts.logger?.warn({ err, notifications: rows.length }, 'could not release the leases of unsent notifications; they expire') ?? 0);
+    if (released) this.opts.logger?.info({ released }, 'released the leases of claimed, unsent notifications');
+  }
+
   /** Claims up to `limit` due notifications of this group, recording `records` in the same statement. */
   private claim(limit: number, records: Finished[]): Promise<ClaimedNotification[]> {
     return this.repo.claim(this.opts.groupId, limit, this.settings.leaseMs, records.map(toRecord));
@@ -203,11 +233,14 @@ export class WebhookDispatcher {
       outcome = { status: 'dead', error: result.error! };
     } else {
       result = await this.send(row, secret);
-      outcome = decideAttempt(row.attempts, result, {
-        maxAttempts: this.settings.maxAttempts,
-        baseMs: this.settings.retryBaseMs,
-        maxDelayMs: this.settings.retryMaxDelayMs,
-      });
+      outcome =
+        result.error === ABANDONED
+          ? { status: 'pending', delayMs: 0, error: ABANDONED } // stopping: due again at once, for another dispatcher
+          : decideAttempt(row.attempts, result, {
+              maxAttempts: this.settings.maxAttempts,
+              baseMs: this.settings.retryBaseMs,
+              maxDelayMs: this.settings.retryMaxDelayMs,
+            });
     }
     const recorded = await new Promise<boolean>((done) => this.enqueueRecord({ row, result, outcome, done }));
     if (!recorded) return;
@@ -230,6 +263,7 @@ export class WebhookDispatcher {
       { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) },
       body,
       this.settings.timeoutMs,
+      this.abandon.signal,
     );
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
@@ -259,7 +293,7 @@ export class WebhookDispatcher {
   private recordFailed(batch: Finished[], e: unknown): void {
     if (batch.length === 0) return;
     // The leases expire and these notifications are sent again (same webhook-id): at-least-once.
-    this.opts.logger?.error({ err: e, notificationIds: batch.map((f) => f.row.id) }, 'could not record webhook attempts');
+    this.database.failed(e, { step: 'record', notificationIds: batch.map((f) => f.row.id) });
     batch.forEach((f) => f.done(false));
   }
 
@@ -268,7 +302,10 @@ export class WebhookDispatcher {
     const batch = this.takeUnrecorded();
     if (batch.length === 0) return;
     const p = this.repo.record(batch.map(toRecord)).then(
-      () => batch.forEach((f) => f.done(true)),
+      () => {
+        this.database.ok();
+        batch.forEach((f) => f.done(true));
+      },
       (e) => this.recordFailed(batch, e),
     );
     this.flushes.add(p);

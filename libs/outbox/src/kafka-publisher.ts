@@ -73,7 +73,13 @@ export class KafkaPublisher {
       // de-duplicates by producer id and sequence (kafkajs warns about this setting; it is safe here).
       retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
     });
-    await producer.connect();
+    try {
+      await producer.connect();
+    } catch (err) {
+      // Broker away: drop this half-connected producer (and its sockets and timers); the next send builds a new one.
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
     this.producer = producer;
     return producer;
   }

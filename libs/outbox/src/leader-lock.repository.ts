@@ -18,10 +18,29 @@ export class LeaderLockRepository {
     );
   }
 
-  /** pg_try_advisory_lock: the session keeps the lock until it ends (or unlocks). */
-  async tryLock(db: ClientBase, key: string): Promise<boolean> {
-    const { rows } = await db.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS locked', [key]);
-    return rows[0].locked;
+  /**
+   * Waits up to `waitMs` for the lock (pg_advisory_lock under a lock_timeout): a standby queued here
+   * gets it the moment the leader's session lets go, whether it stopped (unlock) or died (session
+   * end), instead of at its next poll. Returns false when the wait timed out (SQLSTATE 55P03). The
+   * session keeps the lock until it ends (or unlocks); lock_timeout is set for the wait only (a
+   * leader's writes on this session must not time out on row locks).
+   */
+  async lock(db: ClientBase, key: string, waitMs: number): Promise<boolean> {
+    await db.query("SELECT set_config('lock_timeout', $1, false)", [`${Math.max(1, Math.round(waitMs))}ms`]);
+    try {
+      await db.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === '55P03') return false;
+      throw err;
+    } finally {
+      await db.query("SELECT set_config('lock_timeout', '0', false)").catch(() => undefined);
+    }
+  }
+
+  /** Releases the lock at once (a graceful stop; ending the session would release it too, a little later). */
+  async unlock(db: ClientBase, key: string): Promise<void> {
+    await db.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
   }
 
   /** `channel` is a constant identifier (LISTEN takes no parameters). */

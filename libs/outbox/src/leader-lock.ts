@@ -31,10 +31,13 @@ export class LeaderLock {
     private readonly events: LeaderLockEvents,
   ) {}
 
-  /** Connects if needed and tries the lock once. Returns the lock-holding connection, or undefined (another relay leads). */
-  async tryAcquire(): Promise<Client | undefined> {
+  /**
+   * Connects if needed and waits up to `waitMs` for the lock. Returns the lock-holding connection,
+   * or undefined (another relay leads; call again).
+   */
+  async acquire(waitMs: number): Promise<Client | undefined> {
     const client = await this.connection();
-    return (await this.repo.tryLock(client, this.key)) ? client : undefined;
+    return (await this.repo.lock(client, this.key, waitMs)) ? client : undefined;
   }
 
   listen(client: Client, channel: string): Promise<void> {
@@ -63,11 +66,16 @@ export class LeaderLock {
     if (client) void client.end().catch(() => undefined);
   }
 
-  /** Ends the connection and waits for it (a graceful stop). */
-  async close(): Promise<void> {
+  /**
+   * A graceful stop: unlocks first (a standby waiting in acquire() gets the lock within a round
+   * trip), then ends the connection and waits for it. A standby's pending wait is cut by the end.
+   */
+  async close(held: boolean): Promise<void> {
     const client = this.client;
     this.client = undefined;
-    await client?.end().catch(() => undefined);
+    if (!client) return;
+    if (held && !this.broken) await this.repo.unlock(client, this.key).catch(() => undefined);
+    await client.end().catch(() => undefined);
   }
 
   private async connection(): Promise<Client> {

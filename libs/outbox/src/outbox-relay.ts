@@ -2,10 +2,10 @@ import type { Client } from 'pg';
 import { Pool } from 'pg';
 import { register as defaultRegistry } from 'prom-client';
 import type { Logger } from '@tickets/logger';
-import { WakeableSleep } from '@tickets/sleep';
+import { OutageLog, WakeableSleep, type DependencyState } from '@tickets/sleep';
 import { fullJitterBackoff } from './backoff';
 import { KafkaPublisher } from './kafka-publisher';
-import { LeaderLock, LeadershipLost } from './leader-lock';
+import { LeaderLock } from './leader-lock';
 import { OutboxRepository } from './outbox.repository';
 import { RelayMetrics } from './relay-metrics';
 import { resolveRelayOptions, type OutboxRelayOptions, type ResolvedRelayOptions } from './relay-options';
@@ -24,6 +24,20 @@ export interface RelayStats {
   /** Rows this relay instance published (acknowledged and marked) since it was created. */
   published: number;
   isLeader: boolean;
+  /** Whether the broker and the database answer (see RelayHealth). */
+  broker: DependencyState;
+  database: DependencyState;
+}
+
+/**
+ * What readiness needs, read without I/O. `broker` is what the leader's sends see (a standby does
+ * not talk to the broker: always `up`); `database` is the lock connection's. While either is
+ * `unreachable` the relay keeps retrying (it never gives up) and its rows wait in the outbox.
+ */
+export interface RelayHealth {
+  isLeader: boolean;
+  broker: DependencyState;
+  database: DependencyState;
 }
 
 /**
@@ -43,6 +57,8 @@ export class OutboxRelay {
   private readonly publisher: KafkaPublisher;
   private readonly pipeline: RelayPipeline;
   private readonly sleeper = new WakeableSleep();
+  private readonly broker: OutageLog;
+  private readonly database: OutageLog;
   private pool?: Pool;
   private running = false;
   private leader = false;
@@ -57,6 +73,9 @@ export class OutboxRelay {
       onLost: () => this.sleeper.interrupt(),
     });
     this.publisher = new KafkaPublisher(this.options.kafka, this.options.maxBatchBytes, this.log);
+    const outageRetryMs = Math.min(this.options.retryMaxMs, this.options.outageRetryMaxMs);
+    this.broker = new OutageLog(this.log, 'broker', outageRetryMs);
+    this.database = new OutageLog(this.log, 'database', outageRetryMs);
     this.metrics = new RelayMetrics(opts.registry ?? defaultRegistry, {
       counts: () => this.repo.counts(this.getPool()),
       isLeader: () => this.leader,
@@ -72,6 +91,7 @@ export class OutboxRelay {
       isRunning: () => this.running,
       cleanup: () => this.startCleanup(),
       metrics: this.metrics,
+      broker: this.broker,
       log: this.log,
     });
   }
@@ -86,14 +106,16 @@ export class OutboxRelay {
   }
 
   /**
-   * Graceful stop: lets the in-flight batch finish (send, then mark), releases the lock and closes
-   * connections. If the batch cannot finish within stopTimeoutMs (broker down) its rows stay
-   * unpublished for the next leader.
+   * Graceful stop: lets the in-flight batch finish (send, then mark) or abandons it unmarked after
+   * stopTimeoutMs (broker down: its rows stay unpublished for the next leader), then releases the
+   * lock first (a waiting standby takes over at once), then disconnects the producer and the pool.
    */
   async stop(): Promise<void> {
     if (!this.runPromise) return;
     this.running = false;
     this.sleeper.stop();
+    // A standby is blocked in its lock wait: end that connection now instead of waiting for the wait's timeout.
+    if (!this.leader) void this.lock.close(false);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       this.runPromise.then(() => false),
@@ -106,18 +128,28 @@ export class OutboxRelay {
       await this.publisher.reset();
       await this.runPromise;
     }
-    await this.cleanupPromise;
+    await this.lock.close(true);
+    this.leader = false;
     await this.publisher.reset();
-    await this.lock.close();
+    await this.cleanupPromise;
     await this.pool?.end().catch(() => undefined);
     this.pool = undefined;
-    this.leader = false;
     this.log.info({ published: this.pipeline.publishedCount }, 'outbox relay stopped');
   }
 
+  /** Outbox counts (read from the database: throws while it is unreachable) and health(). */
   async stats(): Promise<RelayStats> {
     const counts = await this.repo.counts(this.getPool());
-    return { ...counts, published: this.pipeline.publishedCount, isLeader: this.leader };
+    return { ...counts, published: this.pipeline.publishedCount, ...this.health() };
+  }
+
+  /** Leadership and the broker's and database's reachability, without I/O (for readiness probes). */
+  health(): RelayHealth {
+    return {
+      isLeader: this.leader,
+      broker: this.leader ? this.broker.current() : { state: 'up', unreachableForMs: 0 },
+      database: this.database.current(),
+    };
   }
 
   /** Deletes published rows older than the retention now, in batches (the leader also runs this every cleanupIntervalMs). */
@@ -131,15 +163,18 @@ export class OutboxRelay {
     }
   }
 
-  /** Standby until the lock is free, then leader until it stops or loses the lock; reconnects with backoff. */
+  /**
+   * Standby until the lock is free, then leader until it stops or loses the lock. Never ends while
+   * running: every failure (database or broker down, lock lost) is retried with backoff.
+   */
   private async run(): Promise<void> {
-    let failures = 0;
+    let unexpected = 0;
     while (this.running) {
       try {
-        const client = await this.lock.tryAcquire();
-        failures = 0;
-        if (!client) await this.sleep(this.options.leaderRetryMs, false);
-        else await this.lead(client);
+        const client = await this.lock.acquire(this.options.leaderRetryMs);
+        this.database.ok();
+        unexpected = 0;
+        if (client) await this.lead(client);
       } catch (err) {
         if (err instanceof SimulatedCrash) {
           this.log.fatal({ err: err.cause }, 'fault injected after publish, before mark: relay dies without marking');
@@ -148,11 +183,21 @@ export class OutboxRelay {
           void this.publisher.reset();
           return;
         }
+        const wasLeader = this.leader;
         this.leader = false;
         this.lock.drop();
         if (!this.running) return;
-        const delay = fullJitterBackoff(failures++, Math.max(this.options.retryBaseMs, 250), this.options.retryMaxMs);
-        this.log.error({ err, retryInMs: delay }, err instanceof LeadershipLost ? 'lost the relay lock' : 'relay error; reconnecting');
+        let delay: number;
+        if (isSqlError(err)) {
+          // The database answered with an error (a bug, a missing migration): log each one, back off fully.
+          delay = fullJitterBackoff(unexpected++, Math.max(this.options.retryBaseMs, 250), this.options.retryMaxMs);
+          this.log.error({ err, retryInMs: delay }, 'relay error; reconnecting');
+        } else {
+          // Unreachable, restarting, or the session was ended (the lock with it): probe every ~second.
+          if (wasLeader) this.log.warn({ err: (err as Error).message }, 'lost the relay lock');
+          const attempt = this.database.failed(err);
+          delay = fullJitterBackoff(attempt, Math.max(this.options.retryBaseMs, 250), Math.min(this.options.retryMaxMs, this.options.outageRetryMaxMs));
+        }
         await this.sleep(delay, false);
       } finally {
         this.leader = false;
@@ -164,6 +209,7 @@ export class OutboxRelay {
     await this.lock.listen(client, OUTBOX_NOTIFY_CHANNEL);
     this.leader = true;
     this.log.info('became the active outbox relay');
+    this.database.ok();
     await this.pipeline.lead(client);
   }
 
@@ -192,4 +238,14 @@ export class OutboxRelay {
     }
     return this.pool;
   }
+}
+
+/**
+ * An error the database answered with (a SQLSTATE outside the connection classes 08, 53 and 57P),
+ * as opposed to the database being unreachable or ending the session (socket errors, "Connection
+ * terminated", admin shutdown, too many connections, LeadershipLost: no SQLSTATE of that kind).
+ */
+function isSqlError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code) /* not an errno like EPIPE */ && !/^(08|53|57P)/.test(code);
 }

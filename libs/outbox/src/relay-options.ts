@@ -34,13 +34,15 @@ export interface OutboxRelayOptions {
    * statement instead of two). 0 marks at once.
    */
   markFoldMs?: number;
-  /** How often a standby retries the leader lock (RELAY_POLL_INTERVAL). */
+  /** How long a standby waits on the leader lock per attempt (RELAY_POLL_INTERVAL); it gets the lock the moment the leader lets go. */
   leaderRetryMs?: number;
   /** Attempts before a row the broker rejects is dead-lettered (OUTBOX_MAX_ATTEMPTS). */
   maxAttempts?: number;
-  /** Full-jitter backoff base and cap (RELAY_RETRY_MAX_DELAY), for broker outages and for rejected rows. */
+  /** Full-jitter backoff base and cap (RELAY_RETRY_MAX_DELAY): rejected rows; outages use the lower outageRetryMaxMs. */
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /** Backoff cap while the broker or the database is unreachable (at most retryMaxMs): how soon the relay notices it is back. */
+  outageRetryMaxMs?: number;
   /** Published rows are deleted after this long (OUTBOX_RETENTION), checked every cleanupIntervalMs (OUTBOX_CLEANUP_INTERVAL). */
   retentionMs?: number;
   cleanupIntervalMs?: number;
@@ -79,6 +81,7 @@ function tuningOf(relay: AppConfig['relay']): Required<Tuning> {
     maxAttempts: relay.maxAttempts,
     retryBaseMs: relay.retryBaseMs,
     retryMaxMs: relay.retryMaxDelayMs,
+    outageRetryMaxMs: relay.outageRetryMaxMs,
     retentionMs: relay.retentionMs,
     cleanupIntervalMs: relay.cleanupIntervalMs,
     cleanupBatchSize: relay.cleanupBatchSize,

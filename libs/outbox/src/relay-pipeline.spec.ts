@@ -125,7 +125,15 @@ class FakePublisher implements Publisher {
 
   constructor(private readonly trace: Trace) {}
 
-  async prepare(): Promise<void> {}
+  /** Failures of the topic set-up still to come (broker down at start-up). */
+  failPrepare = 0;
+
+  async prepare(): Promise<void> {
+    if (this.failPrepare > 0) {
+      this.failPrepare--;
+      throw new Error('KafkaJSNumberOfRetriesExceeded: Connection error: connect ECONNREFUSED 127.0.0.1:9092');
+    }
+  }
 
   async send(messages: Message[]): Promise<void> {
     const seqs = messages.map((m) => seqOf(m));
@@ -154,9 +162,10 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
   const trace: Trace = [];
   const outbox = new FakeOutbox(rows, trace);
   const publisher = new FakePublisher(trace);
+  const broker = { failures: 0, oks: 0, failed: () => broker.failures++, ok: () => void broker.oks++ };
   let rounds = 0;
   const pipeline = new RelayPipeline({
-    settings: { batchSize: 500, markFoldMs: 0, pollIntervalMs: 1, maxAttempts: 5, retryBaseMs: 10, retryMaxMs: 100, cleanupIntervalMs: 60_000, ...settings },
+    settings: { batchSize: 500, markFoldMs: 0, pollIntervalMs: 1, maxAttempts: 5, retryBaseMs: 10, retryMaxMs: 100, outageRetryMaxMs: 100, cleanupIntervalMs: 60_000, ...settings },
     repo: outbox,
     publisher,
     reader: () => reader,
@@ -170,9 +179,10 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
     isRunning: () => outbox.pending() > 0 && ++rounds < 200,
     cleanup: () => true,
     metrics: { published: { inc: () => undefined }, deadLettered: { inc: () => undefined }, failure: () => undefined },
+    broker,
     log: createLogger('silent', 'relay-pipeline-spec'),
   });
-  return { pipeline, outbox, publisher, trace };
+  return { pipeline, outbox, publisher, trace, broker };
 }
 
 const ops = (trace: Trace, op: Trace[number]['op']) => trace.filter((t) => t.op === op);
@@ -224,6 +234,23 @@ describe('RelayPipeline', () => {
     expect(publisher.sent[0].map(seqOf)).toEqual(['1', '2']);
     expect(ops(trace, 'mark').flatMap((m) => m.seqs)).toEqual(['1', '2']);
     expect(publisher.resets).toBe(0); // a transient failure keeps the idempotent producer
+  });
+
+  it('a long outage keeps the retries under outageRetryMaxMs, not retryMaxMs, and reports each attempt to the broker state', async () => {
+    const rows = [eventRow(1, 'created', randomUUID())];
+    const { pipeline, publisher, trace, broker } = setUp(rows, { retryBaseMs: 200, retryMaxMs: 30_000, outageRetryMaxMs: 1_000 });
+    publisher.failPrepare = 5; // the broker is down when the relay becomes leader ...
+    publisher.failNext = 25; // ... and stays down for a while after the topic set-up
+
+    await pipeline.lead(writer);
+
+    const sleeps = ops(trace, 'sleep').filter((t) => t.wakeable === false);
+    expect(sleeps).toHaveLength(30);
+    // Without the outage cap, attempts past the 8th draw from [0, 30 s): 22 such draws all under 1 s are (1/30)^22.
+    expect(sleeps.every((t) => t.ms! < 1_000)).toBe(true);
+    expect(broker.failures).toBe(30);
+    expect(broker.oks).toBeGreaterThanOrEqual(2); // the set-up, then the send that got through
+    expect(ops(trace, 'mark').flatMap((m) => m.seqs)).toEqual(['1']);
   });
 
   it('parks a row the broker rejects, dead-letters it after maxAttempts, and its ticket\'s later rows follow it; other tickets flow', async () => {

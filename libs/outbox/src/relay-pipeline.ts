@@ -22,7 +22,7 @@ export interface Publisher {
 export interface RelayPipelineDeps {
   settings: Pick<
     ResolvedRelayOptions,
-    'batchSize' | 'markFoldMs' | 'pollIntervalMs' | 'maxAttempts' | 'retryBaseMs' | 'retryMaxMs' | 'cleanupIntervalMs' | 'faults'
+    'batchSize' | 'markFoldMs' | 'pollIntervalMs' | 'maxAttempts' | 'retryBaseMs' | 'retryMaxMs' | 'outageRetryMaxMs' | 'cleanupIntervalMs' | 'faults'
   >;
   repo: Pick<OutboxRepository, 'claim' | 'markPublishedAndClaim' | 'markPublished' | 'park' | 'deadLetter'>;
   publisher: Publisher;
@@ -38,6 +38,8 @@ export interface RelayPipelineDeps {
   /** Starts the retention cleanup; false when the previous one is still running (asked again next round). */
   cleanup: () => boolean;
   metrics: { published: { inc(n: number): void }; deadLettered: { inc(n: number): void }; failure(kind: PublishErrorKind): void };
+  /** The broker's reachability as the sends see it (OutageLog): one log line per change, the state for stats(). */
+  broker: { failed(err: unknown, fields?: Record<string, unknown>): number; ok(): void };
   log: Logger;
 }
 
@@ -112,20 +114,30 @@ export class RelayPipeline {
 
   /** Creates the topic if missing and connects the producer, retrying (with backoff) while the broker is away. */
   private async prepareKafka(): Promise<void> {
-    const { settings, log } = this.deps;
+    const { settings } = this.deps;
     for (let attempt = 0; ; attempt++) {
       this.deps.lock.assertHeld();
       try {
         await this.deps.publisher.prepare();
+        this.deps.broker.ok();
         return;
       } catch (err) {
         if (!this.deps.isRunning()) return;
-        const delay = fullJitterBackoff(attempt, settings.retryBaseMs, settings.retryMaxMs);
         this.deps.metrics.failure('transient');
-        log.warn({ err, retryInMs: delay }, 'Kafka not ready; retrying');
-        await this.deps.sleep(delay, false);
+        this.deps.broker.failed(err, { step: 'topic set-up' });
+        await this.deps.sleep(fullJitterBackoff(attempt, settings.retryBaseMs, this.outageCapMs()), false);
       }
     }
+  }
+
+  /**
+   * Backoff cap while the broker does not answer: low (outageRetryMaxMs, 1 s), so the relay notices
+   * within about a second that it is back, however long the outage was. A retry is one send of
+   * the same batch, which costs a refused connection while the broker is away.
+   */
+  private outageCapMs(): number {
+    const { retryMaxMs, outageRetryMaxMs } = this.deps.settings;
+    return Math.min(retryMaxMs, outageRetryMaxMs);
   }
 
   /**
@@ -225,26 +237,33 @@ export class RelayPipeline {
   }
 
   /**
-   * Sends one chunk. Transient failures are retried forever (full-jitter backoff) with the same
-   * messages on the same producer, so the broker de-duplicates a send whose ack was lost. Gives up
-   * ('aborted') only when the lock is lost, or when stopping after the first attempt failed.
+   * Sends one chunk. Transient failures are retried forever (full-jitter backoff, capped at
+   * outageRetryMaxMs) with the same messages on the same producer, so the broker de-duplicates a send
+   * whose ack was lost. Gives up ('aborted') only when the lock is lost, or when stopping after the
+   * first attempt failed.
    */
   private async publish(chunk: OutboundMessage[]): Promise<PublishOutcome> {
-    const { settings, log, publisher } = this.deps;
+    const { settings, log, publisher, broker } = this.deps;
     for (let attempt = 0; ; attempt++) {
       if (this.deps.lock.lost || (attempt > 0 && !this.deps.isRunning())) return 'aborted';
       try {
         await publisher.send(chunk.map((m) => m.message));
-        if (attempt > 0) log.info({ attempts: attempt + 1, rows: chunk.length }, 'publish succeeded after retries');
+        broker.ok();
         return { ok: true };
       } catch (err) {
         const kind = classifyPublishError(err);
         this.deps.metrics.failure(kind);
-        if (kind === 'permanent') return { ok: false, error: err };
-        if (kind === 'producer-state') await publisher.reset();
-        const delay = fullJitterBackoff(attempt, settings.retryBaseMs, settings.retryMaxMs);
-        log.warn({ err: describePublishError(err), kind, attempt: attempt + 1, rows: chunk.length, retryInMs: delay }, 'publish failed; retrying');
-        await this.deps.sleep(delay, false);
+        if (kind === 'permanent') {
+          broker.ok(); // it answered: the records are the problem, not the broker
+          return { ok: false, error: err };
+        }
+        if (kind === 'producer-state') {
+          log.warn({ err: describePublishError(err), rows: chunk.length }, 'producer session fenced; resending the batch on a new producer');
+          await publisher.reset();
+        } else {
+          broker.failed(err, { rows: chunk.length });
+        }
+        await this.deps.sleep(fullJitterBackoff(attempt, settings.retryBaseMs, this.outageCapMs()), false);
       }
     }
   }
