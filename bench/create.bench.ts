@@ -234,7 +234,10 @@ export async function runCreateBench(): Promise<string> {
   const pool = new Pool({ connectionString: url, max: concurrency, application_name: 'bench-references', idleTimeoutMillis: 0 });
   let api: ApiChild | undefined;
   try {
-    const info = await pool.query(`SELECT version() AS v, current_setting('synchronous_commit') AS sc, current_setting('max_connections') AS mc`);
+    const info = await pool.query(
+      `SELECT version() AS v, current_setting('synchronous_commit') AS sc, current_setting('max_connections') AS mc,
+              EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'public.outbox_events'::regclass AND NOT tgisinternal) AS outbox_trigger`,
+    );
     await pool.query('TRUNCATE tickets, idempotency_keys, outbox_events, outbox_dead_letters, api_keys, tenants');
     for (const sql of plainTablesDdl(PLAIN_SCHEMA)) await pool.query(sql);
     await pool.query('CHECKPOINT').catch(() => undefined); // start every run from a clean WAL position (needs superuser)
@@ -335,7 +338,8 @@ export async function runCreateBench(): Promise<string> {
     lines.push(`## bench:create — ${new Date(started).toISOString()}`, '');
     lines.push(
       `Node ${process.version}, ${cpuInfo.length} CPUs (${cpuInfo[0]?.model.trim() ?? '?'}), load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ` +
-        `${String(info.rows[0].v).split(' on ')[0]}, synchronous_commit=${info.rows[0].sc}, max_connections=${info.rows[0].mc}; ` +
+        `${String(info.rows[0].v).split(' on ')[0]}, synchronous_commit=${info.rows[0].sc}, max_connections=${info.rows[0].mc}, ` +
+        `outbox_events trigger ${info.rows[0].outbox_trigger ? 'present' : 'ABSENT (dropped from this database)'}; ` +
         `concurrency ${concurrency}, pool size ${poolSize} (API DB_POOL_MAX) and ${concurrency} (references' pg.Pool); ${rounds} rounds of ${seconds} s per phase, ` +
         `${apiNodeArgs.length ? `API node options ${apiNodeArgs.join(' ')}, ` : ''}` +
         `warm-up ${warmup} s; commit ${commit}.`,
