@@ -1,0 +1,54 @@
+// CPU use per phase from /proc: the API child (if any), this process, the database's Postgres processes, and
+// everything else on the box. On a shared box req/s swing with the neighbours; CPU per request much less.
+import { cpus } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { Pool } from 'pg';
+import { cpuSecondsOf, machineJiffies } from './api-process';
+
+/** % of ONE core during a phase. */
+export interface CpuShares {
+  api: number;
+  bench: number;
+  pg: number;
+  other: number;
+}
+
+/** The pool's database's backends plus Postgres's shared background processes (WAL writer, checkpointer, ...). */
+async function postgresPids(pool: Pool): Promise<number[]> {
+  const { rows } = await pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL');
+  return rows.map((r) => r.pid);
+}
+
+function cpuSecondsOfAll(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      out.set(pid, cpuSecondsOf(pid));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+/** Starts a meter; the returned function gives the shares since the start. Open the pool's connections first. */
+export async function cpuMeter(pool: Pool, apiPid?: number): Promise<() => CpuShares> {
+  const pids = await postgresPids(pool);
+  const t0 = performance.now();
+  const api0 = apiPid ? cpuSecondsOf(apiPid) : 0;
+  const b0 = process.cpuUsage();
+  const pg0 = cpuSecondsOfAll(pids);
+  const m0 = machineJiffies();
+  return () => {
+    const s = (performance.now() - t0) / 1000;
+    const b = process.cpuUsage(b0);
+    const m = machineJiffies();
+    let pgSecs = 0;
+    for (const [pid, secs] of cpuSecondsOfAll(pids)) pgSecs += secs - (pg0.get(pid) ?? secs);
+    const api = apiPid ? ((cpuSecondsOf(apiPid) - api0) / s) * 100 : 0;
+    const bench = ((b.user + b.system) / 1e6 / s) * 100;
+    const pg = (pgSecs / s) * 100;
+    const box = ((m.busy - m0.busy) / Math.max(1, m.total - m0.total)) * 100 * cpus().length;
+    return { api, bench, pg, other: Math.max(0, box - api - bench - pg) };
+  };
+}
