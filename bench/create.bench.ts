@@ -220,7 +220,7 @@ export async function runCreateBench(): Promise<string> {
   const poolSize = num('BENCH_POOL', concurrency);
   const cpuProfDir = env.BENCH_CPU_PROF;
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
-  const apiNodeArgs = (env.BENCH_API_NODE_ARGS ?? HEAP_CAP).split(/\s+/).filter(Boolean);
+  const apiNodeArgs = env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : HEAP_CAP;
   const url = benchDatabaseUrl();
   const root = repoRoot();
   const distRoot = join(__dirname, '..');

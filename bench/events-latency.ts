@@ -457,7 +457,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const cpuProfDir = env.EVENTS_CPU_PROF;
   // API and consumer run as the project runs them (heap capped).
   const childArgs = (name: string) =>
-    cpuProfDir ? [...nodeArgs, HEAP_CAP, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : [...nodeArgs, HEAP_CAP];
+    cpuProfDir ? [...nodeArgs, ...HEAP_CAP, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : [...nodeArgs, ...HEAP_CAP];
   const tuned = Object.fromEntries(Object.entries(BENCH_DEFAULTS).filter(([k]) => !env[k]));
   const settings: Record<string, string> = Object.fromEntries(
     KNOBS.map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : tuned[k] ? `${tuned[k]} (bench default; app default ${d})` : `${d} (app default)`]),

@@ -70,7 +70,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-supervise api node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
+supervise api node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
 pids+=($!)
 SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
@@ -82,7 +82,7 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   pids+=($!)
   SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
-supervise consumer node --max-old-space-size=192 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
+supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
 pids+=($!)
 
 ready=0

@@ -25,9 +25,10 @@ export function requireHooks(): string[] {
 /**
  * The V8 heap cap the API and the consumer run with (npm run start:api / start:consumer, scripts/start.sh,
  * the Docker image). Without it V8 sizes old space from the machine's RAM and lets
- * garbage pile up to hundreds of MB before a full collection (docs/benchmarks.md).
+ * garbage pile up to hundreds of MB before a full collection; the semi-space cap keeps Node 24's larger
+ * young generation from adding 40-55 MB of peak RSS (docs/benchmarks.md).
  */
-export const HEAP_CAP = '--max-old-space-size=192';
+export const HEAP_CAP = ['--max-old-space-size=192', '--max-semi-space-size=16'];
 
 /** A positive number from the environment, or `dflt` when unset; anything else stops the bench with the name. */
 export function positiveNumberEnv(name: string, dflt: number): number {
