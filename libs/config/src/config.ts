@@ -1,18 +1,5 @@
 import { z } from 'zod';
-import { parseDuration } from './duration';
-
-const duration = (fallback: string) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((v, ctx) => {
-      try {
-        return parseDuration(v);
-      } catch (e) {
-        ctx.addIssue({ code: 'custom', message: (e as Error).message });
-        return z.NEVER;
-      }
-    });
+import { durationEnv as duration } from './env-schemas';
 
 const bool = (fallback: boolean) =>
   z
