@@ -1,7 +1,10 @@
+import { connect } from 'node:net';
 import { TicketClient, TicketClientError } from '@tickets/agent-client';
 import { Pool } from 'pg';
+import { drainHttp } from '../../apps/ticket-api/src/edge/graceful-shutdown';
 import { TEST_DATABASE_URL } from '../support/env';
-import { createTenant, post, startApiProcess } from '../support/stack';
+import { parseResponses } from '../support/raw-http';
+import { createTenant, post, startApiProcess, startTestStack } from '../support/stack';
 
 // SIGTERM to a real API process (compiled dist/) while agents built on the project's agent client
 // keep calling it over keep-alive connections, with a second instance to move to: the request in
@@ -109,6 +112,40 @@ describe('API graceful shutdown (SIGTERM under keep-alive load)', () => {
     } finally {
       a.proc.kill('SIGKILL');
       await b.stop();
+    }
+  });
+
+  it('answers a request that arrives on an open connection during the drain with 503 shutting_down, and refuses new connections', async () => {
+    const stack = await startTestStack();
+    try {
+      const { port } = new URL(stack.baseUrl);
+      // A connection whose request has begun (headers half sent) is not idle: the drain leaves it open.
+      const socket = connect(Number(port), '127.0.0.1');
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      let raw = '';
+      socket.on('data', (d: Buffer) => (raw += d.toString('latin1')));
+      const closed = new Promise<void>((r) => socket.once('close', () => r()));
+      socket.write(`GET /v1/tickets HTTP/1.1\r\nHost: 127.0.0.1\r\n`);
+      await sleep(100);
+      const drained = drainHttp(stack.app, 5_000);
+      const refused = await new Promise<string>((resolve) => {
+        const s2 = connect(Number(port), '127.0.0.1');
+        s2.once('connect', () => (s2.destroy(), resolve('connected')));
+        s2.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      });
+      socket.write(`Authorization: Bearer ${stack.apiKey}\r\n\r\n`);
+      await closed;
+      const result = await drained;
+      const { responses } = parseResponses(raw);
+      expect(refused).toBe('ECONNREFUSED');
+      expect(responses).toHaveLength(1);
+      expect(responses[0].status).toBe(503);
+      expect(responses[0].headers['retry-after']).toBe('1');
+      expect(responses[0].headers.connection).toBe('close');
+      expect(JSON.parse(responses[0].body)).toMatchObject({ code: 'shutting_down', retryable: true });
+      expect(result.cutConnections).toBe(0);
+    } finally {
+      await stack.stop();
     }
   });
 });
