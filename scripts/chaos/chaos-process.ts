@@ -55,16 +55,17 @@ export class ChaosProcess {
     this.proc = proc;
   }
 
-  /** Sends `signal` and waits for the exit (SIGKILL after `graceMs` for a SIGTERM). */
-  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<void> {
+  /** Sends `signal` and waits for the exit (SIGKILL after `graceMs` for a SIGTERM); resolves to how it exited. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
     const proc = this.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return undefined;
     this.expectingExit = true;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, sig) => resolve({ code, signal: sig })));
     proc.kill(signal);
     const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
-    await exited;
+    const how = await exited;
     clearTimeout(timer);
+    return how;
   }
 
   /** The last `n` lines of this process's log file (all starts). */

@@ -5,14 +5,17 @@
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Pool } from 'pg';
 import { ChaosProcess, type UnexpectedExit } from './chaos-process';
 import { converged, formatTable, invariantRows, readDatabase, readDeliveries, readTopic, type Row } from './invariants';
 import { KafkaCluster, ROOT, busiestLeader, formatLeaders, partitionLeaders } from './kafka-cluster';
+import { PgCluster } from './pg-cluster';
 import { runStorm, type StormResult } from './storm';
 import { WebhookRecorder } from './webhook-recorder';
+import { DEFAULT_RELAY_LOCK_KEY } from '@tickets/outbox';
 
 const run = promisify(execFile);
 const env = process.env;
@@ -30,14 +33,21 @@ const knobs = {
   kafkaPort: num('CHAOS_KAFKA_PORT', 19092),
   apiPort: num('CHAOS_API_PORT', 19300),
   webhookPort: num('CHAOS_WEBHOOK_PORT', 19400),
-  databaseUrl: env.CHAOS_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/tickets_chaos',
-  /** Comma-separated; the ones not wired yet are listed in FAULTS with `wired: false`. */
-  faults: (env.CHAOS_FAULTS ?? 'api-kill,consumer-kill,broker-kill').split(',').map((s) => s.trim()).filter(Boolean),
+  /** The run's own PostgreSQL server (initdb + pg_ctl under the system temp dir), so it can be restarted. */
+  pgPort: num('CHAOS_PG_PORT', 19500),
+  /** An existing database instead of the run's own server (then `postgres-restart` cannot run). */
+  externalDatabaseUrl: env.CHAOS_DATABASE_URL || undefined,
+  /** Comma-separated, fired in this order (see FAULTS). */
+  faults: (env.CHAOS_FAULTS ?? 'api-kill,consumer-kill,relay-leader-kill,broker-kill,postgres-restart,rolling-restart').split(',').map((s) => s.trim()).filter(Boolean),
   /** Seconds after the storm starts at which the first fault fires; the next ones follow every CHAOS_FAULT_GAP seconds. */
   firstFaultS: num('CHAOS_FIRST_FAULT_SECONDS', 5),
-  faultGapS: num('CHAOS_FAULT_GAP_SECONDS', 7),
+  faultGapS: num('CHAOS_FAULT_GAP_SECONDS', 6),
   restartAfterMs: num('CHAOS_RESTART_AFTER_SECONDS', 3) * 1000,
   brokerDownMs: num('CHAOS_BROKER_DOWN_SECONDS', 12) * 1000,
+  /** PostgreSQL stays stopped this long after its fast shutdown has finished. */
+  pgDownMs: num('CHAOS_PG_DOWN_SECONDS', 1) * 1000,
+  /** SHUTDOWN_GRACE of every API instance (a rolling restart's SIGTERM drains within it). */
+  shutdownGraceS: num('CHAOS_SHUTDOWN_GRACE_SECONDS', 10),
   convergeTimeoutMs: num('CHAOS_CONVERGE_TIMEOUT_SECONDS', 180) * 1000,
   keepCluster: env.CHAOS_KEEP_CLUSTER === '1',
 };
@@ -52,6 +62,8 @@ const runDir = join(ROOT, '.tmp', 'chaos', runId);
 const topic = `chaos-ticket-events-${runId}`;
 const groupId = `chaos-notifier-${runId}`;
 const secret = `whsec_${randomBytes(24).toString('base64')}`;
+const pg = knobs.externalDatabaseUrl ? undefined : new PgCluster({ dir: join(tmpdir(), `tickets-chaos-pg-${knobs.pgPort}`), port: knobs.pgPort, maxConnections: 100 });
+const databaseUrl = knobs.externalDatabaseUrl ?? pg!.urlFor('tickets_chaos');
 const cluster = new KafkaCluster({ brokers: knobs.brokers, port: knobs.kafkaPort, dir: join(ROOT, '.cache', 'kafka', `chaos-${knobs.kafkaPort}`) });
 const recorder = new WebhookRecorder(secret);
 const apis: ChaosProcess[] = [];
@@ -61,6 +73,10 @@ const timings: Row[] = [];
 let lastFaultEndedAt = 0;
 let brokerBackAt: number | undefined;
 let brokerKilledAt: number | undefined;
+let stormStartedAt = Date.now();
+/** Every fault with its times; `kind` says which client-visible answers it must not cause. */
+const faultLog: Array<{ key: string; kind: 'database' | 'rolling' | 'process' | 'broker'; firedAt: number; endedAt?: number; note: string }> = [];
+let sigtermExitsNotZero = 0;
 
 function onUnexpectedExit(e: UnexpectedExit): void {
   unexpected.push(e);
@@ -81,22 +97,23 @@ const consumerReady = (c: ChaosProcess) => until(`${c.name} running`, () => c.lo
 
 function commonEnv(): Record<string, string> {
   return {
-    DATABASE_URL: knobs.databaseUrl,
+    DATABASE_URL: databaseUrl,
     KAFKA_BROKERS: cluster.bootstrap.join(','),
     TICKET_EVENTS_TOPIC: topic,
     NOTIFIER_GROUP_ID: groupId,
     LOG_LEVEL: 'info',
     DB_POOL_MAX: '5',
+    SHUTDOWN_GRACE: `${knobs.shutdownGraceS}s`,
   };
 }
 
 // ---------------------------------------------------------------------------------------------
-// Faults. Each runs at a logged time; `wired: false` ones are the hooks for the later steps.
+// Faults. Each runs at a logged time and records its window in `faultLog`.
 
 interface Fault {
   name: string;
-  wired: boolean;
-  run: () => Promise<void>;
+  kind: 'database' | 'rolling' | 'process' | 'broker';
+  run: (note: (text: string) => void) => Promise<void>;
 }
 
 async function killAndRestart(p: ChaosProcess, ready: () => Promise<void>): Promise<void> {
@@ -108,7 +125,54 @@ async function killAndRestart(p: ChaosProcess, ready: () => Promise<void>): Prom
   log(`fault: ${p.name} restarted and ready (pid ${p.pid})`);
 }
 
-async function brokerKill(): Promise<void> {
+/** Which API instance's relay says it leads (GET /health/outbox, open to loopback clients). */
+async function relayLeaderIndex(except?: number): Promise<number | undefined> {
+  for (let i = 0; i < apis.length; i++) {
+    if (i === except || apis[i].pid === undefined) continue;
+    const stats = await fetch(`${apiUrl(i)}/health/outbox`).then((r) => (r.ok ? (r.json() as Promise<{ isLeader?: boolean }>) : undefined), () => undefined);
+    if (stats?.isLeader) return i;
+  }
+  return undefined;
+}
+
+/** The session holding the relay's advisory lock, as PostgreSQL sees it (cross-check of /health/outbox). */
+async function relayLockHolder(): Promise<string> {
+  const db = new Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    const { rows } = await db.query<{ pid: number; application_name: string; client_port: number }>(
+      `SELECT a.pid, a.application_name, a.client_port FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND ((l.classid::bigint << 32) | l.objid::bigint) = $1::bigint`,
+      [DEFAULT_RELAY_LOCK_KEY],
+    );
+    return rows.length ? rows.map((r) => `backend pid ${r.pid} (${r.application_name}, client port ${r.client_port})`).join(', ') : 'nobody';
+  } finally {
+    await db.end();
+  }
+}
+
+async function relayLeaderKill(note: (text: string) => void): Promise<void> {
+  let leader: number | undefined;
+  await until('a relay leader', async () => (leader = await relayLeaderIndex()) !== undefined, 30_000);
+  const victim = apis[leader!];
+  log(`fault: the relay leader is ${victim.name} (pid ${victim.pid}); lock held by ${await relayLockHolder()}`);
+  const killedAt = Date.now();
+  await victim.stop('SIGKILL');
+  log(`fault: SIGKILL ${victim.name}`);
+  if (apis.length > 1) {
+    let next: number | undefined;
+    await until('another relay to lead', async () => (next = await relayLeaderIndex(leader)) !== undefined, 60_000);
+    const s = ((Date.now() - killedAt) / 1000).toFixed(1);
+    log(`fault: ${apis[next!].name} leads the relay ${s} s after the kill; lock held by ${await relayLockHolder()}`);
+    note(`${victim.name} killed; ${apis[next!].name} led after ${s} s`);
+  }
+  await sleep(knobs.restartAfterMs);
+  victim.start();
+  await apiReady(leader!);
+  log(`fault: ${victim.name} restarted and ready (pid ${victim.pid})`);
+}
+
+async function brokerKill(note: (text: string) => void): Promise<void> {
   const admin = cluster.admin('chaos-fault-admin');
   await admin.connect();
   try {
@@ -123,6 +187,7 @@ async function brokerKill(): Promise<void> {
       return Object.values(after).every((l) => l !== victim && l >= 0);
     }, 60_000);
     log(`fault: leaders after (${((Date.now() - brokerKilledAt) / 1000).toFixed(1)} s): ${formatLeaders(after)}`);
+    note(`broker ${victim} killed; leaders moved in ${((Date.now() - brokerKilledAt) / 1000).toFixed(1)} s`);
     await sleep(Math.max(0, knobs.brokerDownMs - (Date.now() - brokerKilledAt)));
     log(`fault: restarting broker ${victim}`);
     await cluster.up();
@@ -133,38 +198,87 @@ async function brokerKill(): Promise<void> {
   }
 }
 
+/** A fast shutdown (every session terminated with 57P01, new ones refused) and a start of the run's own server. */
+async function postgresRestart(note: (text: string) => void): Promise<void> {
+  if (!pg) throw new Error('postgres-restart needs the run\'s own PostgreSQL server (unset CHAOS_DATABASE_URL)');
+  const t = Date.now();
+  log(`fault: PostgreSQL on :${knobs.pgPort}: fast shutdown (sessions terminated)`);
+  await pg.stop('fast');
+  log(`fault: PostgreSQL stopped (${((Date.now() - t) / 1000).toFixed(1)} s); starting it again in ${knobs.pgDownMs / 1000} s`);
+  await sleep(knobs.pgDownMs);
+  await pg.start();
+  const s = ((Date.now() - t) / 1000).toFixed(1);
+  log(`fault: PostgreSQL accepts connections again (${s} s after the shutdown began)`);
+  note(`unavailable for ${s} s`);
+}
+
+/** SIGTERM each API instance in turn; the next one only once this one is back and ready. */
+async function rollingRestart(note: (text: string) => void): Promise<void> {
+  const drains: string[] = [];
+  for (let i = 0; i < apis.length; i++) {
+    const t = Date.now();
+    log(`fault: rolling restart: SIGTERM ${apis[i].name} (pid ${apis[i].pid})`);
+    const how = await apis[i].stop('SIGTERM', (knobs.shutdownGraceS + 10) * 1000);
+    const drained = ((Date.now() - t) / 1000).toFixed(1);
+    if (how?.code !== 0) sigtermExitsNotZero++;
+    log(`fault: rolling restart: ${apis[i].name} exited (code ${how?.code}, signal ${how?.signal}) ${drained} s after SIGTERM`);
+    apis[i].start();
+    await apiReady(i);
+    log(`fault: rolling restart: ${apis[i].name} back and ready (pid ${apis[i].pid}) ${((Date.now() - t) / 1000).toFixed(1)} s after SIGTERM`);
+    drains.push(`${apis[i].name} exit ${how?.code} after ${drained} s`);
+  }
+  note(drains.join(', '));
+}
+
 const FAULTS: Record<string, Fault> = {
-  'api-kill': { name: 'SIGKILL of an API instance', wired: true, run: () => killAndRestart(apis[0], () => apiReady(0)) },
-  'consumer-kill': { name: 'SIGKILL of a consumer', wired: true, run: () => killAndRestart(consumers[0], () => consumerReady(consumers[0])) },
-  'broker-kill': { name: 'SIGKILL of the broker leading most partitions', wired: true, run: brokerKill },
-  // Hooks for the later steps: the relay leader is the API whose relay holds the leader lock
-  // (find it from /health/outbox or pg_locks), the PostgreSQL restart needs the run's database on a
-  // PgCluster of its own (scripts/chaos/pg-cluster.ts: stop('fast') then start()), and the rolling
-  // restart is ChaosProcess.stop('SIGTERM') + start() + apiReady() for each API in turn.
-  'relay-leader-kill': { name: 'SIGKILL of the relay leader', wired: false, run: async () => undefined },
-  'postgres-restart': { name: 'PostgreSQL restart', wired: false, run: async () => undefined },
-  'rolling-restart': { name: 'rolling SIGTERM restart of every API instance', wired: false, run: async () => undefined },
+  'api-kill': { name: 'SIGKILL of an API instance', kind: 'process', run: () => killAndRestart(apis[0], () => apiReady(0)) },
+  'relay-leader-kill': { name: 'SIGKILL of the relay leader', kind: 'process', run: relayLeaderKill },
+  'consumer-kill': { name: 'SIGKILL of a consumer', kind: 'process', run: () => killAndRestart(consumers[0], () => consumerReady(consumers[0])) },
+  'broker-kill': { name: 'SIGKILL of the broker leading most partitions', kind: 'broker', run: brokerKill },
+  'postgres-restart': { name: 'PostgreSQL restart (fast shutdown, then start)', kind: 'database', run: postgresRestart },
+  'rolling-restart': { name: 'rolling SIGTERM restart of every API instance', kind: 'rolling', run: rollingRestart },
 };
+
+/** Client-visible answers matching `re` inside the windows of faults of `kind` (each window extended by `tailMs`). */
+function answersDuring(storm: StormResult, kind: Fault['kind'], re: RegExp, tailMs: number): string[] {
+  const windows = faultLog.filter((f) => f.kind === kind).map((f) => [f.firedAt, (f.endedAt ?? Date.now()) + tailMs] as const);
+  return storm.timeline.filter((a) => re.test(a.key) && windows.some(([from, to]) => a.at >= from && a.at <= to)).map((a) => a.key);
+}
+
+/** "2× transport ECONNRESET, 1× ..." or "none". */
+function byKind(keys: string[]): string {
+  const counts = new Map<string, number>();
+  for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
+  return [...counts.entries()].map(([k, n]) => `${n}× ${k.replace(/^transport /, '')}`).join(', ') || 'none';
+}
 
 // ---------------------------------------------------------------------------------------------
 
 async function prepare(): Promise<{ apiKey: string; tenantId: string }> {
   mkdirSync(runDir, { recursive: true });
   log(`run ${runId}: logs in ${runDir}`);
-  log(`knobs: ${JSON.stringify({ ...knobs, databaseUrl: knobs.databaseUrl.replace(/\/\/[^@]*@/, '//') })}`);
+  log(`knobs: ${JSON.stringify({ ...knobs, externalDatabaseUrl: knobs.externalDatabaseUrl?.replace(/\/\/[^@]*@/, '//') })}`);
+  for (const f of knobs.faults) if (!FAULTS[f]) throw new Error(`CHAOS_FAULTS: unknown fault ${f} (known: ${Object.keys(FAULTS).join(', ')})`);
+  if (!pg && knobs.faults.includes('postgres-restart')) throw new Error('CHAOS_FAULTS has postgres-restart, which needs the run\'s own PostgreSQL: unset CHAOS_DATABASE_URL');
+  if (pg) {
+    const pgT0 = Date.now();
+    await pg.init();
+    await pg.start();
+    log(`PostgreSQL of the run on 127.0.0.1:${knobs.pgPort} ready in ${((Date.now() - pgT0) / 1000).toFixed(1)} s`);
+  }
   const kafkaT0 = Date.now();
   const upLog = await cluster.up();
   timings.push({ name: `cluster of ${knobs.brokers} up`, value: `${((Date.now() - kafkaT0) / 1000).toFixed(1)} s`, ok: null });
   log(`kafka cluster ${cluster.bootstrap.join(',')} ready in ${((Date.now() - kafkaT0) / 1000).toFixed(1)} s${upLog.includes('nothing to do') ? ' (already running)' : ''}`);
-  const dbEnv = { ...process.env, DATABASE_URL: knobs.databaseUrl };
+  const dbEnv = { ...process.env, DATABASE_URL: databaseUrl };
   await run(process.execPath, [join(ROOT, 'scripts/db-migrate.mjs'), 'create-db'], { env: dbEnv });
   await run(process.execPath, [join(ROOT, 'scripts/db-migrate.mjs'), 'deploy'], { env: dbEnv });
   const { stdout } = await run(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/cli/src/main.js'), 'api-keys', 'create', '--tenant', runId, '--json'], { env: dbEnv });
   const { apiKey } = JSON.parse(stdout.trim().split('\n').pop()!) as { apiKey: string };
-  const db = new Pool({ connectionString: knobs.databaseUrl, max: 1 });
+  const db = new Pool({ connectionString: databaseUrl, max: 1 });
   const { rows } = await db.query<{ id: string }>('SELECT id::text FROM tenants WHERE slug = $1', [runId]);
   await db.end();
-  log(`database ${knobs.databaseUrl.replace(/\/\/[^@]*@/, '//')} migrated; tenant ${runId}`);
+  log(`database ${databaseUrl.replace(/\/\/[^@]*@/, '//')} migrated; tenant ${runId}`);
   return { apiKey, tenantId: rows[0].id };
 }
 
@@ -186,21 +300,17 @@ async function startStack(): Promise<void> {
 
 /** Each chosen fault fires at its own time (first + i * gap seconds into the storm), whether or not the previous one has finished. */
 async function injectFaults(): Promise<void> {
-  const chosen = knobs.faults.map((f) => {
-    const fault = FAULTS[f];
-    if (!fault) throw new Error(`CHAOS_FAULTS: unknown fault ${f} (known: ${Object.keys(FAULTS).join(', ')})`);
-    return [f, fault] as const;
-  });
   await Promise.all(
-    chosen.map(async ([key, fault], i) => {
+    knobs.faults.map(async (key, i) => {
+      const fault = FAULTS[key];
       await sleep((knobs.firstFaultS + i * knobs.faultGapS) * 1000);
-      if (!fault.wired) {
-        log(`fault ${key} (${fault.name}): not wired yet, skipped`);
-        return;
-      }
+      const entry: (typeof faultLog)[number] = { key, kind: fault.kind, firedAt: Date.now(), note: '' };
+      faultLog.push(entry);
       log(`fault ${key}: ${fault.name}`);
-      await fault.run();
-      lastFaultEndedAt = Math.max(lastFaultEndedAt, Date.now());
+      await fault.run((text) => (entry.note = text));
+      entry.endedAt = Date.now();
+      log(`fault ${key} over (${((entry.endedAt - entry.firedAt) / 1000).toFixed(1)} s)`);
+      lastFaultEndedAt = Math.max(lastFaultEndedAt, entry.endedAt);
     }),
   );
 }
@@ -208,9 +318,11 @@ async function injectFaults(): Promise<void> {
 async function main(): Promise<number> {
   const { apiKey, tenantId } = await prepare();
   await startStack();
-  const db = new Pool({ connectionString: knobs.databaseUrl, max: 2 });
+  const db = new Pool({ connectionString: databaseUrl, max: 2 });
+  db.on('error', () => undefined); // an idle checker connection ended by the PostgreSQL restart
   log(`storm: ${knobs.intents} intents by ${knobs.agents} agents over ~${knobs.stormMs / 1000} s; faults: ${knobs.faults.join(', ')}`);
   const stormT0 = Date.now();
+  stormStartedAt = stormT0;
   const faults = injectFaults();
   const storm: StormResult = await runStorm({
     baseUrls: () => apis.map((_, i) => apiUrl(i)),
@@ -253,9 +365,21 @@ async function main(): Promise<number> {
   rows.push({ name: 'webhooks with a bad signature (0)', value: String(recorder.badSignatures), ok: recorder.badSignatures === 0 });
   const fiveHundreds = [...storm.responses.entries()].filter(([k]) => k.startsWith('500')).reduce((n, [, v]) => n + v, 0);
   rows.push({ name: 'client-visible 500s (0)', value: String(fiveHundreds), ok: fiveHundreds === 0 });
+  const dbFault500s = answersDuring(storm, 'database', /^500 /, 5_000).length;
+  if (faultLog.some((f) => f.kind === 'database')) rows.push({ name: 'client-visible 500s during database faults (0)', value: String(dbFault500s), ok: dbFault500s === 0 });
+  if (faultLog.some((f) => f.kind === 'rolling')) {
+    const rolling5xx = answersDuring(storm, 'rolling', /^5\d\d /, 2_000).length;
+    rows.push({ name: 'client-visible 5xx during the rolling restart (0)', value: String(rolling5xx), ok: rolling5xx === 0 });
+    // Refusals are the stopped instance's closed port; a reset is a request written onto a keep-alive
+    // connection as the server closed it, which the agent client settles by retrying the same intent.
+    rows.push({ name: 'transport errors during the rolling restart', value: byKind(answersDuring(storm, 'rolling', /^transport /, 2_000)), ok: null });
+    rows.push({ name: 'API instances not exiting 0 on SIGTERM (0)', value: String(sigtermExitsNotZero), ok: sigtermExitsNotZero === 0 });
+  }
+  const missing = knobs.faults.filter((f) => !faultLog.some((e) => e.key === f && e.endedAt !== undefined));
+  rows.push({ name: 'faults fired and completed', value: `${knobs.faults.length - missing.length} / ${knobs.faults.length}`, ok: missing.length === 0 });
   rows.push({ name: 'intents abandoned by agents (0)', value: String(storm.abandoned.length), ok: storm.abandoned.length === 0 });
 
-  const reconcileOut = await run(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/cli/src/main.js'), 'reconcile', '--tenant', runId, '--group', groupId, '--grace', '0m', '--json'], { env: { ...process.env, DATABASE_URL: knobs.databaseUrl } }).then(
+  const reconcileOut = await run(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/cli/src/main.js'), 'reconcile', '--tenant', runId, '--group', groupId, '--grace', '0m', '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl } }).then(
     (r) => r.stdout,
     (e: { stdout?: string }) => e.stdout ?? '',
   );
@@ -285,6 +409,9 @@ async function main(): Promise<number> {
   const errors = [...storm.responses.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
   const callErrors = [...storm.callErrors.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
 
+  const rel = (at: number) => `+${((at - stormStartedAt) / 1000).toFixed(1)} s`;
+  const faultRows: Row[] = faultLog.map((f) => ({ name: `${f.key} at ${rel(f.firedAt)}`, value: `${f.endedAt ? (((f.endedAt - f.firedAt) / 1000).toFixed(1) + ' s') : 'unfinished'}${f.note ? `: ${f.note}` : ''}`, ok: null }));
+  if (faultRows.length) process.stdout.write(`\nFaults (times from the storm's start)\n${formatTable(faultRows)}\n`);
   process.stdout.write(`\nInvariants (run ${runId}, ${new Date().toISOString()})\n${formatTable(rows)}\n\nTimings\n${formatTable(timings)}\n`);
   process.stdout.write(`\nClient-visible answers and transport errors by kind: ${errors}\nAgent calls that gave up (then retried by the agent) by code: ${callErrors}\n`);
   for (const e of unexpected) process.stdout.write(`\n${e.name} exited on its own (code ${e.code}, signal ${e.signal}):\n    ${e.lastLines.join('\n    ')}\n`);
@@ -299,6 +426,10 @@ async function teardown(): Promise<void> {
   if (!knobs.keepCluster) {
     log('stopping the chaos kafka cluster');
     await cluster.down().catch((e: Error) => log(`cluster down failed: ${e.message}`));
+  }
+  if (pg) {
+    log('removing the run\'s PostgreSQL server');
+    await pg.destroy().catch((e: Error) => log(`PostgreSQL destroy failed: ${e.message}`));
   }
 }
 

@@ -29,13 +29,19 @@ export interface StormResult {
   responses: Map<string, number>;
   /** Calls that threw (before the agent's own retry), by client error code. */
   callErrors: Map<string, number>;
+  /** Every 5xx answer and transport failure with its time, so a fault's window can be read from it. */
+  timeline: Array<{ at: number; key: string }>;
 }
 
 const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A fetch that records every 5xx answer (with its problem code) and every transport failure. */
-function recordingFetch(responses: Map<string, number>): typeof fetch {
+function recordingFetch(responses: Map<string, number>, timeline: StormResult['timeline']): typeof fetch {
+  const record = (key: string) => {
+    bump(responses, key);
+    timeline.push({ at: Date.now(), key });
+  };
   return async (input, init) => {
     try {
       const res = await fetch(input, init);
@@ -44,20 +50,20 @@ function recordingFetch(responses: Map<string, number>): typeof fetch {
           .clone()
           .json()
           .then((b: unknown) => (b as { code?: string }).code ?? '?', () => 'no-problem-body');
-        bump(responses, `${res.status} ${code}`);
+        record(`${res.status} ${code}`);
       }
       return res;
     } catch (err) {
       const cause = (err as { cause?: { code?: string } }).cause;
-      bump(responses, `transport ${cause?.code ?? (err as Error).name}`);
+      record(`transport ${cause?.code ?? (err as Error).name}`);
       throw err;
     }
   };
 }
 
 export async function runStorm(o: StormOptions, onEvent?: (e: TicketClientEvent) => void): Promise<StormResult> {
-  const r: StormResult = { intents: o.intents, created: 0, cancelIntents: 0, cancelled: 0, abandoned: [], responses: new Map(), callErrors: new Map() };
-  const fetchImpl = recordingFetch(r.responses);
+  const r: StormResult = { intents: o.intents, created: 0, cancelIntents: 0, cancelled: 0, abandoned: [], responses: new Map(), callErrors: new Map(), timeline: [] };
+  const fetchImpl = recordingFetch(r.responses, r.timeline);
   const clients = new Map<string, TicketClient>();
   const client = (url: string) => {
     let c = clients.get(url);

@@ -7,8 +7,7 @@ import { AppModule } from './app.module';
 import { edgeServerOptions, installEdgeHooks } from './edge/http-edge';
 import { Metrics } from './metrics/metrics';
 
-
-/** Builds the API (not listening). main.ts and the tests both start it this way. */
+/** Builds the API (not listening). main.ts and the tests both start it this way; main.ts installs the signal handling. */
 export async function createApiApp(config: AppConfig, logger: Logger): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter(edgeServerOptions(config, logger));
   installEdgeHooks(adapter.getInstance());
@@ -31,6 +30,5 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
     }
     http.info({ reqId: req.id, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
-  app.enableShutdownHooks();
   return app;
 }

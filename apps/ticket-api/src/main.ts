@@ -1,6 +1,7 @@
 import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createApiApp } from './app.factory';
+import { installGracefulShutdown } from './edge/graceful-shutdown';
 import { Database } from './infra/database';
 import { pendingMigrations } from './infra/migrations-check';
 
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     logger.fatal({ err }, `cannot listen on ${config.http.host}:${config.http.port}: is another process using the port? Set PORT to another one.`);
     process.exit(1);
   }
+  installGracefulShutdown(app, config.edge.shutdownGraceMs, logger);
   logger.info({ url: await app.getUrl(), docs: `${await app.getUrl()}/docs` }, 'ticket-api listening');
 }
 

@@ -87,6 +87,8 @@ const EdgeEnvSchema = z.object({
   HTTP_HEADERS_TIMEOUT: duration('10s'),
   /** An idle keep-alive connection is closed after this (above a load balancer's usual 60 s). */
   HTTP_KEEP_ALIVE_TIMEOUT: duration('72s'),
+  /** On SIGTERM, requests in flight get this long to finish before their connections are cut. */
+  SHUTDOWN_GRACE: duration('10s'),
   /** Bearer token for /metrics and /health/outbox; without it they answer loopback clients only. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Per-tenant token bucket: sustained requests per second (0: no limit) and burst size. */
@@ -105,6 +107,7 @@ export interface EdgeConfig {
   requestTimeoutMs: number;
   headersTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  shutdownGraceMs: number;
   metricsToken?: string;
   rateLimit: { perSecond: number; burst: number };
   authFailures: { negativeCacheTtlMs: number; perSecond: number; burst: number };
@@ -118,6 +121,7 @@ function edgeConfig(e: EdgeEnv): EdgeConfig {
     requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT,
     headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT,
     keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT,
+    shutdownGraceMs: e.SHUTDOWN_GRACE,
     metricsToken: e.METRICS_TOKEN,
     rateLimit: { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST },
     authFailures: { negativeCacheTtlMs: e.AUTH_NEGATIVE_CACHE_TTL, perSecond: e.AUTH_FAILURES_PER_SECOND, burst: e.AUTH_FAILURES_BURST },

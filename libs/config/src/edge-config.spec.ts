@@ -7,12 +7,13 @@ describe('edge configuration', () => {
       requestTimeoutMs: 30_000,
       headersTimeoutMs: 10_000,
       keepAliveTimeoutMs: 72_000,
+      shutdownGraceMs: 10_000,
       metricsToken: undefined,
       rateLimit: { perSecond: 20_000, burst: 20_000 },
       authFailures: { negativeCacheTtlMs: 5_000, perSecond: 5, burst: 50 },
     });
-    const o = loadConfig({ HTTP_REQUEST_TIMEOUT: '2s', HTTP_HEADERS_TIMEOUT: '1s', RATE_LIMIT_PER_SECOND: '0.5', METRICS_TOKEN: 'a-token-of-16-chars' }).edge;
-    expect([o.requestTimeoutMs, o.headersTimeoutMs, o.rateLimit.perSecond, o.metricsToken]).toEqual([2_000, 1_000, 0.5, 'a-token-of-16-chars']);
+    const o = loadConfig({ HTTP_REQUEST_TIMEOUT: '2s', HTTP_HEADERS_TIMEOUT: '1s', RATE_LIMIT_PER_SECOND: '0.5', METRICS_TOKEN: 'a-token-of-16-chars', SHUTDOWN_GRACE: '3s' }).edge;
+    expect([o.requestTimeoutMs, o.headersTimeoutMs, o.rateLimit.perSecond, o.metricsToken, o.shutdownGraceMs]).toEqual([2_000, 1_000, 0.5, 'a-token-of-16-chars', 3_000]);
   });
 
   it('refuses a headers timeout above the request timeout, and a short metrics token', () => {

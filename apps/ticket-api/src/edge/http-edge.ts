@@ -53,6 +53,14 @@ export function edgeServerOptions(config: AppConfig, logger: Logger): AdapterOpt
   } as AdapterOptions;
 }
 
+const draining = new WeakMap<FastifyInstance, { closing: boolean }>();
+
+/** From now on every new request gets 503 shutting_down and every answer carries Connection: close. */
+export function beginDrain(fastify: FastifyInstance): void {
+  const drain = draining.get(fastify);
+  if (drain) drain.closing = true;
+}
+
 /** Hooks on the Fastify instance (before Nest registers its routes). */
 export function installEdgeHooks(fastify: FastifyInstance): void {
   // Only JSON bodies: anything else is a 415 problem rather than a string that fails validation later.
@@ -76,12 +84,13 @@ export function installEdgeHooks(fastify: FastifyInstance): void {
     socket.end(rawProblemResponse(problemBody('method_not_allowed', 'CONNECT is not supported: this is not a proxy.')));
   });
 
-  let closing = false;
+  const drain = { closing: false };
+  draining.set(fastify, drain);
   fastify.addHook('preClose', async () => {
-    closing = true;
+    drain.closing = true;
   });
   fastify.addHook('onRequest', async (req, reply) => {
-    if (closing) {
+    if (drain.closing) {
       reply.header('Connection', 'close');
       sendProblem(reply, { body: problemBody('shutting_down', 'This API process is shutting down; send the request again.'), retryAfter: 1 });
       return reply;
@@ -94,6 +103,9 @@ export function installEdgeHooks(fastify: FastifyInstance): void {
   fastify.addHook('onSend', async (req, reply, payload) => {
     reply.header('X-Request-Id', String(req.id));
     reply.header('X-Content-Type-Options', 'nosniff');
+    // The last answer on each keep-alive connection tells the client not to reuse it, so the
+    // connection ends cleanly instead of being cut under the client's next request.
+    if (drain.closing) reply.header('Connection', 'close');
     if (reply.getHeader('content-type')?.toString().startsWith('text/html')) reply.headers(HTML_SECURITY_HEADERS);
     return payload;
   });

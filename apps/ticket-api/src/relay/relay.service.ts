@@ -12,6 +12,7 @@ import { Metrics } from '../metrics/metrics';
 @Injectable()
 export class RelayService implements OnApplicationBootstrap, OnApplicationShutdown {
   private relay?: OutboxRelay;
+  private stopping?: Promise<void>;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -26,7 +27,13 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.relay?.stop();
+    await this.stop();
+  }
+
+  /** Stops the relay once (releasing its leader lock); later calls wait for that same stop. */
+  stop(): Promise<void> {
+    this.stopping ??= this.relay?.stop() ?? Promise.resolve();
+    return this.stopping;
   }
 
   /** Outbox lag and counters, or null when this process runs no relay. */
