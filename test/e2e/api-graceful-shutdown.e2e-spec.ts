@@ -46,7 +46,7 @@ describe('API graceful shutdown (SIGTERM under keep-alive load)', () => {
         try {
           const res = await fetch(input, init);
           if (res.status >= 500) {
-            const code = await res.clone().json().then((x: { code?: string }) => x.code ?? '?', () => 'no-body');
+            const code = await res.clone().json().then((x) => (x as { code?: string }).code ?? '?', () => 'no-body');
             bump(raw, `${res.status} ${code}`);
           } else bump(raw, `${res.status}`);
           return res;

@@ -6,6 +6,7 @@ const limits = (over: Partial<{ ttl: number; perSecond: number; burst: number }>
     requestTimeoutMs: 30_000,
     headersTimeoutMs: 10_000,
     keepAliveTimeoutMs: 72_000,
+    shutdownGraceMs: 10_000,
     rateLimit: { perSecond: over.perSecond ?? 0, burst: over.burst ?? 1 },
     authFailures: { negativeCacheTtlMs: over.ttl ?? 5_000, perSecond: 0.001, burst: 2 },
   });
