@@ -52,7 +52,7 @@ describe('chaos run (shortened)', () => {
   });
 
   it('keeps every invariant while each kind of fault hits once', async () => {
-    const env = {
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
       CHAOS_INTENTS: '60',
       CHAOS_AGENTS: '6',
