@@ -12,6 +12,9 @@ export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5
 ensure_postgres "$TEST_DATABASE_URL"
 ensure_kafka
 build
+mkdir -p .tmp
+say "type-checking the tests and benches (tsc --noEmit; the build above leaves them out)"
+npx tsc -p tsconfig.json --noEmit --tsBuildInfoFile .tmp/typecheck.tsbuildinfo
 say "running unit, integration and e2e tests (Jest's globalSetup migrates the test database)"
 # The e2e and integration tiers share one PostgreSQL and one broker on 2 cores: run the files one at a time.
 mkdir -p .tmp
