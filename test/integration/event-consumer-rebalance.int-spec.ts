@@ -42,21 +42,41 @@ describe('event consumer kit: rebalances while 10,000 events flow', () => {
 
     const tenantId = randomUUID();
     const ids = new Set<string>();
-    const producing = (async () => {
-      for (let sent = 0; sent < TOTAL; sent += 250) {
+    let sent = 0;
+    /** Sends `n` more events in batches of 250 while the group works (a join or a leave may be under way). */
+    const produce = async (n: number) => {
+      for (const stop = sent + n; sent < stop; sent += 250) {
         const events = Array.from({ length: 250 }, () => ticketCreated(tenantId));
         events.forEach((e) => ids.add(e.id));
         await fx.producer.send({ topic, messages: events.map((e) => toMessage(e)) });
-        await new Promise((r) => setTimeout(r, 50));
       }
-    })();
+    };
+    /** The group is settled with `n` members, each holding partitions. */
+    const settledWith = (n: number) =>
+      eventually(
+        async () => (await fx.admin.describeGroups([groupId])).groups[0],
+        (g) => g.state === 'Stable' && g.members.length === n,
+        120_000,
+        `the group to settle with ${n} members`,
+      );
 
-    await eventually(effects, (n) => n >= TOTAL * 0.3, 120_000, '30 % of the effects');
-    members.push(await startExample(options)); // a third member joins: rebalance
-    await eventually(effects, (n) => n >= TOTAL * 0.6, 120_000, '60 % of the effects');
-    await members[0].app.close(); // the first leaves: rebalance
+    // The events flow in three parts, each started while the group is changing, and each part's tail sent
+    // only once the change has settled, so every member, however fast the machine, gets events of its own.
+    await settledWith(2);
+    await produce(3_000);
+    await eventually(effects, (n) => n >= 2_000, 120_000, 'the first effects');
+    const joining = startExample(options); // a third member joins: rebalance while events flow
+    await produce(1_500);
+    members.push(await joining);
+    await settledWith(3);
+    await produce(1_500);
+    await eventually(effects, (n) => n >= 5_000, 120_000, 'the effects before the leave');
+    const leaving = members[0].app.close(); // the first leaves: rebalance while events flow
     members[0].closed = true;
-    await producing;
+    await produce(2_000);
+    await leaving;
+    await settledWith(2);
+    await produce(TOTAL - sent);
 
     await eventually(effects, (n) => n >= TOTAL, 180_000, 'every effect');
     const committed = async () => (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
