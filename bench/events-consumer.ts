@@ -183,10 +183,8 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     let rssPeak = rssBefore;
     const quartiles: number[] = [];
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
-    const notifierConfig = {
-      ...loadConfig({ ...process.env, DATABASE_URL: benchUrl, TICKET_EVENTS_TOPIC: topic, NOTIFIER_GROUP_ID: groups.consumer }),
-      notifier: { ...config.notifier, webhookUrl: 'http://127.0.0.1:9/unused', webhookSecret: 'bench-secret-not-used' },
-    };
+    const benchConfig = loadConfig({ ...process.env, DATABASE_URL: benchUrl, TICKET_EVENTS_TOPIC: topic, NOTIFIER_GROUP_ID: groups.consumer });
+    const notifierConfig = { ...benchConfig, notifier: { ...benchConfig.notifier, webhookUrl: 'http://127.0.0.1:9/unused', webhookSecret: 'bench-secret-not-used' } };
     // No /metrics endpoint: the process metrics' observers would cost CPU the old consumer did not spend.
     const start = () => createConsumerApp(notifierConfig, loadEventConsumerConfig(), createLogger('silent', 'bench-consumer'), { dispatch: false, metrics: undefined, partitionsConcurrency: concurrency });
     t = Date.now();

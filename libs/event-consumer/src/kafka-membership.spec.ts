@@ -45,7 +45,7 @@ function setup() {
   const lines: string[] = [];
   const log = { info: (_: unknown, m: string) => lines.push(m), warn: (_: unknown, m: string) => lines.push(m), error: (_: unknown, m: string) => lines.push(m) };
   let rebuilt = 0;
-  const m = new KafkaMembership(kafka, { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20 }, { eachBatch: async () => undefined }, log as never, () => rebuilt++);
+  const m = new KafkaMembership(kafka, { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20 }, { eachBatch: async () => undefined }, log as never, { rebuilt: () => rebuilt++ });
   return { world, made, m, lines, rebuilt: () => rebuilt };
 }
 

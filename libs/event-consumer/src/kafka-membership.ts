@@ -40,7 +40,7 @@ export class KafkaMembership {
     private readonly o: MembershipOptions,
     private readonly run: ConsumerRunConfig,
     private readonly log?: Logger,
-    private readonly onRebuilt?: () => void,
+    private readonly hooks: { joined?: () => void; rebuilt?: () => void } = {},
   ) {}
 
   get current(): Consumer | undefined {
@@ -77,7 +77,10 @@ export class KafkaMembership {
       ...(this.o.retry ? { retry: this.o.retry } : {}),
     });
     this.consumer = c;
-    c.on(c.events.GROUP_JOIN, () => this.setState('running'));
+    c.on(c.events.GROUP_JOIN, () => {
+      this.hooks.joined?.();
+      this.setState('running');
+    });
     c.on(c.events.CRASH, (e) => this.crashed(c, e.payload.error, e.payload.restart));
     await c.connect();
     await c.subscribe({ topic: this.o.topic, fromBeginning: this.o.fromBeginning });
@@ -107,7 +110,7 @@ export class KafkaMembership {
       if (this.stopping) return;
       try {
         await this.connect();
-        this.onRebuilt?.();
+        this.hooks.rebuilt?.();
         this.log?.info({ attempts: attempt }, 'kafka consumer rebuilt; joining the group');
         return;
       } catch {

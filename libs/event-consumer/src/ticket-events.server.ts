@@ -9,6 +9,8 @@ import { TICKET_EVENTS_BATCH_PATTERN, TICKET_EVENTS_TRANSPORT, type HandlerExtra
 import { parseEnvelope } from './envelope-parser';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
+import { ReplayCountersRepository } from './replay-counters.repository';
+import { ReplayWatch } from './replay-watch';
 import { checkTopicRetention } from './topic-retention';
 import type { TicketEventsOptions } from './ticket-events.options';
 
@@ -72,7 +74,9 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   async listen(callback: (err?: unknown, ...rest: unknown[]) => void): Promise<void> {
     try {
-      const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), this.log);
+      const counters = new ReplayCountersRepository();
+      const watch = new ReplayWatch(this.pool, counters);
+      const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), { watch, counters }, this.log);
       await checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log);
       if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host, () => this.readiness());
       const { brokers: _b, clientId: _c, reconnectMaxDelayMs, ...kafka } = this.options.kafka;
@@ -86,7 +90,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
           eachBatch: (payload) => this.eachBatch(processor, payload),
         },
         this.log,
-        () => this.metrics.rebuilds.inc({ group: this.options.groupId }),
+        { joined: () => watch.forget(), rebuilt: () => this.metrics.rebuilds.inc({ group: this.options.groupId }) },
       );
       await this.membership.start();
       this.startPurge();
