@@ -1,12 +1,23 @@
 import { EventEmitter } from 'node:events';
 import type { Kafka } from 'kafkajs';
-import { KafkaMembership, fullJitterMs } from './kafka-membership';
+import { KafkaMembership, brokerUnreachable, fullJitterMs } from './kafka-membership';
 
 describe('fullJitterMs', () => {
   it('is uniform below min(cap, base · 2^(n-1))', () => {
     expect([1, 2, 3, 4, 5, 6, 10].map((n) => fullJitterMs(n, 5000, 200, () => 1))).toEqual([200, 400, 800, 1600, 3200, 5000, 5000]);
     expect(fullJitterMs(4, 5000, 200, () => 0)).toBe(0);
     expect(fullJitterMs(4, 5000, 200, () => 0.5)).toBe(800);
+  });
+});
+
+/** What kafkajs throws when no broker answers: retries exhausted, the connection error inside. */
+const refused = () => Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' }) });
+
+describe('brokerUnreachable', () => {
+  it('finds a connection error in the cause chain, and nothing else', () => {
+    expect(brokerUnreachable(refused())).toBe(true);
+    expect(brokerUnreachable(new Error('topic t keeps messages for ever but INBOX_RETENTION is 30 d'))).toBe(false);
+    expect(brokerUnreachable(Object.assign(new Error('x'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: new Error('SASL') }))).toBe(false);
   });
 });
 
@@ -22,7 +33,7 @@ class FakeConsumer extends EventEmitter {
     return super.on(event, listener);
   }
   async connect() {
-    if (this.world.brokerDown) throw new Error('ECONNREFUSED');
+    if (this.world.brokerDown) throw refused();
     this.connected = true;
   }
   async subscribe() {}
@@ -78,6 +89,27 @@ describe('KafkaMembership', () => {
     await m.stop();
     expect(last.connected).toBe(false);
     expect(m.status().state).toBe('stopped');
+  });
+
+  it('waits for the broker at the first start (topic check included), but throws a configuration error at once', async () => {
+    const { world, made, m, lines } = setup();
+    world.brokerDown = true;
+    let checks = 0;
+    const started = m.start(async () => {
+      checks++;
+    });
+    await until(() => made.length >= 3);
+    expect(m.status().ready).toBe(false);
+    world.brokerDown = false;
+    await started;
+    expect(m.status()).toEqual({ ready: true, state: 'running' });
+    expect(checks).toBe(made.length);
+    expect(lines.filter((l) => /unreachable at start/.test(l))).toHaveLength(1);
+    await m.stop();
+
+    const other = setup();
+    await expect(other.m.start(async () => Promise.reject(new Error('topic t keeps messages for ever')))).rejects.toThrow('for ever');
+    expect(other.made).toHaveLength(0);
   });
 
   it('leaves a retriable crash to kafkajs (no rebuild) and stops a rebuild in progress on stop()', async () => {

@@ -16,6 +16,20 @@ export interface MembershipOptions {
   reconnectMaxDelayMs: number;
 }
 
+const UNREACHABLE = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound', 'KafkaJSGroupCoordinatorNotFound']);
+
+/** The broker did not answer (somewhere in the cause chain): worth waiting for, unlike a bad configuration. */
+export function brokerUnreachable(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let cur = err; cur && typeof cur === 'object' && !seen.has(cur); ) {
+    seen.add(cur);
+    if (UNREACHABLE.has((cur as { name?: string }).name ?? '')) return true;
+    const next = cur as { originalError?: unknown; cause?: unknown };
+    cur = next.originalError ?? next.cause;
+  }
+  return false;
+}
+
 /** Full jitter: uniform in [0, min(cap, base · 2^(n-1))], so members of a group don't reconnect in step. */
 export function fullJitterMs(attempt: number, capMs: number, baseMs = 200, random: () => number = Math.random): number {
   return Math.round(random() * Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1)));
@@ -51,9 +65,25 @@ export class KafkaMembership {
     return { ready: this.state === 'running', state: this.state };
   }
 
-  /** The first start: a failure here is the caller's (bad broker list, topic missing) and is thrown. */
-  async start(): Promise<void> {
-    await this.connect();
+  /**
+   * The first start. `before` (the topic checks) runs first; while the broker does not answer, both
+   * are retried with the same backoff as a rebuild, so a process started during an outage waits for
+   * the broker instead of exiting. Any other failure (a bad configuration) is thrown.
+   */
+  async start(before: () => Promise<void> = async () => undefined): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await before();
+        await this.connect();
+        return;
+      } catch (err) {
+        await this.consumer?.disconnect().catch(() => undefined);
+        if (this.stopping || !brokerUnreachable(err)) throw err;
+        if (attempt === 1) this.log?.error({ err: `${(err as Error).name}: ${(err as Error).message}` }, 'kafka unreachable at start; retrying with backoff until the broker answers');
+        await this.pause(attempt);
+        if (this.stopping) throw new Error('stopped while waiting for the broker');
+      }
+    }
   }
 
   /** Leaves the group: kafkajs lets the batch in flight finish its chunk (see TicketEventsServer.eachBatch). */
@@ -63,6 +93,17 @@ export class KafkaMembership {
     await this.rebuilding;
     await this.consumer?.disconnect().catch((err) => this.log?.warn({ err }, 'kafka disconnect failed'));
     this.setState('stopped');
+  }
+
+  /** The backoff before attempt `n`; stop() cuts it short. */
+  private pause(attempt: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, fullJitterMs(attempt, this.o.reconnectMaxDelayMs));
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
   }
 
   private async connect(): Promise<void> {
@@ -100,13 +141,7 @@ export class KafkaMembership {
   private async rebuild(old: Consumer): Promise<void> {
     await old.disconnect().catch(() => undefined);
     for (let attempt = 1; !this.stopping; attempt++) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, fullJitterMs(attempt, this.o.reconnectMaxDelayMs));
-        this.wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
+      await this.pause(attempt);
       if (this.stopping) return;
       try {
         await this.connect();

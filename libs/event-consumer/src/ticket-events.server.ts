@@ -77,7 +77,6 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
       const counters = new ReplayCountersRepository();
       const watch = new ReplayWatch(this.pool, counters);
       const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), { watch, counters }, this.log);
-      await checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log);
       if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host, () => this.readiness());
       const { brokers: _b, clientId: _c, reconnectMaxDelayMs, ...kafka } = this.options.kafka;
       this.membership = new KafkaMembership(
@@ -92,7 +91,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
         this.log,
         { joined: () => watch.forget(), rebuilt: () => this.metrics.rebuilds.inc({ group: this.options.groupId }) },
       );
-      await this.membership.start();
+      await this.membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log));
       this.startPurge();
       this._status$.next('connected');
       this.log?.info({ metricsPort: this.metricsPort }, 'event consumer started');
