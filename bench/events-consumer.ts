@@ -9,7 +9,8 @@
 //   key      floor 2: parse, then one statement per batch inserting only the 16-byte event id into a
 //            one-column table (ON CONFLICT DO NOTHING), then the offset commit: the least any
 //            database-backed dedup can do per event;
-//   consumer startConsumer(): JSON + zod parse, one inbox statement per chunk of 1000 (inbox row +
+//   consumer the notifier (apps/consumer on the @tickets/event-consumer kit, inbox 'handler'): JSON +
+//            zod parse, one inbox statement per chunk of 1000 (inbox row +
 //            pending notification), offset commit after each statement. Webhook sending is DISABLED
 //            (dispatch: false): the dispatcher's speed is the receivers', not the consumer's;
 //   replay   the same consumer group moved back to earliest: every message is a duplicate (skip path).
@@ -20,11 +21,11 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type EachBatchPayload, type Message } from 'kafkajs';
 import { Pool } from 'pg';
-import { loadConfig } from '@tickets/config';
+import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
 import { createPrismaClient, uuidArray } from '@tickets/db';
-import { TicketCreatedV1 } from '@tickets/contracts';
-import { startConsumer } from '../apps/consumer/src/consumer';
-import { parseTicketEventMessage } from '../apps/consumer/src/message-parser';
+import { TicketCreatedV1, TicketEvent } from '@tickets/contracts';
+import { createLogger } from '@tickets/logger';
+import { createConsumerApp, type NotifierApp } from '../apps/consumer/src/consumer.app';
 import { scratchDatabase } from './support/paths';
 import { mb } from './support/stats';
 
@@ -81,12 +82,24 @@ function event(tenantId: string): Message {
   return { key: ticketId, value: JSON.stringify(e), headers: { 'event-id': e.id, 'event-type': e.type } };
 }
 
+/** The floors' parse: what the kit does per message (JSON, then the shared zod schema). */
+const parseEvent = (value: Buffer | null): TicketEvent | undefined => {
+  const r = TicketEvent.safeParse(JSON.parse(value?.toString('utf8') ?? 'null'));
+  return r.success ? r.data : undefined;
+};
+
+/** Messages the notifier has taken through its statement (new + duplicates), from the kit's counters. */
+async function handled(n: NotifierApp): Promise<{ processed: number; duplicates: number }> {
+  const sum = async (c: { get(): Promise<{ values: { value: number }[] }> }) => (await c.get()).values.reduce((s, v) => s + v.value, 0);
+  return { processed: await sum(n.server.metrics.processed), duplicates: await sum(n.server.metrics.duplicates) };
+}
+
 /** Polls `count()` until it reaches `n`, logging progress once a second; returns the elapsed ms. */
-async function until(label: string, n: number, count: () => number, started: number, log: (l: string) => void, onTick?: () => void): Promise<number> {
+async function until(label: string, n: number, count: () => number | Promise<number>, started: number, log: (l: string) => void, onTick?: (c: number) => void): Promise<number> {
   let lastLog = Date.now();
   for (;;) {
-    const c = count();
-    onTick?.();
+    const c = await count();
+    onTick?.(c);
     if (c >= n) return Date.now() - started;
     if (Date.now() - lastLog >= 1000) {
       const ms = Date.now() - started;
@@ -155,12 +168,12 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
 
     // Floors: what validating every message, then also recording its id durably, cost by themselves.
     log('floor 1: parse only (JSON + zod), no database ...');
-    const parseMs = await readAll('parse', groups.parse, (b) => void b.messages.map(parseTicketEventMessage));
+    const parseMs = await readAll('parse', groups.parse, (b) => void b.messages.map((m) => parseEvent(m.value)));
     log('floor 2: parse + insert the bare event id (one statement per batch) ...');
     const keyPool = new Pool({ connectionString: benchUrl, max: concurrency });
     await keyPool.query('CREATE TABLE bench_floor_keys (event_id uuid PRIMARY KEY)');
     const keyMs = await readAll('key', groups.key, async (b) => {
-      const ids = b.messages.map(parseTicketEventMessage).flatMap((m) => (m.ok ? [m.event.id] : []));
+      const ids = b.messages.flatMap((m) => parseEvent(m.value)?.id ?? []);
       await keyPool.query('INSERT INTO bench_floor_keys SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [uuidArray(ids)]);
     }).finally(() => keyPool.end());
 
@@ -170,17 +183,18 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     let rssPeak = rssBefore;
     const quartiles: number[] = [];
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
-    const notifier = { ...config.notifier, webhookUrl: 'http://127.0.0.1:9/unused', webhookSecret: 'bench-secret-not-used' };
-    const consumerOpts = { prisma, databaseUrl: benchUrl, kafka: { brokers: config.kafka.brokers, clientId: 'bench-consumer' }, topic, groupId: groups.consumer, notifier, dispatch: false, partitionsConcurrency: concurrency };
+    const benchConfig = loadConfig({ ...process.env, DATABASE_URL: benchUrl, TICKET_EVENTS_TOPIC: topic, NOTIFIER_GROUP_ID: groups.consumer });
+    const notifierConfig = { ...benchConfig, notifier: { ...benchConfig.notifier, webhookUrl: 'http://127.0.0.1:9/unused', webhookSecret: 'bench-secret-not-used' } };
+    // No /metrics endpoint: the process metrics' observers would cost CPU the old consumer did not spend.
+    const start = () => createConsumerApp(notifierConfig, loadEventConsumerConfig(), createLogger('silent', 'bench-consumer'), { dispatch: false, metrics: undefined, partitionsConcurrency: concurrency });
     t = Date.now();
-    let consumer = await startConsumer(consumerOpts);
-    const consumerMs = await until('consumer', n, () => consumer.stats().received, t, log, () => {
-      const done = consumer.stats().received;
+    let consumer = await start();
+    const consumerMs = await until('consumer', n, async () => (await handled(consumer)).processed, t, log, (done) => {
       while (quartiles.length < 4 && done >= (n * (quartiles.length + 1)) / 4) quartiles.push(mb(process.memoryUsage().rss));
     });
-    await consumer.stop();
+    await consumer.app.close();
     clearInterval(sampler);
-    const stats = consumer.stats();
+    const stats = await handled(consumer);
     if (stats.processed !== n) throw new Error(`consumer processed ${stats.processed} of ${n}`);
 
     // 3. Replay of the whole topic: every message is already in the inbox.
@@ -189,11 +203,12 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     let replayRssPeak = process.memoryUsage().rss;
     const replaySampler = setInterval(() => (replayRssPeak = Math.max(replayRssPeak, process.memoryUsage().rss)), 50);
     t = Date.now();
-    consumer = await startConsumer(consumerOpts);
-    const replayMs = await until('replay', n, () => consumer.stats().received, t, log);
-    await consumer.stop();
+    consumer = await start();
+    const replayMs = await until('replay', n, async () => (await handled(consumer)).duplicates, t, log);
+    await consumer.app.close();
     clearInterval(replaySampler);
-    if (consumer.stats().skippedDuplicate !== n) throw new Error(`replay skipped ${consumer.stats().skippedDuplicate} of ${n}`);
+    const replayed = await handled(consumer);
+    if (replayed.duplicates !== n || replayed.processed !== 0) throw new Error(`replay skipped ${replayed.duplicates} of ${n}, processed ${replayed.processed}`);
     const [{ notifications }] = await prisma.$queryRaw<{ notifications: number }[]>`SELECT count(*)::int AS notifications FROM notifications`;
     if (notifications !== n) throw new Error(`${notifications} notifications for ${n} events`);
 

@@ -489,6 +489,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     consumer = startChild(join(distRoot, 'apps', 'consumer', 'src', 'main.js'), childArgs('consumer'), {
       ...common,
       NOTIFIER_GROUP_ID: groupId,
+      NOTIFIER_METRICS_PORT: '0',
       NOTIFY_WEBHOOK_URL: hookUrl,
       NOTIFY_WEBHOOK_SECRET: secret,
     });

@@ -355,7 +355,7 @@ async function main(): Promise<void> {
     say(`starting the API on ${baseUrl} (logs: ${logDir})`);
     const api = startChild('api', 'apps/ticket-api/src/main.js', { ...common, PORT: String(port), HOST: '127.0.0.1' });
     if (!notificationsNote) {
-      consumer = startChild('consumer', 'apps/consumer/src/main.js', common);
+      consumer = startChild('consumer', 'apps/consumer/src/main.js', { ...common, NOTIFIER_METRICS_PORT: '0' });
     }
     await waitForApi(baseUrl, api);
   }

@@ -2,14 +2,12 @@
 // environment), fed through Kafka, delivering to real webhook receivers: the default target
 // (NOTIFY_WEBHOOK_URL) and a tenant override set with the CLI command.
 import { randomUUID } from 'node:crypto';
-import type { INestApplicationContext } from '@nestjs/common';
 import { Pool } from 'pg';
-import { loadConfig } from '@tickets/config';
+import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createLogger } from '@tickets/logger';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
-import { createConsumerApp } from '../../apps/consumer/src/consumer.app';
-import { NotificationConsumerService } from '../../apps/consumer/src/notification-consumer.service';
+import { createConsumerApp, type NotifierApp } from '../../apps/consumer/src/consumer.app';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { kafkaFixture, newWebhookSecret, ticketCancelled, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
@@ -27,7 +25,7 @@ let fx: Awaited<ReturnType<typeof kafkaFixture>>;
 let db: Pool;
 let defaultReceiver: WebhookReceiver;
 let tenantReceiver: WebhookReceiver;
-let app: INestApplicationContext | undefined;
+let notifier: NotifierApp | undefined;
 
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 2);
@@ -51,11 +49,11 @@ beforeAll(async () => {
     NOTIFY_RETRY_BASE: '50ms',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
   });
-  app = await createConsumerApp(config, createLogger(config.logLevel, 'consumer-e2e'));
+  notifier = await createConsumerApp(config, loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' }), createLogger(config.logLevel, 'consumer-e2e'));
 });
 
 afterAll(async () => {
-  await app?.close();
+  await notifier?.app.close();
   await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM tenants WHERE id = $1', [tenantId]);
@@ -79,12 +77,21 @@ it('routes each tenant to its own webhook, signed with its own secret, once per 
   expect(ofEvent(defaultReceiver, other.id)).toHaveLength(1);
   expect([...tenantReceiver.requests, ...defaultReceiver.requests].every((r) => r.verified && r.status === 204)).toBe(true);
   expect(tenantReceiver.requests.map((r) => (r.json as { type: string }).type).sort()).toEqual(['ticket.cancelled.v1', 'ticket.created.v1']);
-  expect(app!.get(NotificationConsumerService).stats()).toMatchObject({ processed: 3, skippedDuplicate: 0, deadLettered: 0 });
+  const metrics = await (await fetch(`http://127.0.0.1:${notifier!.server.metricsPort}/metrics`)).text();
+  expect(metrics).toMatch(new RegExp(`event_consumer_processed_total\\{group="${groupId}"\\} 3\\n`));
+  expect(metrics).not.toMatch(/event_consumer_duplicates_skipped_total\{/);
+  expect(metrics).not.toMatch(/event_consumer_dead_lettered_total\{/);
+});
+
+it('says it is ready on /health/ready while it is a member of its group', async () => {
+  const res = await fetch(`http://127.0.0.1:${notifier!.server.metricsPort}/health/ready`);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ status: 'ready', consumer: 'running' });
 });
 
 it('shuts down cleanly: the group is left and its offsets are committed', async () => {
-  await app!.close();
-  app = undefined;
+  await notifier!.app.close();
+  notifier = undefined;
   const [desc] = (await fx.admin.describeGroups([groupId])).groups;
   expect(desc.members).toHaveLength(0);
   const [offsets] = await fx.admin.fetchOffsets({ groupId, topics: [topic] });

@@ -1,12 +1,11 @@
 // The whole path, as it runs: POST over HTTP → the outbox relay inside the API → real Kafka → the
 // notification consumer → a real webhook receiver. Every event notifies exactly once, correctly signed,
 // even when the relay publishes a row twice (it died after publishing, before marking).
-import type { INestApplicationContext } from '@nestjs/common';
 import { Registry } from 'prom-client';
-import { loadConfig } from '@tickets/config';
+import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
-import { createConsumerApp } from '../../apps/consumer/src/consumer.app';
+import { createConsumerApp, type NotifierApp } from '../../apps/consumer/src/consumer.app';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, newWebhookSecret, testKafka, uniqueName } from '../support/events-factory';
 import { post, startTestStack, type TestStack } from '../support/stack';
@@ -27,7 +26,7 @@ const env = {
 describe('POST → outbox → Kafka → consumer → webhook', () => {
   let stack: TestStack;
   let receiver: WebhookReceiver;
-  let consumer: INestApplicationContext;
+  let consumer: NotifierApp;
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
 
   beforeAll(async () => {
@@ -36,10 +35,10 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
     stack = await startTestStack({ env: { ...env, RELAY_ENABLED: 'true' } });
     await stack.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [receiver.url, secret, stack.tenantId]);
     const config = loadConfig({ DATABASE_URL: TEST_DATABASE_URL, DB_POOL_MAX: '4', LOG_LEVEL: 'silent', NOTIFY_RETRY_BASE: '50ms', ...env });
-    consumer = await createConsumerApp(config, createLogger('silent', 'flow-consumer'));
+    consumer = await createConsumerApp(config, loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' }), createLogger('silent', 'flow-consumer'));
   });
   afterAll(async () => {
-    await consumer?.close();
+    await consumer?.app.close();
     await stack?.stop();
     await receiver?.close();
     await fx?.close();

@@ -5,9 +5,9 @@ import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { WebhookDispatcher } from '@tickets/notifications';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
-import { startConsumer, type RunningConsumer } from '../../apps/consumer/src/consumer';
-import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
+import { TEST_DATABASE_URL } from '../support/env';
 import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(60_000);
@@ -24,7 +24,7 @@ let fx: Awaited<ReturnType<typeof kafkaFixture>>;
 let prisma: PrismaClient;
 let db: Pool;
 let receiver: WebhookReceiver;
-let consumer: RunningConsumer;
+let consumer: TestNotifier;
 
 const bodyEventId = (d: { json: unknown }) => (d.json as { data?: { id?: string } })?.data?.id;
 const requestsOf = (eventId: string) => receiver.requests.filter((d) => bodyEventId(d) === eventId);
@@ -49,7 +49,7 @@ beforeAll(async () => {
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2), ($3, $4)', [tenantId, slug, bareTenantId, `${slug}-bare`]);
   expect(await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], { prisma, out: () => undefined })).toBe(0);
   // No NOTIFY_WEBHOOK_URL: only the tenant with an override has a target.
-  consumer = await startConsumer({ prisma, databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dispatch-it' }, topic, groupId, notifier: TEST_NOTIFIER });
+  consumer = await startTestNotifier({ topic, groupId });
 });
 
 afterAll(async () => {

@@ -7,9 +7,9 @@ import { loadConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { runCli } from '../../apps/cli/src/cli';
 import { REPLAY_EXIT as EXIT, replayCli } from '../../apps/cli/src/replay.command';
-import { startConsumer, type RunningConsumer } from '../../apps/consumer/src/consumer';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
-import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import { eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(90_000);
@@ -24,17 +24,9 @@ let fx: Awaited<ReturnType<typeof kafkaFixture>>;
 let prisma: PrismaClient;
 let db: Pool;
 let receiver: WebhookReceiver;
-let consumer: RunningConsumer | undefined;
+let consumer: TestNotifier | undefined;
 
-const startNotifier = async () =>
-  (consumer = await startConsumer({
-    prisma,
-    databaseUrl: TEST_DATABASE_URL,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'replay-it' },
-    topic,
-    groupId,
-    notifier: { ...TEST_NOTIFIER, webhookUrl: receiver.url, webhookSecret: secret },
-  }));
+const startNotifier = async () => (consumer = await startTestNotifier({ topic, groupId, notifier: { webhookUrl: receiver.url, webhookSecret: secret } }));
 
 async function stopNotifier() {
   await consumer?.stop();
@@ -94,7 +86,7 @@ it('replays the whole topic from earliest: every event is skipped, no new webhoo
   expect(text).toMatch(new RegExp(`re-read\\s+${N} of ${N}`));
   expect(text).toMatch(new RegExp(`skipped \\(already processed\\)\\s+${N}\\n`));
   expect(text).toMatch(/processed as new\s+0\n/);
-  expect(consumer!.stats()).toMatchObject({ received: N, processed: 0, skippedDuplicate: N });
+  expect(await consumer!.counts()).toMatchObject({ processed: 0, duplicates: N, deadLettered: 0, unknown: 0 });
 
   await new Promise((r) => setTimeout(r, 500));
   expect(receiver.requests).toHaveLength(N);

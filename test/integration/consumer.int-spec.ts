@@ -5,11 +5,11 @@ import { randomUUID } from 'node:crypto';
 import type { RecordMetadata } from 'kafkajs';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import type { TicketEventsOptions } from '@tickets/event-consumer';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
-import { startConsumer, type ConsumerFaults, type RunningConsumer } from '../../apps/consumer/src/consumer';
-import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
-import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
-import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import { TEST_DATABASE_URL } from '../support/env';
+import { eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(60_000);
@@ -24,10 +24,10 @@ let fx: Awaited<ReturnType<typeof kafkaFixture>>;
 let prisma: PrismaClient;
 let db: Pool;
 let receiver: WebhookReceiver;
-const running: RunningConsumer[] = [];
+const running: TestNotifier[] = [];
 
-async function start(faults?: ConsumerFaults): Promise<RunningConsumer> {
-  const c = await startConsumer({ prisma, databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'consumer-it' }, topic, groupId, notifier: TEST_NOTIFIER, faults });
+async function start(kit?: Partial<TicketEventsOptions>): Promise<TestNotifier> {
+  const c = await startTestNotifier({ topic, groupId, kit });
   running.push(c);
   return c;
 }
@@ -102,24 +102,31 @@ it('sends no second webhook when the same event is produced again by hand', asyn
   await eventually(() => inboxRow(event.id), (r) => r?.duplicates === 1, 20_000, 'the duplicate to be skipped');
   await settle();
   expect(requestsOf(event.id)).toHaveLength(1);
-  expect(c.stats().skippedDuplicate).toBe(1);
+  expect(await c.counts()).toMatchObject({ duplicates: 1 });
   const { rows } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
   expect(rows[0].n).toBe(1);
 });
 
 it('a consumer that dies after its transaction and before the offset commit: the next instance skips the redelivery', async () => {
   let fired = false;
+  let died!: () => void;
+  const dead = new Promise<void>((resolve) => (died = resolve));
   const doomed = await start({
-    afterTransactionBeforeCommit: () => {
-      if (fired) return;
-      fired = true;
-      return 'crash';
+    faults: {
+      afterTransactionBeforeCommit: () => {
+        if (fired) return;
+        fired = true;
+        died();
+        return 'die';
+      },
     },
   });
   const event = ticketCreated(tenantId);
   const [meta] = await send([event], 2);
   const offset = Number(meta.baseOffset);
-  await doomed.crashed;
+  await dead;
+  // The dead instance commits nothing more; stopping it only makes it leave the group sooner.
+  await doomed.stop();
 
   // The inbox transaction committed, the offset did not.
   expect(await inboxRow(event.id)).toMatchObject({ offset: String(offset), partition: 2, duplicates: 0 });
@@ -131,18 +138,20 @@ it('a consumer that dies after its transaction and before the offset commit: the
   await eventually(() => deliveriesOf(event.id).length, (n) => n >= 1, 20_000, 'the webhook');
   await settle();
   expect(requestsOf(event.id)).toHaveLength(1);
-  expect(successor.stats()).toMatchObject({ processed: 0, skippedDuplicate: 1 });
+  expect(await successor.counts()).toMatchObject({ processed: 0, duplicates: 1 });
 });
 
-it('dead-letters poison messages, commits past them and processes the next message', async () => {
-  await start();
+it('dead-letters poison messages, skips and counts an unknown event type, commits past them and processes the next message', async () => {
+  const c = await start();
   const good = ticketCreated(tenantId);
+  const future = { ...ticketCreated(tenantId), type: 'ticket.archived.v9', data: { archivedBy: 'someone' } };
   const [meta] = await fx.producer.send({
     topic,
     acks: -1,
     messages: [
       { partition: 0, key: 'poison-1', value: 'this is { not json', headers: { source: 'test' } },
-      { partition: 0, key: 'poison-2', value: JSON.stringify({ ...good, id: 'not-a-uuid', type: 'ticket.exploded.v9' }) },
+      { partition: 0, key: 'poison-2', value: JSON.stringify({ ...good, id: 'not-a-uuid' }) },
+      { partition: 0, key: 'future', value: JSON.stringify(future) },
       toMessage(good, 0),
     ],
   });
@@ -157,10 +166,14 @@ it('dead-letters poison messages, commits past them and processes the next messa
     { offset: first, key: 'poison-1', value: 'this is { not json', headers: { source: 'test' }, reason: expect.stringMatching(/^not JSON/) },
     { offset: first + 1, key: 'poison-2', value: expect.any(String), headers: {}, reason: expect.stringMatching(/^not a TicketEvent/) },
   ]);
-  await eventually(() => committedOffset(0), (o) => o === first + 3, 10_000, 'the offset commit past the poison');
+  await eventually(() => committedOffset(0), (o) => o === first + 4, 10_000, 'the offset commit past the poison');
+  // A newer event type is not poison: skipped (no notification, no dead letter) and counted.
+  expect(await c.counts()).toMatchObject({ unknown: 1, deadLettered: 2 });
+  const { rows: archived } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, future.id]);
+  expect(archived[0].n).toBe(0);
 });
 
-it('purges only this group\'s inbox rows older than the retention', async () => {
+it('purges only this group\'s inbox rows older than the retention, on the kit\'s schedule', async () => {
   const other = uniqueName('other-group');
   const [oldId, newId, otherId] = [randomUUID(), randomUUID(), randomUUID()];
   await db.query(
@@ -171,10 +184,10 @@ it('purges only this group\'s inbox rows older than the retention', async () => 
     [groupId, oldId, newId, other, otherId],
   );
   try {
-    const deleted = await new InboxRepository(db).purgeOlderThan(groupId, 30 * 86_400_000, 1);
-    expect(deleted).toBe(1);
-    const { rows } = await db.query('SELECT event_id FROM inbox_events WHERE event_id = ANY($1) ORDER BY "offset"', [[oldId, newId, otherId]]);
-    expect(rows.map((r) => r.event_id)).toEqual([newId, otherId]);
+    await start({ inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 200 } });
+    const left = async () => (await db.query('SELECT event_id FROM inbox_events WHERE event_id = ANY($1) ORDER BY "offset"', [[oldId, newId, otherId]])).rows.map((r) => r.event_id);
+    await eventually(left, (ids) => !ids.includes(oldId), 20_000, 'the purge of the 31-day-old row');
+    expect(await left()).toEqual([newId, otherId]);
   } finally {
     await db.query('DELETE FROM inbox_events WHERE group_id = $1', [other]);
   }

@@ -4,8 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { boolArray, int4Array, int8Array, textArray, uuidArray } from '@tickets/db';
+import { TicketEvent } from '@tickets/contracts';
+import type { InvalidMessage } from '@tickets/event-consumer';
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
-import { parseTicketEventMessage, type ParsedMessage } from '../../apps/consumer/src/message-parser';
 import { TEST_DATABASE_URL } from '../support/env';
 import { ticketCreated, uniqueName } from '../support/events-factory';
 
@@ -15,8 +16,21 @@ let db: Pool;
 const groups: string[] = [];
 const tenantId = randomUUID();
 
-const asMessage = (value: string, offset: number) => ({ offset: String(offset), key: null, value: Buffer.from(value), headers: {} });
-const parsed = (values: string[], firstOffset = 0): ParsedMessage[] => values.map((v, i) => parseTicketEventMessage(asMessage(v, firstOffset + i)));
+/** A chunk as the kit hands it to the notifier (inbox 'handler'): valid events in offset order with their bytes, and the invalid messages. */
+function chunk(values: string[], firstOffset = 0) {
+  const c = { events: [] as TicketEvent[], offsets: [] as string[], values: [] as Buffer[], invalid: [] as InvalidMessage[] };
+  values.forEach((v, i) => {
+    const offset = String(firstOffset + i);
+    try {
+      c.events.push(TicketEvent.parse(JSON.parse(v)));
+      c.offsets.push(offset);
+      c.values.push(Buffer.from(v));
+    } catch (e) {
+      c.invalid.push({ offset, reason: `not JSON: ${(e as Error).message}`, key: null, value: v, headers: {} });
+    }
+  });
+  return c;
+}
 const newGroup = () => {
   const g = uniqueName('inbox-repo');
   groups.push(g);
@@ -60,12 +74,12 @@ describe('binary array parameters', () => {
 describe('InboxRepository.recordBatch', () => {
   it('stores the message bytes as the payload, counts repeats in one chunk, and skips a redelivery', async () => {
     const groupId = newGroup();
-    const repo = new InboxRepository(db);
+    const repo = new InboxRepository();
     const a = JSON.stringify(ticketCreated(tenantId, { title: 'Ünïcode "title" \\ with escapes' }));
     const b = JSON.stringify(ticketCreated(tenantId));
     const input = { groupId, topic: 't', partition: 0, defaultWebhookUrl: 'http://127.0.0.1:9/hook' };
 
-    const first = await repo.recordBatch({ ...input, messages: parsed([a, b, a, 'not json'], 10) });
+    const first = await repo.recordBatch(db, { ...input, ...chunk([a, b, a, 'not json'], 10) });
     expect(first).toEqual({ received: 4, processed: 2, skippedDuplicate: 1, deadLettered: 1, pending: 2, noTarget: 0 });
     const { rows } = await db.query(
       `SELECT n.payload, i."offset"::int AS offset, i.duplicates FROM notifications n
@@ -78,7 +92,7 @@ describe('InboxRepository.recordBatch', () => {
       { payload: b, offset: 11, duplicates: 0 },
     ]);
 
-    const again = await repo.recordBatch({ ...input, messages: parsed([b, a], 20) });
+    const again = await repo.recordBatch(db, { ...input, ...chunk([b, a], 20) });
     expect(again).toEqual({ received: 2, processed: 0, skippedDuplicate: 2, deadLettered: 0, pending: 0, noTarget: 0 });
     const counts = await db.query('SELECT count(*)::int AS n, sum(duplicates)::int AS d FROM inbox_events WHERE group_id = $1', [groupId]);
     expect(counts.rows[0]).toEqual({ n: 2, d: 3 });
@@ -95,7 +109,7 @@ describe('InboxRepository.recordBatch', () => {
     for (let round = 0; round < 5; round++) {
       const slice = events.slice(round * 40, round * 40 + 40);
       const results = await Promise.all(
-        Array.from({ length: 6 }, (_, w) => new InboxRepository(db).recordBatch({ ...input, messages: parsed(w % 2 ? [...slice].reverse() : slice, w * 100) })),
+        Array.from({ length: 6 }, (_, w) => new InboxRepository().recordBatch(db, { ...input, ...chunk(w % 2 ? [...slice].reverse() : slice, w * 100) })),
       );
       expect(results.reduce((s, r) => s + r.processed, 0)).toBe(40);
       expect(results.every((r) => r.processed + r.skippedDuplicate === 40)).toBe(true);
@@ -111,15 +125,15 @@ describe('InboxRepository.recordBatch', () => {
 
   it('an event replayed after its inbox row was purged, while its notification remains: no second notification', async () => {
     const groupId = newGroup();
-    const repo = new InboxRepository(db);
+    const repo = new InboxRepository();
     const event = ticketCreated(tenantId);
     const input = { groupId, topic: 't', partition: 2, defaultWebhookUrl: 'http://127.0.0.1:9/hook' };
-    await repo.recordBatch({ ...input, messages: parsed([JSON.stringify(event)], 1) });
+    await repo.recordBatch(db, { ...input, ...chunk([JSON.stringify(event)], 1) });
     // What an INBOX_RETENTION shorter than the topic's retention would do before a replay.
     await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
 
     // The fast path hits the notification's unique key; the careful re-run skips it.
-    const replayed = await repo.recordBatch({ ...input, messages: parsed([JSON.stringify(event)], 1) });
+    const replayed = await repo.recordBatch(db, { ...input, ...chunk([JSON.stringify(event)], 1) });
     expect(replayed).toMatchObject({ received: 1, pending: 0 });
     const { rows } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
     expect(rows[0].n).toBe(1);

@@ -1,20 +1,55 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import type { INestApplicationContext } from '@nestjs/common';
-import type { AppConfig } from '@tickets/config';
+import type { INestMicroservice } from '@nestjs/common';
+import type { AppConfig, EventConsumerConfig } from '@tickets/config';
+import { TicketEventsServer, ticketEventsOptions, type TicketEventsOptions } from '@tickets/event-consumer';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { ConsumerModule } from './consumer.module';
+import { NotifierDispatcherService } from './notifier-dispatcher.service';
 
 /**
- * The consumer as a Nest standalone application context (no HTTP server): the consumer and its
- * dispatcher start on bootstrap and stop on close / SIGTERM. main.ts and the e2e tests start it so.
+ * Events per inbox statement: bounds the statement's parameter size and the work a crash loses; 1000
+ * is where the statement's per-event cost stopped falling (docs/consumer.md).
  */
-export async function createConsumerApp(config: AppConfig, logger: Logger): Promise<INestApplicationContext> {
-  const app = await NestFactory.createApplicationContext(ConsumerModule.forRoot(config, logger), {
+const NOTIFIER_CHUNK = 1000;
+
+export interface NotifierApp {
+  app: INestMicroservice;
+  server: TicketEventsServer;
+  dispatcher: NotifierDispatcherService;
+}
+
+/** The kit's options for the notifier group (NOTIFIER_GROUP_ID, CONSUMER_PARTITIONS_CONCURRENCY, NOTIFIER_METRICS_PORT). */
+export function notifierOptions(config: AppConfig, kit: EventConsumerConfig, logger?: Logger): TicketEventsOptions {
+  return {
+    ...ticketEventsOptions(config, kit, config.notifier.groupId, logger),
+    chunkSize: NOTIFIER_CHUNK,
+    partitionsConcurrency: config.consumer.partitionsConcurrency,
+    metrics: kit.notifierMetrics,
+  };
+}
+
+/**
+ * The notifier as a Nest microservice on the kit's transport (main.ts, the tests and the benchmark
+ * start it so). `over` replaces kit options (tests: topic, group, fault hooks); `dispatch: false` runs
+ * no webhook dispatcher. SIGTERM: the transport finishes its chunk and leaves the group, then the
+ * dispatcher stops.
+ */
+export async function createConsumerApp(
+  config: AppConfig,
+  kit: EventConsumerConfig,
+  logger: Logger,
+  over: Partial<TicketEventsOptions> & { dispatch?: boolean } = {},
+): Promise<NotifierApp> {
+  const { dispatch = true, ...rest } = over;
+  const options = { ...notifierOptions(config, kit, logger), ...rest };
+  const server = new TicketEventsServer(options);
+  const app = await NestFactory.createMicroservice(ConsumerModule.forRoot(config, options.groupId, { dispatch, logger }), {
+    strategy: server,
     logger: new PinoNestLogger(logger.child({ component: 'nest' })),
     abortOnError: false,
   });
   app.enableShutdownHooks();
-  await app.init();
-  return app;
+  await app.listen();
+  return { app, server, dispatcher: app.get(NotifierDispatcherService) };
 }

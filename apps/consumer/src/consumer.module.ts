@@ -1,15 +1,22 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
-import { NotificationConsumerService } from './notification-consumer.service';
+import { InboxRepository } from './inbox/inbox.repository';
+import { NotifierDispatcherService } from './notifier-dispatcher.service';
+import { NotifierController } from './notifier.controller';
+import { DEFAULT_WEBHOOK_URL } from './tokens';
 
 @Module({})
 export class ConsumerModule {
-  static forRoot(config: AppConfig, logger: Logger): DynamicModule {
+  static forRoot(config: AppConfig, groupId: string, opts: { dispatch: boolean; logger?: Logger }): DynamicModule {
     return {
       module: ConsumerModule,
-      providers: [{ provide: NotificationConsumerService, useFactory: () => new NotificationConsumerService(config, logger) }],
-      exports: [NotificationConsumerService],
+      controllers: [NotifierController],
+      providers: [
+        InboxRepository,
+        { provide: DEFAULT_WEBHOOK_URL, useValue: config.notifier.webhookUrl ?? null },
+        { provide: NotifierDispatcherService, useFactory: () => new NotifierDispatcherService(config, groupId, opts.dispatch, opts.logger) },
+      ],
     };
   }
 }

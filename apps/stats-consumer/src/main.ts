@@ -9,17 +9,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'stats-consumer');
   const options = ticketEventsOptions(config, kit, kit.stats.groupId, logger);
   try {
-    const { server } = await createStatsConsumer(
-      {
-        ...options,
-        onFatal: (err) => {
-          logger.fatal({ err }, 'the Kafka consumer stopped for good; shutting down');
-          process.exitCode = 1;
-          process.kill(process.pid, 'SIGTERM');
-        },
-      },
-      logger,
-    );
+    const { server } = await createStatsConsumer(options, logger);
     logger.info({ groupId: options.groupId, topic: options.topic, metricsPort: server.metricsPort }, 'stats consumer running (SIGTERM/SIGINT to stop)');
   } catch (err) {
     logger.fatal({ err }, 'stats consumer failed to start: are PostgreSQL (DATABASE_URL, migrated) and Kafka (KAFKA_BROKERS) up?');

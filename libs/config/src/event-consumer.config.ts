@@ -15,6 +15,21 @@ const EventConsumerEnv = z.object({
   /** Port of the consumer's own /metrics endpoint (0: a random free port; -1: no endpoint). */
   EVENT_CONSUMER_METRICS_PORT: z.coerce.number().int().min(-1).max(65535).default(9464),
   EVENT_CONSUMER_METRICS_HOST: z.string().default('127.0.0.1'),
+  /** The notifier's /metrics and /health/ready (its own port: it may run beside the stats consumer). */
+  NOTIFIER_METRICS_PORT: z.coerce.number().int().min(-1).max(65535).default(9465),
+  /**
+   * Group membership and client retries. A 3-broker cluster losing the group coordinator recovered in
+   * 23-24 s with kafkajs' defaults (30 s session, 3 s heartbeat, 100 ms..30 s retries) and in 12.8-19 s
+   * with these (measured, see docs/consumer.md "Under failure").
+   */
+  EVENT_CONSUMER_SESSION_TIMEOUT: duration('10s'),
+  EVENT_CONSUMER_HEARTBEAT_INTERVAL: duration('1s'),
+  EVENT_CONSUMER_REBALANCE_TIMEOUT: duration('15s'),
+  EVENT_CONSUMER_KAFKA_RETRY_INITIAL: duration('200ms'),
+  EVENT_CONSUMER_KAFKA_RETRY_MAX: duration('2s'),
+  EVENT_CONSUMER_KAFKA_RETRIES: z.coerce.number().int().min(0).max(100).default(5),
+  /** Cap of the full-jitter backoff between two rebuilds of a kafkajs consumer that gave up. */
+  EVENT_CONSUMER_RECONNECT_MAX_DELAY: duration('5s'),
   /** Same variables as the notifier: the inbox must outlive the topic's retention.ms (checked at start). */
   INBOX_RETENTION: duration('30d'),
   INBOX_PURGE_INTERVAL: duration('1h'),
@@ -27,10 +42,19 @@ export interface EventConsumerConfig {
   retryMaxDelayMs: number;
   chunkSize: number;
   partitionsConcurrency: number;
+  kafka: {
+    sessionTimeoutMs: number;
+    heartbeatIntervalMs: number;
+    rebalanceTimeoutMs: number;
+    retry: { initialRetryTime: number; maxRetryTime: number; retries: number };
+    reconnectMaxDelayMs: number;
+  };
   /** undefined: no /metrics endpoint. */
   metrics?: { port: number; host: string };
   inbox: { retentionMs: number; purgeIntervalMs: number };
   stats: { groupId: string };
+  /** undefined: no endpoint. */
+  notifierMetrics?: { port: number; host: string };
 }
 
 /** Reads the kit's variables once, at boot (the rest, DATABASE_URL, KAFKA_*, comes from loadConfig). */
@@ -48,9 +72,17 @@ export function loadEventConsumerConfig(env: NodeJS.ProcessEnv = process.env): E
     retryMaxDelayMs: e.EVENT_CONSUMER_RETRY_MAX_DELAY,
     chunkSize: e.EVENT_CONSUMER_CHUNK,
     partitionsConcurrency: e.EVENT_CONSUMER_PARTITIONS_CONCURRENCY,
+    kafka: {
+      sessionTimeoutMs: e.EVENT_CONSUMER_SESSION_TIMEOUT,
+      heartbeatIntervalMs: e.EVENT_CONSUMER_HEARTBEAT_INTERVAL,
+      rebalanceTimeoutMs: e.EVENT_CONSUMER_REBALANCE_TIMEOUT,
+      retry: { initialRetryTime: e.EVENT_CONSUMER_KAFKA_RETRY_INITIAL, maxRetryTime: e.EVENT_CONSUMER_KAFKA_RETRY_MAX, retries: e.EVENT_CONSUMER_KAFKA_RETRIES },
+      reconnectMaxDelayMs: e.EVENT_CONSUMER_RECONNECT_MAX_DELAY,
+    },
     metrics: e.EVENT_CONSUMER_METRICS_PORT < 0 ? undefined : { port: e.EVENT_CONSUMER_METRICS_PORT, host: e.EVENT_CONSUMER_METRICS_HOST },
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
     stats: { groupId: e.STATS_GROUP_ID },
+    notifierMetrics: e.NOTIFIER_METRICS_PORT < 0 ? undefined : { port: e.NOTIFIER_METRICS_PORT, host: e.EVENT_CONSUMER_METRICS_HOST },
   };
 }
 

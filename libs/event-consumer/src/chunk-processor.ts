@@ -9,6 +9,8 @@ import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
 import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
 import type { KitInboxRepository, Place } from './inbox.repository';
 import { backoffMs } from './backoff';
+import type { ChunkOffsets, ReplayCountersRepository } from './replay-counters.repository';
+import type { ReplayWatch } from './replay-watch';
 
 export interface HandlerTable {
   /** Per-type handlers (Nest chains several handlers of one pattern behind the first). */
@@ -36,6 +38,9 @@ export class Abandoned extends Error {
   override name = 'Abandoned';
 }
 
+/** What a running replay counts of a chunk; `fresh` is filled in by the transaction that claims the events. */
+type Counting = Omit<ChunkOffsets, 'fresh'> & { fresh?: readonly string[] };
+
 /** A valid event, with the number of further copies of it in the chunk. */
 type Valid = Extract<ParsedEnvelope, { kind: 'event' }> & { repeats: number };
 /** Retried at once, never counted as a handler failure: two members touching the same rows during a rebalance. */
@@ -55,6 +60,7 @@ export class ChunkProcessor {
     private readonly handlers: HandlerTable,
     private readonly retry: RetrySettings,
     private readonly invoke: Invoke,
+    private readonly replays: { watch: ReplayWatch; counters: ReplayCountersRepository },
     private readonly log?: Logger,
   ) {}
 
@@ -80,9 +86,14 @@ export class ChunkProcessor {
       }
     }
     if (repeats > 0) this.metrics.duplicates.inc(group, repeats);
-    if (events.length === 0 && invalid.length === 0) return;
+    // A handler that owns the inbox counts a replay in its own statement (the notifier does).
+    const count: Counting | undefined =
+      !this.ownInbox && (await this.replays.watch.running(place))
+        ? { read: parsed.filter((m) => m.kind !== 'invalid').map((m) => m.offset), invalid: invalid.map((m) => m.offset) }
+        : undefined;
+    if (events.length === 0 && invalid.length === 0 && !count?.read.length) return;
     try {
-      await this.transaction(place, events, invalid, 1, control);
+      await this.transaction(place, events, invalid, 1, control, count);
       return;
     } catch (err) {
       if (databaseDown(err) || events.length === 0) throw err;
@@ -90,7 +101,11 @@ export class ChunkProcessor {
       this.metrics.retries.inc(group);
     }
     if (invalid.length > 0) await this.transaction(place, [], invalid, 1, control);
-    for (const e of events) await this.single(place, e, control);
+    const fresh: string[] = [];
+    for (const e of events) fresh.push(...(await this.single(place, e, control)));
+    // Counted after the events' own transactions: a crash in between makes the redelivered events
+    // count as skipped rather than new (this slow path only; the totals re-read stay exact).
+    if (count) await this.transaction(place, [], [], 1, control, { ...count, fresh });
   }
 
   private get ownInbox(): boolean {
@@ -103,7 +118,8 @@ export class ChunkProcessor {
     return this.handlers.byType.has(type);
   }
 
-  private async single(place: Place, e: Valid, control: ChunkControl): Promise<void> {
+  /** Returns the event's offset when this transaction was the first to handle it. */
+  private async single(place: Place, e: Valid, control: ChunkControl): Promise<string[]> {
     const { maxAttempts } = this.retry;
     let last: unknown;
     for (let attempt = 2; attempt <= maxAttempts; attempt++) {
@@ -120,6 +136,7 @@ export class ChunkProcessor {
     this.log?.error({ partition: place.partition, offset: e.offset, eventId: e.event.id, reason }, 'event dead-lettered');
     await this.inbox.deadLetter(this.pool, place, [{ offset: e.offset, reason, key: e.event.ticketId, value: e.value.toString('utf8'), headers: {} }]);
     this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
+    return [];
   }
 
   /** Sleeps in slices, heartbeating, so a long backoff neither loses the partition nor delays a stop. */
@@ -133,13 +150,13 @@ export class ChunkProcessor {
     if (control.abandoned()) throw new Abandoned('partition revoked or consumer stopping during a retry backoff');
   }
 
-  private async transaction(place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl): Promise<void> {
+  /** Returns the offsets of the events handled for the first time. */
+  private async transaction(place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl, count?: Counting): Promise<string[]> {
     for (let conflicts = 0; ; conflicts++) {
       const client = await this.pool.connect();
       let broken = false;
       try {
-        await this.runOnce(client, place, events, invalid, attempt, control);
-        return;
+        return await this.runOnce(client, place, events, invalid, attempt, control, count);
       } catch (err) {
         await client.query('ROLLBACK').catch(() => (broken = true));
         if (conflicts >= 5 || !CONFLICT.has(sqlState(unwrap(err)) ?? '')) throw err;
@@ -149,7 +166,15 @@ export class ChunkProcessor {
     }
   }
 
-  private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl): Promise<void> {
+  private async runOnce(
+    client: PoolClient,
+    place: Place,
+    events: readonly Valid[],
+    invalid: readonly InvalidMessage[],
+    attempt: number,
+    control: ChunkControl,
+    count?: Counting,
+  ): Promise<string[]> {
     const group = { group: place.groupId };
     const batch = this.handlers.batch;
     const where = { ...place, attempt };
@@ -160,7 +185,7 @@ export class ChunkProcessor {
       stop();
       if (r) this.countDone(place, r.processed, r.duplicates, 0);
       if (invalid.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid.length);
-      return;
+      return [];
     }
     await client.query('BEGIN');
     await this.inbox.deadLetter(client, place, invalid);
@@ -178,8 +203,10 @@ export class ChunkProcessor {
       }
     }
     if (todo.length > 0) stop();
+    if (count) await this.replays.counters.count(client, place, { ...count, fresh: count.fresh ?? todo.map((e) => e.offset) });
     await client.query('COMMIT');
     this.countDone(place, todo.length, events.length - todo.length, invalid.length);
+    return todo.map((e) => e.offset);
   }
 
   private countDone(place: Place, processed: number, duplicates: number, invalid: number): void {

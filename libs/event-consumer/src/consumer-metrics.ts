@@ -18,17 +18,27 @@ export class ConsumerMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  readonly rebuilds = new Counter({ name: 'event_consumer_rebuilds_total', help: 'Times the kafkajs consumer gave up (no restart) and was rebuilt', labelNames: this.labels, registers: [this.registry] });
   readonly lag = new Gauge({ name: 'event_consumer_lag', help: 'High watermark minus the next offset to read, per partition, as of the last commit', labelNames: ['group', 'topic', 'partition'], registers: [this.registry] });
 
   constructor(defaultMetrics = false) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Serves GET /metrics on host:port (port 0: a free one); resolves with the bound port. */
-  async serve(port: number, host: string): Promise<{ port: number; close(): Promise<void> }> {
+  /**
+   * Serves GET /metrics and GET /health/ready (200 while `ready()`, else 503 with the reason) on
+   * host:port (port 0: a free one); resolves with the bound port.
+   */
+  async serve(port: number, host: string, ready: () => { ready: boolean; state: string } = () => ({ ready: true, state: 'running' })): Promise<{ port: number; close(): Promise<void> }> {
     const server: HttpServer = createServer((req, res) => {
-      if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+      const path = req.url?.split('?')[0];
+      if (req.method === 'GET' && path === '/health/ready') {
+        const r = ready();
+        res.writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', consumer: r.state })}\n`);
+        return;
+      }
+      if (req.method !== 'GET' || path !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics or /health/ready\n');
         return;
       }
       this.registry

@@ -5,8 +5,21 @@ export interface TicketEventsOptions {
   /** The consumer group: Kafka's, and the scope of the inbox and the dead letters. */
   groupId: string;
   topic: string;
-  /** sessionTimeoutMs: how long a silent member keeps its partitions (kafkajs default 30 s). */
-  kafka: { brokers: string[]; clientId: string; sessionTimeoutMs?: number };
+  /**
+   * sessionTimeoutMs: how long a silent member keeps its partitions; with heartbeatIntervalMs,
+   * rebalanceTimeoutMs and retry, how fast the group recovers from a lost coordinator or broker.
+   * Unset: kafkajs' defaults. reconnectMaxDelayMs caps the backoff between rebuilds of a consumer
+   * kafkajs gave up on (default 5 s).
+   */
+  kafka: {
+    brokers: string[];
+    clientId: string;
+    sessionTimeoutMs?: number;
+    heartbeatIntervalMs?: number;
+    rebalanceTimeoutMs?: number;
+    retry?: { initialRetryTime: number; maxRetryTime: number; retries: number };
+    reconnectMaxDelayMs?: number;
+  };
   /** The database of the handlers' writes and of the inbox (inbox_events, consumer_dead_letters). */
   databaseUrl: string;
   /** Messages per transaction. */
@@ -19,13 +32,11 @@ export interface TicketEventsOptions {
   retryMaxDelayMs: number;
   /** Must be at least the topic's retention.ms (checked at start): a replay must find every retained event here. */
   inbox: { retentionMs: number; purgeIntervalMs: number };
-  /** GET /metrics on host:port (port 0: a free port, see `metricsPort`); absent: not served. */
+  /** GET /metrics and /health/ready on host:port (port 0: a free port, see `metricsPort`); absent: not served. */
   metrics?: { port: number; host: string };
   /** A group with no committed offset starts at the beginning of the topic (default true). */
   fromBeginning?: boolean;
   logger?: Logger;
-  /** kafkajs gave up (no restart): exit and let the supervisor restart the process. */
-  onFatal?: (error: Error) => void;
   faults?: {
     /**
      * Test hook, after a chunk's transaction committed and before its offset is committed. 'die'
@@ -40,7 +51,7 @@ export function ticketEventsOptions(app: AppConfig, kit: EventConsumerConfig, gr
   return {
     groupId,
     topic: app.kafka.topic,
-    kafka: { brokers: app.kafka.brokers, clientId: `${app.kafka.clientId}-${groupId}` },
+    kafka: { brokers: app.kafka.brokers, clientId: `${app.kafka.clientId}-${groupId}`, ...kit.kafka },
     databaseUrl: app.database.url,
     chunkSize: kit.chunkSize,
     partitionsConcurrency: kit.partitionsConcurrency,

@@ -1,5 +1,5 @@
 import { Server, type CustomTransportStrategy, type MessageHandler } from '@nestjs/microservices';
-import { Kafka, logLevel as KafkaLogLevel, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel as KafkaLogLevel, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import { Pool } from 'pg';
 import { lastValueFrom } from 'rxjs';
 import type { Logger } from '@tickets/logger';
@@ -8,6 +8,9 @@ import { ConsumerMetrics } from './consumer-metrics';
 import { TICKET_EVENTS_BATCH_PATTERN, TICKET_EVENTS_TRANSPORT, type HandlerExtras } from './decorators';
 import { parseEnvelope } from './envelope-parser';
 import { KitInboxRepository } from './inbox.repository';
+import { KafkaMembership } from './kafka-membership';
+import { ReplayCountersRepository } from './replay-counters.repository';
+import { ReplayWatch } from './replay-watch';
 import { checkTopicRetention } from './topic-retention';
 import type { TicketEventsOptions } from './ticket-events.options';
 
@@ -29,7 +32,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   readonly metrics: ConsumerMetrics;
   private readonly pool: Pool;
   private readonly kafka: Kafka;
-  private readonly consumer: Consumer;
+  private membership?: KafkaMembership;
   private readonly inbox = new KitInboxRepository();
   private readonly log?: Logger;
   private metricsServer?: { port: number; close(): Promise<void> };
@@ -55,14 +58,13 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
       brokers: options.kafka.brokers,
       logLevel: KafkaLogLevel.WARN,
       logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),
+      ...(options.kafka.retry ? { retry: options.kafka.retry } : {}),
     });
-    // maxWaitTimeInMs bounds an idle fetch, and so how long close() waits for the fetch in flight.
-    this.consumer = this.kafka.consumer({
-      groupId: options.groupId,
-      allowAutoTopicCreation: false,
-      maxWaitTimeInMs: 500,
-      ...(options.kafka.sessionTimeoutMs ? { sessionTimeout: options.kafka.sessionTimeoutMs } : {}),
-    });
+  }
+
+  /** For /health/ready: ready while the consumer is a member of its group. */
+  readiness(): { ready: boolean; state: string } {
+    return this.membership?.status() ?? { ready: false, state: this.stopping ? 'stopped' : 'starting' };
   }
 
   /** The bound port of /metrics (after listen), when it is served. */
@@ -72,21 +74,24 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   async listen(callback: (err?: unknown, ...rest: unknown[]) => void): Promise<void> {
     try {
-      const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), this.log);
-      await checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log);
-      if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host);
-      await this.consumer.connect();
-      await this.consumer.subscribe({ topic: this.options.topic, fromBeginning: this.options.fromBeginning ?? true });
-      this.consumer.on(this.consumer.events.CRASH, (e) => {
-        this.log?.error({ err: e.payload.error, restart: e.payload.restart }, 'kafka consumer crashed');
-        if (!e.payload.restart && !this.stopping) this.options.onFatal?.(e.payload.error);
-      });
-      await this.consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: this.options.partitionsConcurrency,
-        eachBatch: (payload) => this.eachBatch(processor, payload),
-      });
+      const counters = new ReplayCountersRepository();
+      const watch = new ReplayWatch(this.pool, counters);
+      const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), { watch, counters }, this.log);
+      if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host, () => this.readiness());
+      const { brokers: _b, clientId: _c, reconnectMaxDelayMs, ...kafka } = this.options.kafka;
+      this.membership = new KafkaMembership(
+        this.kafka,
+        { ...kafka, groupId: this.options.groupId, topic: this.options.topic, fromBeginning: this.options.fromBeginning ?? true, reconnectMaxDelayMs: reconnectMaxDelayMs ?? 5_000 },
+        {
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: this.options.partitionsConcurrency,
+          eachBatch: (payload) => this.eachBatch(processor, payload),
+        },
+        this.log,
+        { joined: () => watch.forget(), rebuilt: () => this.metrics.rebuilds.inc({ group: this.options.groupId }) },
+      );
+      await this.membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log));
       this.startPurge();
       this._status$.next('connected');
       this.log?.info({ metricsPort: this.metricsPort }, 'event consumer started');
@@ -97,7 +102,11 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
     }
   }
 
-  /** Graceful: the chunk in progress finishes and is committed, the rest of its batch is left unread, the group is left. */
+  /**
+   * Graceful (SIGTERM through Nest's shutdown hooks): the chunk in progress finishes and is committed,
+   * the rest of its batch is abandoned uncommitted (its next owner reads it again), and the group is
+   * left at once, so the other members rebalance without waiting for the session timeout.
+   */
   async close(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -110,12 +119,12 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   }
 
   unwrap<T>(): T {
-    return { consumer: this.consumer, pool: this.pool } as T;
+    return { consumer: this.membership?.current, pool: this.pool } as T;
   }
 
   private async shutdown(): Promise<void> {
     clearInterval(this.purgeTimer);
-    await this.consumer.disconnect().catch((err) => this.log?.warn({ err }, 'kafka disconnect failed'));
+    await this.membership?.stop();
     await this.metricsServer?.close();
     await this.pool.end().catch(() => undefined);
     this._status$.next('disconnected');
@@ -183,6 +192,11 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   private kafkaLog({ level, log: entry }: LogEntry): void {
     const { message, ...rest } = entry;
+    // During an outage kafkajs logs every failed attempt; the membership logs the state changes instead.
+    if (this.membership && !this.membership.status().ready) {
+      this.log?.debug({ kafka: rest }, message);
+      return;
+    }
     if (level <= KafkaLogLevel.ERROR) this.log?.error({ kafka: rest }, message);
     else if (level === KafkaLogLevel.WARN) this.log?.warn({ kafka: rest }, message);
   }

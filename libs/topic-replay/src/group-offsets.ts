@@ -47,11 +47,16 @@ export async function moveOffsets(
   kafka: Kafka,
   admin: Admin,
   repo: ReplayRepository,
-  req: { group: string; topic: string; from: string },
+  req: { group: string; topic: string; from: string; partition?: number },
   out: (line: string) => void,
 ): Promise<string | undefined> {
   const { group, topic, from } = req;
-  const plan = await planOffsets(admin, topic, from);
+  const all = await planOffsets(admin, topic, from);
+  const plan = req.partition === undefined ? all : all.filter((p) => p.partition === req.partition);
+  if (plan.length === 0) {
+    out(`replay: topic ${topic} has no partition ${req.partition} (partitions 0-${all.length - 1}); nothing was changed`);
+    return undefined;
+  }
   const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
   const id = await repo.create(group, topic, from, plan);
   try {
@@ -65,7 +70,8 @@ export async function moveOffsets(
     return undefined;
   }
   const total = plan.reduce((a, p) => a + (p.end - p.start), 0n);
-  out(`replay ${id}: group ${group} on topic ${topic} moved to ${from}; ${total} message(s) to re-read`);
+  const where = req.partition === undefined ? `topic ${topic}` : `topic ${topic} partition ${req.partition}`;
+  out(`replay ${id}: group ${group} on ${where} moved to ${from}; ${total} message(s) to re-read`);
   for (const p of plan) {
     const was = committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? '-1';
     out(`  partition ${p.partition}: offset ${was === '-1' ? '(none)' : was} -> ${p.start} (${p.end - p.start} to re-read, up to ${p.end})`);

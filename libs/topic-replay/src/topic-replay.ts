@@ -10,6 +10,8 @@ export interface ReplayRequest {
   topic: string;
   /** 'earliest' or an ISO-8601 time; absent: follow the group's latest replay. */
   from?: string;
+  /** Only this partition (the others keep their offsets); absent: every partition. */
+  partition?: number;
   /** Wait for the group to become empty instead of refusing. */
   wait: boolean;
   /** Stay until the consumers have re-read everything, then report. */
@@ -38,7 +40,8 @@ export function isReplayStart(from: string): boolean {
 }
 
 /**
- * Moves a consumer group's offsets back to the earliest offset or to a point in time, records the replay
+ * Works for any consumer group that records its events through the notifier's statement or the
+ * @tickets/event-consumer kit: both advance the replay's counters. Moves a consumer group's offsets back to the earliest offset or to a point in time, records the replay
  * (start and end offset per partition) so the consumers count what they re-read, and with `follow`
  * reports the outcome. Not one transaction: the replay row is written (own transaction) before the
  * offsets move, and marked failed if they cannot.
@@ -59,7 +62,7 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
     if (req.from) {
       const liveness = await awaitEmptyGroup(admin, group, req.wait, timing, out);
       if (liveness !== 'empty') return { outcome: liveness === 'busy' ? 'group-busy' : 'timeout' };
-      replayId = await moveOffsets(kafka, admin, repo, { group, topic, from: req.from }, out);
+      replayId = await moveOffsets(kafka, admin, repo, { group, topic, from: req.from, partition: req.partition }, out);
       if (!replayId) return { outcome: 'failed' };
       if (!req.follow) return { outcome: 'started', replayId };
     } else {

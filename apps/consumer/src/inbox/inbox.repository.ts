@@ -1,6 +1,6 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { Prisma, int4Array, int8Array, sqlState, textArray, uuidArray } from '@tickets/db';
-import type { ParsedMessage } from '../message-parser';
+import type { InvalidMessage, TicketEvent } from '@tickets/event-consumer';
 
 export interface RecordBatchInput {
   groupId: string;
@@ -8,8 +8,13 @@ export interface RecordBatchInput {
   partition: number;
   /** NOTIFY_WEBHOOK_URL: the target of tenants without a webhook_url of their own. */
   defaultWebhookUrl: string | null;
-  /** One partition's messages, in offset order. */
-  messages: ParsedMessage[];
+  /** One chunk of a partition: every valid event in offset order, copies of one event included. */
+  events: readonly TicketEvent[];
+  /** The events' offsets and message bytes (stored as the notification payload), same order. */
+  offsets: readonly string[];
+  values: readonly Buffer[];
+  /** The chunk's invalid messages: dead-lettered by the same statement. */
+  invalid: readonly InvalidMessage[];
 }
 
 export interface RecordBatchResult {
@@ -29,7 +34,7 @@ export interface RecordBatchResult {
 /** Transient: the statement rolled back whole, and running it again (carefully) succeeds. */
 const RETRYABLE = new Set(['23505' /* unique_violation */, '40P01' /* deadlock_detected */]);
 
-/** A chunk's messages as statement columns: one entry per distinct valid event id, in event id order. */
+/** A chunk as statement columns: one entry per distinct valid event id, in event id order. */
 interface Columns {
   ids: string[];
   types: string[];
@@ -40,34 +45,31 @@ interface Columns {
   /** Further copies of the event in this chunk (a duplicate publish read in one fetch). */
   repeats: number[];
   /** The offsets of all valid messages, repeats included (replay counters). */
-  validOffsets: string[];
+  validOffsets: readonly string[];
   invalid: { o: string; reason: string; key: string | null; value: string | null; headers: Record<string, string> }[];
 }
 
-function toColumns(messages: readonly ParsedMessage[]): Columns {
-  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], repeats: [], validOffsets: [], invalid: [] };
-  const first = new Map<string, { m: Extract<ParsedMessage, { ok: true }>; repeats: number }>();
-  for (const m of messages) {
-    if (!m.ok) {
-      c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
-      continue;
-    }
-    c.validOffsets.push(m.offset);
-    const id = m.event.id.toLowerCase();
+function toColumns(input: RecordBatchInput): Columns {
+  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], repeats: [], validOffsets: input.offsets, invalid: [] };
+  for (const m of input.invalid) c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
+  const first = new Map<string, { i: number; repeats: number }>();
+  input.events.forEach((e, i) => {
+    const id = e.id.toLowerCase();
     const seen = first.get(id);
     if (seen) seen.repeats++;
-    else first.set(id, { m, repeats: 0 });
-  }
+    else first.set(id, { i, repeats: 0 });
+  });
   // Inserted in event id order: two consumers writing overlapping events (a rebalance) then wait on
   // each other's index entries in the same order, never in a cycle (a deadlock otherwise, measured).
   for (const id of [...first.keys()].sort()) {
-    const { m, repeats } = first.get(id)!;
+    const { i, repeats } = first.get(id)!;
+    const e = input.events[i];
     c.ids.push(id);
-    c.types.push(m.event.type);
-    c.tenants.push(m.event.tenantId);
-    c.tickets.push(m.event.ticketId);
-    c.offsets.push(m.offset);
-    c.payloads.push(m.value);
+    c.types.push(e.type);
+    c.tenants.push(e.tenantId);
+    c.tickets.push(e.ticketId);
+    c.offsets.push(input.offsets[i]);
+    c.payloads.push(input.values[i]);
     c.repeats.push(repeats);
   }
   return c;
@@ -82,16 +84,15 @@ const NO_TARGET = "no webhook target: the tenant has no webhook_url and NOTIFY_W
  * with Prisma.sql tagged templates (parameters, never concatenation).
  */
 export class InboxRepository {
-  constructor(private readonly pool: Pool) {}
-
   /** `name`: run as a named prepared statement (parsed and, once PostgreSQL settles on a generic plan, planned once per connection). */
-  private async query<T>(sql: Prisma.Sql, name?: string): Promise<T[]> {
-    return (await this.pool.query({ name, text: sql.text, values: sql.values as unknown[] })).rows as T[];
+  private async query<T>(db: Pool | PoolClient, sql: Prisma.Sql, name?: string): Promise<T[]> {
+    return (await db.query({ name, text: sql.text, values: sql.values as unknown[] })).rows as T[];
   }
 
   /**
-   * One atomic statement (its own transaction; the caller commits the Kafka offset only after it
-   * returns): dead-letters the invalid messages, inserts each event id not yet in inbox_events and one
+   * Must run on a connection outside any transaction (the kit's `ctx.tx` in inbox 'handler' mode):
+   * one atomic statement, its own transaction; the kit commits the Kafka offset only after it returns.
+   * It dead-letters the invalid messages, inserts each event id not yet in inbox_events and one
    * notification for it, counts the events already there as duplicates, and advances the counters of a
    * running replay of this group for offsets below its end.
    *
@@ -103,21 +104,21 @@ export class InboxRepository {
    * purged. The events travel as binary arrays (libs/db pg-binary) and the payload is stored as the
    * message text, not jsonb: see docs/consumer.md for what each change was worth.
    */
-  async recordBatch(input: RecordBatchInput): Promise<RecordBatchResult> {
-    const columns = toColumns(input.messages);
+  async recordBatch(db: Pool | PoolClient, input: RecordBatchInput): Promise<RecordBatchResult> {
+    const columns = toColumns(input);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.runRecordBatch(input, columns, attempt > 1);
+        return await this.runRecordBatch(db, input, columns, attempt > 1);
       } catch (err) {
         if (attempt >= 3 || !RETRYABLE.has(sqlState(err) ?? '')) throw err;
       }
     }
   }
 
-  private async runRecordBatch(input: RecordBatchInput, c: Columns, careful: boolean): Promise<RecordBatchResult> {
+  private async runRecordBatch(db: Pool | PoolClient, input: RecordBatchInput, c: Columns, careful: boolean): Promise<RecordBatchResult> {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
-    const [r] = await this.query<Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'>>(Prisma.sql`
+    const [r] = await this.query<Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'>>(db, Prisma.sql`
       WITH v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
@@ -193,31 +194,12 @@ export class InboxRepository {
              (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
              (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget"`, careful ? undefined : 'inbox-record-batch');
     return {
-      received: input.messages.length,
+      received: input.events.length + input.invalid.length,
       processed: r.processed,
       skippedDuplicate: c.validOffsets.length - r.processed,
       deadLettered: c.invalid.length,
       pending: r.pending,
       noTarget: r.noTarget,
     };
-  }
-
-  /**
-   * Deletes this group's inbox rows older than `retentionMs`, in chunks (own short transactions).
-   * Returns how many rows went.
-   */
-  async purgeOlderThan(groupId: string, retentionMs: number, chunk = 5000): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const sql = Prisma.sql`
-        DELETE FROM inbox_events
-        WHERE (group_id, event_id) IN (
-          SELECT group_id, event_id FROM inbox_events
-          WHERE group_id = ${groupId} AND received_at < now() - ${retentionMs}::bigint * interval '1 millisecond'
-          LIMIT ${chunk})`;
-      const n = (await this.pool.query(sql.text, sql.values as unknown[])).rowCount ?? 0;
-      total += n;
-      if (n < chunk) return total;
-    }
   }
 }

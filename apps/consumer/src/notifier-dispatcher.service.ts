@@ -1,0 +1,46 @@
+import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { AppConfig } from '@tickets/config';
+import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import type { Logger } from '@tickets/logger';
+import { WebhookDispatcher, type DispatcherStats } from '@tickets/notifications';
+
+/**
+ * The webhook dispatcher of the notifier for the lifetime of the Nest application: started on
+ * bootstrap, stopped on shutdown (after the kit's transport has left the group), woken by the
+ * controller when a chunk created pending notifications. `dispatch: false` (the benchmark) runs none.
+ */
+@Injectable()
+export class NotifierDispatcherService implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly prisma: PrismaClient;
+  private readonly dispatcher?: WebhookDispatcher;
+
+  constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger) {
+    this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer');
+    this.dispatcher = dispatch
+      ? new WebhookDispatcher({
+          ...config.notifier,
+          prisma: this.prisma,
+          groupId,
+          defaultSecret: config.notifier.webhookSecret,
+          logger: logger?.child({ component: 'dispatcher', groupId }),
+        })
+      : undefined;
+  }
+
+  wake(): void {
+    this.dispatcher?.wake();
+  }
+
+  stats(): DispatcherStats | undefined {
+    return this.dispatcher?.stats();
+  }
+
+  onApplicationBootstrap(): void {
+    this.dispatcher?.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.dispatcher?.stop();
+    await this.prisma.$disconnect();
+  }
+}

@@ -1,0 +1,36 @@
+import { Controller, Inject } from '@nestjs/common';
+import { Ctx, OnTicketEventBatch, Payload, TicketEventBatchContext, type OwnInboxResult, type TicketEvent } from '@tickets/event-consumer';
+import { InboxRepository } from './inbox/inbox.repository';
+import { NotifierDispatcherService } from './notifier-dispatcher.service';
+import { DEFAULT_WEBHOOK_URL } from './tokens';
+
+/**
+ * The notifier's one handler. The kit hands over each chunk of a partition (every valid event in
+ * offset order, copies included, their bytes and the invalid messages) on a connection outside any
+ * transaction; one statement records inbox rows, notifications, dead letters and replay counters
+ * atomically, and the kit commits the offsets after it returns.
+ */
+@Controller()
+export class NotifierController {
+  constructor(
+    private readonly inbox: InboxRepository,
+    private readonly dispatcher: NotifierDispatcherService,
+    @Inject(DEFAULT_WEBHOOK_URL) private readonly defaultWebhookUrl: string | null,
+  ) {}
+
+  @OnTicketEventBatch({ inbox: 'handler' })
+  async record(@Payload() events: TicketEvent[], @Ctx() ctx: TicketEventBatchContext): Promise<OwnInboxResult> {
+    const r = await this.inbox.recordBatch(ctx.tx, {
+      groupId: ctx.groupId,
+      topic: ctx.topic,
+      partition: ctx.partition,
+      defaultWebhookUrl: this.defaultWebhookUrl,
+      events,
+      offsets: ctx.offsets,
+      values: ctx.values,
+      invalid: ctx.invalid,
+    });
+    if (r.pending > 0) this.dispatcher.wake();
+    return { processed: r.processed, duplicates: r.skippedDuplicate };
+  }
+}

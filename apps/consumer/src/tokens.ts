@@ -1,0 +1,2 @@
+/** NOTIFY_WEBHOOK_URL: the target of tenants without a webhook of their own (null: none). */
+export const DEFAULT_WEBHOOK_URL = Symbol('DEFAULT_WEBHOOK_URL');

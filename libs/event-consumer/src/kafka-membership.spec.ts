@@ -1,0 +1,133 @@
+import { EventEmitter } from 'node:events';
+import type { Kafka } from 'kafkajs';
+import { KafkaMembership, brokerUnreachable, fullJitterMs } from './kafka-membership';
+
+describe('fullJitterMs', () => {
+  it('is uniform below min(cap, base · 2^(n-1))', () => {
+    expect([1, 2, 3, 4, 5, 6, 10].map((n) => fullJitterMs(n, 5000, 200, () => 1))).toEqual([200, 400, 800, 1600, 3200, 5000, 5000]);
+    expect(fullJitterMs(4, 5000, 200, () => 0)).toBe(0);
+    expect(fullJitterMs(4, 5000, 200, () => 0.5)).toBe(800);
+  });
+});
+
+/** What kafkajs throws when no broker answers: retries exhausted, the connection error inside. */
+const refused = () => Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' }) });
+
+describe('brokerUnreachable', () => {
+  it('finds a connection error in the cause chain, and nothing else', () => {
+    expect(brokerUnreachable(refused())).toBe(true);
+    expect(brokerUnreachable(new Error('topic t keeps messages for ever but INBOX_RETENTION is 30 d'))).toBe(false);
+    expect(brokerUnreachable(Object.assign(new Error('x'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: new Error('SASL') }))).toBe(false);
+  });
+});
+
+/** A kafkajs consumer double: connect fails while `brokerDown`, CRASH is emitted by the test. */
+class FakeConsumer extends EventEmitter {
+  readonly events = { GROUP_JOIN: 'group_join', CRASH: 'crash' };
+  connected = false;
+  runs = 0;
+  constructor(private readonly world: { brokerDown: boolean }) {
+    super();
+  }
+  override on(event: string, listener: (...args: unknown[]) => void): this {
+    return super.on(event, listener);
+  }
+  async connect() {
+    if (this.world.brokerDown) throw refused();
+    this.connected = true;
+  }
+  async subscribe() {}
+  async run() {
+    this.runs++;
+    this.emit('group_join', {});
+  }
+  async disconnect() {
+    this.connected = false;
+  }
+  crash(restart: boolean) {
+    this.emit('crash', { payload: { error: new Error('Failed to find group coordinator'), restart } });
+  }
+}
+
+function setup() {
+  const world = { brokerDown: false };
+  const made: FakeConsumer[] = [];
+  const kafka = { consumer: () => made[made.push(new FakeConsumer(world)) - 1] } as unknown as Kafka;
+  const lines: string[] = [];
+  const log = { info: (_: unknown, m: string) => lines.push(m), warn: (_: unknown, m: string) => lines.push(m), error: (_: unknown, m: string) => lines.push(m) };
+  let rebuilt = 0;
+  const m = new KafkaMembership(kafka, { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20 }, { eachBatch: async () => undefined }, log as never, { rebuilt: () => rebuilt++ });
+  return { world, made, m, lines, rebuilt: () => rebuilt };
+}
+
+const until = async (cond: () => boolean) => {
+  while (!cond()) await new Promise((r) => setTimeout(r, 5));
+};
+
+describe('KafkaMembership', () => {
+  it('rebuilds a consumer kafkajs gave up on, retrying while the broker is down, and is ready again once it joins', async () => {
+    const { world, made, m, lines, rebuilt } = setup();
+    await m.start();
+    expect(m.status()).toEqual({ ready: true, state: 'running' });
+
+    world.brokerDown = true;
+    made[0].crash(false);
+    expect(m.status()).toEqual({ ready: false, state: 'reconnecting' });
+    await until(() => made.length >= 4); // several attempts fail while the broker is down
+    expect(m.status().ready).toBe(false);
+    world.brokerDown = false;
+    await until(() => m.status().ready);
+
+    const last = made[made.length - 1];
+    expect(last.runs).toBe(1);
+    expect(made[0].connected).toBe(false);
+    expect(made.slice(1, -1).every((c) => !c.connected && c.runs === 0)).toBe(true);
+    expect(rebuilt()).toBe(1);
+    // One line per state change, not one per failed attempt.
+    expect(lines.filter((l) => /gave up/.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => /rebuilt/.test(l))).toHaveLength(1);
+    await m.stop();
+    expect(last.connected).toBe(false);
+    expect(m.status().state).toBe('stopped');
+  });
+
+  it('waits for the broker at the first start (topic check included), but throws a configuration error at once', async () => {
+    const { world, made, m, lines } = setup();
+    world.brokerDown = true;
+    let checks = 0;
+    const started = m.start(async () => {
+      checks++;
+    });
+    await until(() => made.length >= 3);
+    expect(m.status().ready).toBe(false);
+    world.brokerDown = false;
+    await started;
+    expect(m.status()).toEqual({ ready: true, state: 'running' });
+    expect(checks).toBe(made.length);
+    expect(lines.filter((l) => /unreachable at start/.test(l))).toHaveLength(1);
+    await m.stop();
+
+    const other = setup();
+    await expect(other.m.start(async () => Promise.reject(new Error('topic t keeps messages for ever')))).rejects.toThrow('for ever');
+    expect(other.made).toHaveLength(0);
+  });
+
+  it('leaves a retriable crash to kafkajs (no rebuild) and stops a rebuild in progress on stop()', async () => {
+    const { world, made, m } = setup();
+    await m.start();
+    made[0].crash(true);
+    expect(m.status()).toEqual({ ready: false, state: 'rejoining' });
+    made[0].emit('group_join', {});
+    expect(m.status().ready).toBe(true);
+    expect(made).toHaveLength(1);
+
+    world.brokerDown = true;
+    made[0].crash(false);
+    await until(() => made.length >= 2);
+    await m.stop();
+    const n = made.length;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(made).toHaveLength(n);
+    expect(m.status().state).toBe('stopped');
+  });
+});
