@@ -5,10 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { startConsumer, type RunningConsumer } from '../../apps/consumer/src/consumer';
 import { deadLettersCommand } from '../support/dead-letters-cli';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
-import { TEST_NOTIFIER, eventually, kafkaFixture, ticketCreated, uniqueName } from '../support/events-factory';
+import { eventually, kafkaFixture, ticketCreated, uniqueName } from '../support/events-factory';
+import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { readTopic } from '../support/outbox-factory';
 
 jest.setTimeout(60_000);
@@ -19,7 +19,7 @@ const tenantId = randomUUID();
 let fx: Awaited<ReturnType<typeof kafkaFixture>>;
 let prisma: PrismaClient;
 let db: Pool;
-let consumer: RunningConsumer;
+let consumer: TestNotifier;
 
 const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
 const high = async () => Number((await fx.admin.fetchTopicOffsets(topic))[0].high);
@@ -30,7 +30,7 @@ beforeAll(async () => {
   fx = await kafkaFixture(topic, 1);
   prisma = createPrismaClient(TEST_DATABASE_URL, 4, 'dl-consumer-it');
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
-  consumer = await startConsumer({ prisma, databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dl-consumer-it' }, topic, groupId, notifier: TEST_NOTIFIER });
+  consumer = await startTestNotifier({ topic, groupId });
 });
 
 afterAll(async () => {
