@@ -112,6 +112,8 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     [['replay', '--group', 'g', '--from', 'last tuesday'], /--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "last tuesday"/],
     [['replay', '--group', 'g', '--from', '2026-13-45T00:00:00Z'], /--from must be "earliest" or an ISO-8601 time/],
     [['replay', '--group', 'g', '--follow', '--timeout', 'soon'], /--timeout: "soon" is not a duration/],
+    [['replay', '--group', 'g', '--from', 'earliest', '--partition', 'two'], /--partition must be a partition number \(0, 1, \.\.\.\), got "two"/],
+    [['replay', '--group', 'g', '--from', 'earliest', '--partition', '1.5'], /--partition must be a partition number/],
     [['dead-letters'], /the action is one of list, show, requeue, discard\n/],
     [['dead-letters', 'retry', '--kind', 'outbox'], /the action is one of list, show, requeue, discard, not "retry"/],
     [['dead-letters', 'list', '--kind', 'kafka'], /--kind is one of outbox, consumer, notification, not "kafka"/],
@@ -157,17 +159,20 @@ describe('cli arguments', () => {
   });
 
   it('replay: from earliest or a time, wait, follow, timeout', () => {
-    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({ group: 'g', topic: undefined, from: 'earliest', wait: false, follow: false, timeoutMs: 1_800_000 });
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({ group: 'g', topic: undefined, from: 'earliest', partition: undefined, wait: false, follow: false, timeoutMs: 1_800_000 });
     expect(argsOf(replayCli, '--group', 'g', '--topic', 't', '--from', '2026-11-30T08:00:00+01:00', '--wait', '--follow', '--timeout', '60s')).toEqual({
       group: 'g',
       topic: 't',
       from: '2026-11-30T08:00:00+01:00',
+      partition: undefined,
       wait: true,
       follow: true,
       timeoutMs: 60_000,
     });
     expect(argsOf(replayCli, '--group', 'g', '--follow').from).toBeUndefined();
     expect(argsOf(replayCli, '--group', 'g', '--from', '2026-11-30').from).toBe('2026-11-30');
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest', '--partition', '3').partition).toBe(3);
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest').partition).toBeUndefined();
   });
 
   it('webhooks: set with url and secret, show and clear with the tenant only', () => {

@@ -19,6 +19,7 @@ interface ReplayArgs {
   group: string;
   topic?: string;
   from?: string;
+  partition?: number;
   wait: boolean;
   follow: boolean;
   timeoutMs: number;
@@ -29,7 +30,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
   name: 'replay',
   summary: "move a consumer group's offsets back so it re-reads the topic (safe: dedup by event id)",
   usage: [
-    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--wait] [--follow] [--timeout 30m]',
+    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--partition <n>] [--wait] [--follow] [--timeout 30m]',
     'replay --group <group> [--topic <topic>] --follow      (follow the group\'s latest replay)',
   ],
   details: [
@@ -48,6 +49,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
       description: 'where to start: the oldest retained message, or the first one at or after an ISO-8601 time such as 2026-11-30T08:00:00Z',
       default: 'none: only --follow',
     },
+    partition: { type: 'string', value: '<n>', description: 'rewind only this partition (the others keep their offsets)', default: 'every partition' },
     wait: { type: 'boolean', description: 'wait for the group to become empty instead of refusing (exit 3)', default: 'off' },
     follow: { type: 'boolean', description: 'stay, show progress and report re-read vs skipped when done', default: 'off' },
     timeout: { type: 'string', value: '<duration>', description: 'give up waiting or following after this long (exit 4)', default: '30m' },
@@ -59,13 +61,18 @@ export const replayCli: CliCommand<ReplayArgs> = {
     if (from !== undefined && !isReplayStart(from)) return new UsageProblem(`--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "${from}"`);
     const follow = values.follow === true;
     if (from === undefined && !follow) return new UsageProblem('--from is required (or --follow to follow the latest replay)');
+    const partitionText = values.partition as string | undefined;
+    const partition = partitionText === undefined ? undefined : Number(partitionText);
+    if (partition !== undefined && !(Number.isInteger(partition) && partition >= 0 && /^\d+$/.test(partitionText!))) {
+      return new UsageProblem(`--partition must be a partition number (0, 1, ...), got "${partitionText}"`);
+    }
     let timeoutMs: number;
     try {
       timeoutMs = parseDuration((values.timeout as string | undefined) ?? '30m');
     } catch (e) {
       return new UsageProblem(`--timeout: ${(e as Error).message}`);
     }
-    return { group, topic: values.topic as string | undefined, from, wait: values.wait === true, follow, timeoutMs };
+    return { group, topic: values.topic as string | undefined, from, partition, wait: values.wait === true, follow, timeoutMs };
   },
   async run(args, { prisma, config, out }) {
     const topic = args.topic ?? config.kafka.topic;
