@@ -35,6 +35,8 @@ const knobs = {
   webhookPort: num('CHAOS_WEBHOOK_PORT', 19400),
   /** The run's own PostgreSQL server (initdb + pg_ctl under the system temp dir), so it can be restarted. */
   pgPort: num('CHAOS_PG_PORT', 19500),
+  // Each consumer's /metrics and /health/ready: this port + its index.
+  metricsPort: num('CHAOS_METRICS_PORT', 19450),
   /** An existing database instead of the run's own server (then `postgres-restart` cannot run). */
   externalDatabaseUrl: env.CHAOS_DATABASE_URL || undefined,
   /** Comma-separated, fired in this order (see FAULTS). */
@@ -288,7 +290,7 @@ async function startStack(): Promise<void> {
     apis.push(new ChaosProcess(`api-${i + 1}`, 'dist/apps/ticket-api/src/main.js', { ...commonEnv(), PORT: String(knobs.apiPort + i), HOST: '127.0.0.1', RELAY_ENABLED: 'true' }, join(runDir, `api-${i + 1}.log`), onUnexpectedExit));
   }
   for (let i = 0; i < knobs.consumers; i++) {
-    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'dist/apps/consumer/src/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFIER_METRICS_PORT: String(knobs.webhookPort + 100 + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
+    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'dist/apps/consumer/src/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
   }
   const s0 = Date.now();
   apis.forEach((a) => a.start());

@@ -13,7 +13,7 @@ import { ROOT } from '../support/stack';
 
 jest.setTimeout(900_000);
 
-const PORTS = { kafka: 29500, api: 29700, webhook: 29750, pg: 29760 };
+const PORTS = { kafka: 29500, api: 29700, webhook: 29750, pg: 29760, metrics: 29770 };
 const FAULTS = ['api-kill', 'consumer-kill', 'relay-leader-kill', 'broker-kill', 'postgres-restart', 'rolling-restart'];
 const INVARIANTS = [
   'tickets (= intents)',
@@ -67,6 +67,7 @@ describe('chaos run (shortened)', () => {
       CHAOS_API_PORT: String(PORTS.api),
       CHAOS_WEBHOOK_PORT: String(PORTS.webhook),
       CHAOS_PG_PORT: String(PORTS.pg),
+      CHAOS_METRICS_PORT: String(PORTS.metrics),
     };
     delete env.CHAOS_DATABASE_URL;
     delete env.CHAOS_KEEP_CLUSTER;
