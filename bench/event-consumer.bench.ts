@@ -22,6 +22,7 @@ import { Kafka, logLevel, type Admin, type Message } from 'kafkajs';
 import { Pool } from 'pg';
 import { loadConfig } from '@tickets/config';
 import { int8Array, textArray, uuidArray } from '@tickets/db';
+import { benchTicketCreated } from './support/ticket-event';
 import { TicketCreatedV1, TicketEvent } from '@tickets/contracts';
 import { Ctx, OnTicketEvent, OnTicketEventBatch, Payload, TicketEventBatchContext, TicketEventContext, TicketEventsServer } from '@tickets/event-consumer';
 import { scratchDatabase } from './support/paths';
@@ -57,29 +58,8 @@ class BatchModule {}
 class EventModule {}
 
 function event(tenantId: string): Message {
-  const ticketId = randomUUID();
-  const now = new Date().toISOString();
-  const e = TicketCreatedV1.parse({
-    id: randomUUID(),
-    type: 'ticket.created.v1',
-    occurredAt: now,
-    tenantId,
-    ticketId,
-    idempotencyKey: `bench-${ticketId}`,
-    data: {
-      id: ticketId,
-      title: 'Benchmark ticket with a realistic title',
-      description: 'A description of moderate length, so that the payload is not trivially small. '.repeat(3),
-      priority: 'normal',
-      status: 'open',
-      externalRef: `ext-${ticketId.slice(0, 12)}`,
-      requester: { name: 'Bench Requester', email: 'bench@example.com' },
-      metadata: { source: 'bench' },
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
-  return { key: ticketId, value: JSON.stringify(e) };
+  const e = benchTicketCreated(tenantId);
+  return { key: e.ticketId, value: JSON.stringify(e) };
 }
 
 async function committed(admin: Admin, groupId: string, topic: string): Promise<number> {

@@ -23,7 +23,8 @@ import { Kafka, logLevel, type EachBatchPayload, type Message } from 'kafkajs';
 import { Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
 import { createPrismaClient, uuidArray } from '@tickets/db';
-import { TicketCreatedV1, TicketEvent } from '@tickets/contracts';
+import { benchTicketCreated } from './support/ticket-event';
+import { TicketEvent } from '@tickets/contracts';
 import { createLogger } from '@tickets/logger';
 import { createConsumerApp, type NotifierApp } from '../apps/consumer/src/consumer.app';
 import { scratchDatabase } from './support/paths';
@@ -56,30 +57,8 @@ const perSec = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
 
 function event(tenantId: string): Message {
-  const ticketId = randomUUID();
-  const now = new Date().toISOString();
-  const e = TicketCreatedV1.parse({
-    id: randomUUID(),
-    type: 'ticket.created.v1',
-    occurredAt: now,
-    tenantId,
-    ticketId,
-    idempotencyKey: `bench-${ticketId}`,
-    correlationId: `bench-${ticketId.slice(0, 8)}`,
-    data: {
-      id: ticketId,
-      title: 'Benchmark ticket with a realistic title',
-      description: 'A description of moderate length, so that the payload is not trivially small. '.repeat(3),
-      priority: 'normal',
-      status: 'open',
-      externalRef: `ext-${ticketId.slice(0, 12)}`,
-      requester: { name: 'Bench Requester', email: 'bench@example.com' },
-      metadata: { source: 'bench' },
-      createdAt: now,
-      updatedAt: now,
-    },
-  });
-  return { key: ticketId, value: JSON.stringify(e), headers: { 'event-id': e.id, 'event-type': e.type } };
+  const e = benchTicketCreated(tenantId);
+  return { key: e.ticketId, value: JSON.stringify(e), headers: { 'event-id': e.id, 'event-type': e.type } };
 }
 
 /** The floors' parse: what the kit does per message (JSON, then the shared zod schema). */
