@@ -290,7 +290,7 @@ async function startStack(): Promise<void> {
     apis.push(new ChaosProcess(`api-${i + 1}`, 'dist/apps/ticket-api/src/main.js', { ...commonEnv(), PORT: String(knobs.apiPort + i), HOST: '127.0.0.1', RELAY_ENABLED: 'true' }, join(runDir, `api-${i + 1}.log`), onUnexpectedExit));
   }
   for (let i = 0; i < knobs.consumers; i++) {
-    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'dist/apps/consumer/src/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
+    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'dist/apps/consumer/src/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFY_TIMEOUT: '5s', NOTIFY_LEASE: '15s', NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
   }
   const s0 = Date.now();
   apis.forEach((a) => a.start());

@@ -22,9 +22,15 @@ export interface Observed {
   redeliveriesSameId: number;
   lostEvents: number;
   unexpectedNotified: number;
+  /** Notifications of the tenant not yet recorded as delivered (or dead): a delivery whose result could not
+   * be written (e.g. during the PostgreSQL restart) stays pending until its lease ends and is sent again. */
+  notificationsUnsettled: number;
 }
 
-export async function readDatabase(db: Pool, tenantId: string): Promise<Pick<Observed, 'tickets' | 'duplicateTickets' | 'cancelledTickets' | 'eventsWritten' | 'eventIdsWritten'>> {
+export async function readDatabase(
+  db: Pool,
+  tenantId: string,
+): Promise<Pick<Observed, 'tickets' | 'duplicateTickets' | 'cancelledTickets' | 'eventsWritten' | 'eventIdsWritten' | 'notificationsUnsettled'>> {
   const t = await db.query<{ tickets: number; cancelled: number; dups: number }>(
     `SELECT count(*)::int AS tickets, count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled,
             (SELECT coalesce(sum(n - 1), 0)::int FROM (SELECT count(*) AS n FROM tickets WHERE tenant_id = $1 GROUP BY title) d) AS dups
@@ -32,7 +38,9 @@ export async function readDatabase(db: Pool, tenantId: string): Promise<Pick<Obs
     [tenantId],
   );
   const e = await db.query<{ event_id: string }>(`SELECT event_id::text FROM outbox_events WHERE tenant_id = $1`, [tenantId]);
+  const n = await db.query<{ unsettled: number }>(`SELECT count(*)::int AS unsettled FROM notifications WHERE tenant_id = $1 AND status = 'pending'`, [tenantId]);
   return {
+    notificationsUnsettled: n.rows[0].unsettled,
     tickets: t.rows[0].tickets,
     cancelledTickets: t.rows[0].cancelled,
     duplicateTickets: t.rows[0].dups,
@@ -130,8 +138,14 @@ export function invariantRows(o: Observed): Row[] {
 }
 
 /** Every invariant that the database and the receiver alone can settle holds (the topic is read once at the end). */
-export function converged(o: Pick<Observed, 'intents' | 'tickets' | 'cancelledTickets' | 'eventsWritten' | 'uniqueNotified' | 'lostEvents'>): boolean {
-  return o.tickets >= o.intents && o.eventsWritten === o.tickets + o.cancelledTickets && o.lostEvents === 0 && o.uniqueNotified === o.eventsWritten;
+export function converged(o: Pick<Observed, 'intents' | 'tickets' | 'cancelledTickets' | 'eventsWritten' | 'uniqueNotified' | 'lostEvents' | 'notificationsUnsettled'>): boolean {
+  return (
+    o.tickets >= o.intents &&
+    o.eventsWritten === o.tickets + o.cancelledTickets &&
+    o.lostEvents === 0 &&
+    o.uniqueNotified === o.eventsWritten &&
+    o.notificationsUnsettled === 0
+  );
 }
 
 export function formatTable(rows: Row[]): string {
