@@ -48,9 +48,15 @@ it('moves leadership off a SIGKILLed broker while an acks=all idempotent produce
     const l = await partitionLeaders(admin, TOPIC);
     return Object.keys(l).length === 6 && Object.values(l).every((id) => id >= 0) ? l : undefined;
   });
-  const meta = await admin.fetchTopicMetadata({ topics: [TOPIC] });
+  // Any broker may answer the next metadata request, and its cache may not hold the topic yet: ask until one does.
+  const meta = await until('the topic in the metadata of the broker asked', async () => {
+    const m = await admin.fetchTopicMetadata({ topics: [TOPIC] });
+    return m.topics[0]?.partitions.length === 6 ? m : undefined;
+  });
   for (const p of meta.topics[0].partitions) expect(p.replicas).toHaveLength(3);
-  const configs = await admin.describeConfigs({ resources: [{ type: 2, name: TOPIC, configNames: ['min.insync.replicas'] }], includeSynonyms: false });
+  const configs = await until('the topic config from the broker asked', () =>
+    admin.describeConfigs({ resources: [{ type: 2, name: TOPIC, configNames: ['min.insync.replicas'] }], includeSynonyms: false }),
+  );
   expect(configs.resources[0].configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue).toBe('2');
 
   const kafka = new Kafka({ clientId: 'cluster-it', brokers: cluster.bootstrap, logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 2_000 } });
