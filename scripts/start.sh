@@ -2,7 +2,7 @@
 # `npm start`: the whole system for a newcomer on a fresh machine. Installs what is missing, uses
 # DATABASE_URL or the local PostgreSQL (or docker compose where Docker exists), brings up Kafka,
 # migrates, creates a demo tenant, prints its API key and example curl commands, then runs the API
-# (with the outbox relay inside), the notification consumer and (without NOTIFY_WEBHOOK_URL) a local
+# (with the outbox relay inside), the notification consumer, the statistics consumer and (without NOTIFY_WEBHOOK_URL) a local
 # webhook sink that prints each delivery, until Ctrl-C; a process that exits on its own is restarted.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -84,6 +84,9 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
 fi
 supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
 pids+=($!)
+# The statistics projection behind GET /v1/stats (a second consumer group on the same topic).
+supervise stats node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/stats-consumer/src/main.js &
+pids+=($!)
 
 ready=0
 for _ in $(seq 1 60); do
@@ -108,9 +111,10 @@ cat <<TXT
     # send the same command again: same ticket, header Idempotent-Replayed: true
     curl -s $BASE/v1/idempotency-keys/demo-1 -H "Authorization: Bearer \$TICKETS_API_KEY"
     curl -s "$BASE/v1/tickets?externalRef=INC-1" -H "Authorization: Bearer \$TICKETS_API_KEY"
+    curl -s $BASE/v1/stats -H "Authorization: Bearer \$TICKETS_API_KEY"   # counts from the statistics consumer
 
   A process that exits on its own is restarted (a line names it and its exit code).
-  Ctrl-C stops the API, the consumer and the sink gracefully (the Kafka broker keeps running: npm run kafka:down).
+  Ctrl-C stops the API, the consumers and the sink gracefully (the Kafka broker keeps running: npm run kafka:down).
 
 TXT
 # The supervisors run until Ctrl-C.
