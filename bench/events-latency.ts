@@ -18,9 +18,8 @@
 //      Matched by the ticket id of the 201 body and the webhook body's data.ticketId.
 // Tuning goes through the environment only (the children inherit it): RELAY_POLL_INTERVAL,
 // NOTIFY_CONCURRENCY, NOTIFY_POLL_INTERVAL, CONSUMER_PARTITIONS_CONCURRENCY, DB_POOL_MAX ... The bench
-// sets LOG_LEVEL=warn, TICKET_EVENTS_TOPIC, NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL/_SECRET, DATABASE_URL,
-// and, unless the environment sets them, NOTIFY_CONCURRENCY=32 and CONSUMER_PARTITIONS_CONCURRENCY=6
-// (BENCH_DEFAULTS below: why).
+// sets LOG_LEVEL=warn, TICKET_EVENTS_TOPIC, NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL/_SECRET, DATABASE_URL;
+// everything else is the application's default (reported in the "Step 3 settings" line).
 // EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
 // the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,7 +32,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
-import { loadConfig } from '@tickets/config';
+import { configDefaults, loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
@@ -117,24 +116,19 @@ const BODY_TEXT = JSON.stringify({
   metadata: { source: 'bench-events', channel: 'agent', tags: ['printer', 'floor-3', 'duplex'] },
 });
 
-/**
- * Applied to the children unless the environment sets them: the dispatcher's default of 8 deliveries in
- * flight collapses when a delivery (claim, POST, record) slows past ~50 ms on a busy box (8 / 50 ms =
- * 160/s: webhooks then queue for seconds), and the consumer should work on all 6 partitions at once.
- * Set e.g. NOTIFY_CONCURRENCY=8 CONSUMER_PARTITIONS_CONCURRENCY=3 to measure the application defaults.
- */
-const BENCH_DEFAULTS: Record<string, string> = { NOTIFY_CONCURRENCY: '32', CONSUMER_PARTITIONS_CONCURRENCY: '6' };
-
-/** Settings worth reporting: the env the children see for the knobs that shape latency. */
-const KNOBS: Array<[string, string]> = [
-  ['RELAY_POLL_INTERVAL', '1s'],
-  ['RELAY_BATCH_SIZE', '500'],
-  ['DB_POOL_MAX', '20'],
-  ['CONSUMER_PARTITIONS_CONCURRENCY', '6'],
-  ['NOTIFY_CONCURRENCY', '32'],
-  ['NOTIFY_POLL_INTERVAL', '1s'],
-  ['TICKET_EVENTS_PARTITIONS', '6'],
-];
+/** Settings worth reporting: the env the children see for the knobs that shape latency, with the app's defaults from libs/config. */
+function knobs(): Array<[string, string]> {
+  const d = configDefaults();
+  return [
+    ['RELAY_POLL_INTERVAL', `${d.relay.pollIntervalMs}ms`],
+    ['RELAY_BATCH_SIZE', String(d.relay.batchSize)],
+    ['DB_POOL_MAX', String(d.database.poolMax)],
+    ['CONSUMER_PARTITIONS_CONCURRENCY', String(d.consumer.partitionsConcurrency)],
+    ['NOTIFY_CONCURRENCY', String(d.notifier.concurrency)],
+    ['NOTIFY_POLL_INTERVAL', `${d.notifier.pollIntervalMs}ms`],
+    ['TICKET_EVENTS_PARTITIONS', String(d.kafka.partitions)],
+  ];
+}
 
 const now = () => performance.now();
 /** performance.now() on the wall clock (ms since the epoch), to compare with database timestamps. */
@@ -458,10 +452,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   // API and consumer run as the project runs them (heap capped).
   const childArgs = (name: string) =>
     cpuProfDir ? [...nodeArgs, ...HEAP_CAP, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : [...nodeArgs, ...HEAP_CAP];
-  const tuned = Object.fromEntries(Object.entries(BENCH_DEFAULTS).filter(([k]) => !env[k]));
-  const settings: Record<string, string> = Object.fromEntries(
-    KNOBS.map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : tuned[k] ? `${tuned[k]} (bench default; app default ${d})` : `${d} (app default)`]),
-  );
+  const settings: Record<string, string> = Object.fromEntries(knobs().map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : `${d} (app default)`]));
 
   let api: ApiChild | undefined;
   let consumer: Child | undefined;
@@ -483,7 +474,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     log(`topic ${topic} (${config.kafka.partitions} partitions), webhook receiver ${hookUrl}`);
 
     const port = 20_000 + Math.floor(Math.random() * 20_000);
-    const common = { ...tuned, DATABASE_URL: url, LOG_LEVEL: 'warn', KAFKA_BROKERS: config.kafka.brokers.join(','), TICKET_EVENTS_TOPIC: topic };
+    const common = { DATABASE_URL: url, LOG_LEVEL: 'warn', KAFKA_BROKERS: config.kafka.brokers.join(','), TICKET_EVENTS_TOPIC: topic };
     api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs: childArgs('api'), port, env: { ...common, RELAY_ENABLED: 'true' } });
     latencyChildren.add(api.proc);
     consumer = startChild(join(distRoot, 'apps', 'consumer', 'src', 'main.js'), childArgs('consumer'), {
