@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -67,37 +68,60 @@ export async function startTestStack(opts: { env?: Record<string, string> } = {}
   };
 }
 
+/** A port the OS has just handed out as free on 127.0.0.1 (a random guess can hit a live server or the ephemeral range). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 /** The API as a separate OS process (compiled dist/), for the cross-process tests. Needs `npm run build` first. */
 export async function startApiProcess(env: Record<string, string> = {}): Promise<{ baseUrl: string; proc: ChildProcess; stop(): Promise<void> }> {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/ticket-api/src/main.js')], {
-    env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  proc.stderr!.on('data', (d) => (stderr += d));
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`API process exited with ${proc.exitCode}: ${stderr}`);
-    try {
-      if ((await fetch(`${baseUrl}/health/live`)).ok) break;
-    } catch {
-      /* not up yet */
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/ticket-api/src/main.js')], {
+      env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // The process's log (pino writes to stdout) and stderr, the last 8 KB, for the error message.
+    let output = '';
+    const keep = (d: Buffer) => (output = (output + d.toString()).slice(-8_192));
+    proc.stdout!.on('data', keep);
+    proc.stderr!.on('data', keep);
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 20_000;
+    let up = false;
+    while (!up) {
+      if (proc.exitCode !== null) break;
+      try {
+        up = (await fetch(`${baseUrl}/health/live`)).ok;
+      } catch {
+        /* not up yet */
+      }
+      if (!up && Date.now() > deadline) throw new Error(`API process did not start: ${output}`);
+      if (!up) await new Promise((r) => setTimeout(r, 100));
     }
-    if (Date.now() > deadline) throw new Error(`API process did not start: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 100));
+    if (!up) {
+      // Another process took the port between freePort() and the API's listen: try another one.
+      if (output.includes('EADDRINUSE') && attempt < 3) continue;
+      throw new Error(`API process exited with ${proc.exitCode}: ${output}`);
+    }
+    return {
+      baseUrl,
+      proc,
+      stop: () =>
+        new Promise<void>((resolve) => {
+          if (proc.exitCode !== null) return resolve();
+          proc.once('exit', () => resolve());
+          proc.kill('SIGTERM');
+        }),
+    };
   }
-  return {
-    baseUrl,
-    proc,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
 }
 
 /** POST JSON with an Idempotency-Key, returning status, headers and the raw body text. */
