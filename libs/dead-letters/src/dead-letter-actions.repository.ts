@@ -50,9 +50,12 @@ export class DeadLetterActionsRepository {
   /**
    * Every dead letter of the ticket of outbox event `eventId`, in seq order. Inside the caller's
    * transaction; with `lock`, FOR UPDATE, so a concurrent requeue of the same ticket waits and then
-   * finds the rows gone.
+   * finds the rows gone. The lock on `eventId` comes first, in a statement of its own: a relay that is
+   * dead-lettering a row behind it holds it FOR KEY SHARE (OutboxRepository.deadLetter), so this
+   * waits for that statement, and the read that follows (a new snapshot) sees the row it added.
    */
   async outboxTicketRows(tx: Tx, eventId: string, lock: boolean): Promise<OutboxDeadRow[]> {
+    if (lock) await tx.$queryRaw(Prisma.sql`SELECT 1 FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid FOR UPDATE`);
     return tx.$queryRaw<OutboxDeadRow[]>(Prisma.sql`
       SELECT ${OUTBOX_ROW} FROM outbox_dead_letters d
        WHERE d.aggregate_id = (SELECT aggregate_id FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid)

@@ -7,6 +7,8 @@ export interface DeadLetterEntry {
   seq: string;
   reason: string;
   attempts: number;
+  /** Set when the row is dead-lettered only because it follows this dead letter (event id) of its ticket. */
+  blocker?: string;
 }
 
 export interface OutboxCounts {
@@ -85,12 +87,24 @@ export class OutboxRepository {
   /** Moves rows to outbox_dead_letters (delete + insert in one statement, so a row is never in both or neither). */
   async deadLetter(db: Queryable, entries: DeadLetterEntry[]): Promise<number> {
     if (entries.length === 0) return 0;
+    // A row that only follows a dead letter stays in the outbox when that dead letter has left
+    // outbox_dead_letters since the claim (an operator requeued or discarded it): the row is then
+    // published after it in seq order instead of being dead-lettered behind a blocker that is gone.
+    // FOR KEY SHARE on the blocker orders this statement against a requeue that is moving it: the
+    // requeue locks the blocker first (FOR UPDATE), so either this statement waits and then finds it
+    // gone, or the requeue waits and then sees this row among the ticket's dead letters. A blocker
+    // dead-lettered by this same statement is not visible to the EXISTS, hence `own`.
     const res = await db.query(
       `WITH doomed AS (
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[]) AS d(seq, reason, attempts)
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::uuid[]) AS d(seq, reason, attempts, blocker)
+       ), own AS (
+         SELECT o.event_id FROM outbox_events o JOIN doomed d ON d.seq = o.seq WHERE d.blocker IS NULL
        ), moved AS (
          DELETE FROM outbox_events o USING doomed d
           WHERE o.seq = d.seq AND o.published_at IS NULL
+            AND (d.blocker IS NULL
+                 OR d.blocker IN (SELECT event_id FROM own)
+                 OR EXISTS (SELECT 1 FROM outbox_dead_letters b WHERE b.event_id = d.blocker FOR KEY SHARE))
          RETURNING o.seq, o.event_id, o.tenant_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
                    o.headers, o.created_at, d.reason, d.attempts
        )
@@ -98,7 +112,7 @@ export class OutboxRepository {
               (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, outbox_created_at)
        SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, created_at
          FROM moved`,
-      [entries.map((e) => e.seq), entries.map((e) => e.reason), entries.map((e) => e.attempts)],
+      [entries.map((e) => e.seq), entries.map((e) => e.reason), entries.map((e) => e.attempts), entries.map((e) => e.blocker ?? null)],
     );
     return res.rowCount ?? 0;
   }

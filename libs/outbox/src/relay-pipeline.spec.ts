@@ -264,7 +264,7 @@ describe('RelayPipeline', () => {
     expect(ops(trace, 'park').map((p) => p.seqs![0])).toEqual(['1', '1']); // attempts 1 and 2
     expect(outbox.dead).toEqual([
       { seq: '1', attempts: 3, reason: expect.stringMatching(/^kafka_rejected: MESSAGE_TOO_LARGE/), eventId: rows[0].eventId },
-      { seq: '3', attempts: 0, reason: `blocked_by_dead_letter:${rows[0].eventId}`, eventId: rows[2].eventId },
+      { seq: '3', attempts: 0, reason: `blocked_by_dead_letter:${rows[0].eventId}`, blocker: rows[0].eventId, eventId: rows[2].eventId },
     ]);
     expect([...ops(trace, 'park'), ...ops(trace, 'dead')].every((t) => t.db === 'writer')).toBe(true);
     // The rejected ticket's cancel never reached the broker; the other ticket's events did, in order.
@@ -281,7 +281,7 @@ describe('RelayPipeline', () => {
 
     expect(outbox.dead).toEqual([
       { seq: '1', attempts: 1, reason: expect.stringMatching(/^invalid_envelope: data\.priority/), eventId: rows[0].eventId },
-      { seq: '2', attempts: 0, reason: `blocked_by_dead_letter:${rows[0].eventId}`, eventId: rows[1].eventId },
+      { seq: '2', attempts: 0, reason: `blocked_by_dead_letter:${rows[0].eventId}`, blocker: rows[0].eventId, eventId: rows[1].eventId },
     ]);
     expect(publisher.sent.flat().map(seqOf)).toEqual(['3']);
   });

@@ -163,7 +163,7 @@ export class RelayPipeline {
       const blocker = blockedBy.get(row.aggregateId) ?? row.blockedBy;
       if (blocker) {
         blockedBy.set(row.aggregateId, blocker);
-        dead.push({ seq: row.seq, reason: `blocked_by_dead_letter:${blocker}`, attempts: row.attempts });
+        dead.push({ seq: row.seq, reason: `blocked_by_dead_letter:${blocker}`, attempts: row.attempts, blocker });
         continue;
       }
       const built = buildOutboundMessage(row);
