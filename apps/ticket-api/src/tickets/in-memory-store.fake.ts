@@ -3,6 +3,8 @@
 // one-statement create, a transaction that leaves nothing behind when it throws), nothing more.
 import { loadConfig, type AppConfig } from '@tickets/config';
 import type { IdempotencyKeysRepository, NewKey, StoredKey } from '@tickets/idempotency';
+import { Registry } from 'prom-client';
+import { IdempotencyMetrics } from '../idempotency/idempotency.metrics';
 import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
 import type { Database, Tx } from '../infra/database';
 import { CancelTicketUseCase } from './cancel-ticket.use-case';
@@ -133,15 +135,20 @@ export class FakeDatabase implements Pick<Database, 'transaction'> {
 export const testConfig = (env: Record<string, string> = {}): AppConfig =>
   loadConfig({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/unused', ...env });
 
-/** The create and cancel use cases of one API process over `store`; a second call is a second process (own cache). */
+/**
+ * The create and cancel use cases of one API process over `store`; a second call is a second process
+ * (own cache, own metrics `registry`).
+ */
 export function ticketCommands(store: InMemoryStore, config = testConfig()) {
   const tickets = new FakeTicketsRepository(store);
   const keys = new FakeIdempotencyKeysRepository(store);
+  const registry = new Registry();
   const runner = new IdempotentCommandRunner(
     keys as unknown as IdempotencyKeysRepository,
     new FakeDatabase(store) as unknown as Database,
     config,
+    new IdempotencyMetrics(registry),
   );
   const repo = tickets as unknown as TicketsRepository;
-  return { tickets, keys, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
+  return { tickets, keys, registry, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
 }
