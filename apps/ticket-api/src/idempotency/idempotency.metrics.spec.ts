@@ -1,20 +1,12 @@
 import { Registry } from 'prom-client';
-import { CreateTicketInput } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
-import type { CreateCommand } from '../tickets/create-ticket.use-case';
-import { InMemoryStore, ticketCommands } from '../tickets/in-memory-store.fake';
+import { InMemoryStore, createCommand, ticketCommands } from '../tickets/in-memory-store.fake';
 import { IDEMPOTENCY_OUTCOMES, IdempotencyMetrics } from './idempotency.metrics';
 
 // Every outcome of a keyed command is counted once under its own label (fake repositories, the
 // runner's real code path), and nothing else is.
 const TENANT = '00000000-0000-4000-8000-000000000003';
-const command = (key: string, body: Record<string, unknown>): CreateCommand => ({
-  tenantId: TENANT,
-  idempotencyKey: key,
-  input: CreateTicketInput.parse(body),
-  traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
-  correlationId: 'req-1',
-});
+const command = (key: string, body: Record<string, unknown>) => createCommand(TENANT, key, body);
 
 async function outcomes(registry: Registry): Promise<Record<string, number>> {
   const metric = await registry.getSingleMetric('tickets_idempotency_outcomes_total')!.get();
