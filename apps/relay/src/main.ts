@@ -30,8 +30,11 @@ async function main(): Promise<void> {
         },
       });
     } catch (err) {
-      logger.fatal({ err }, `cannot serve /metrics on ${config.relay.metrics.host}:${config.relay.metrics.port}: set RELAY_METRICS_PORT to a free port (0: any, -1: none)`);
-      process.exit(1);
+      // Publishing matters more than its metrics: a second relay on the same host keeps running.
+      logger.error(
+        { err },
+        `cannot serve /metrics on ${config.relay.metrics.host}:${config.relay.metrics.port}; relaying without it. Set RELAY_METRICS_PORT to a free port (0: any, -1: none)`,
+      );
     }
   }
 
