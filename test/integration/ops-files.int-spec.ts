@@ -70,9 +70,10 @@ beforeAll(async () => {
   ticketClientMetrics(agent);
   registries.push(agent);
   for (const registry of registries) {
-    for (const metric of registry.getMetricsAsArray()) {
+    // prom-client's typings hide the metric objects' get() and labelNames; both are public in the implementation.
+    for (const metric of registry.getMetricsAsArray() as unknown as Array<{ get(): Promise<{ name: string; type: string }>; labelNames?: string[] }>) {
       const { name, type } = await metric.get();
-      const labels = new Set((metric as unknown as { labelNames?: string[] }).labelNames ?? []);
+      const labels = new Set(metric.labelNames ?? []);
       const series = type === 'histogram' ? ['_bucket', '_sum', '_count'].map((s) => name + s) : type === 'summary' ? [name, `${name}_sum`, `${name}_count`] : [name];
       if (type === 'histogram') labels.add('le');
       if (type === 'summary') labels.add('quantile');
