@@ -32,7 +32,7 @@ export interface TestStack extends TestTenant {
 
 /** The test configuration: the real test database, random port, quiet logs, plus `env` overrides. */
 export function testConfig(env: Record<string, string> = {}): AppConfig {
-  return loadConfig({ DATABASE_URL: TEST_DATABASE_URL, PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', RELAY_ENABLED: 'false', DB_POOL_MAX: '10', ...env });
+  return loadConfig({ DATABASE_URL: TEST_DATABASE_URL, PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', DB_POOL_MAX: '10', ...env });
 }
 
 export async function createTenant(prefix = 'test'): Promise<TestTenant> {
@@ -85,7 +85,7 @@ export async function startApiProcess(env: Record<string, string> = {}): Promise
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/ticket-api/src/main.js')], {
-      env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', ...env },
+      env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // The process's log (pino writes to stdout) and stderr, the last 8 KB, for the error message.

@@ -1,5 +1,5 @@
 import { parseDuration } from '@tickets/config';
-import { formatFindings, reconcile } from '@tickets/reconcile';
+import { ReconcileRunsRepository, duplicateCreationRatio, formatFindings, reconcileReport } from '@tickets/reconcile';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
 
 interface ReconcileArgs {
@@ -28,13 +28,15 @@ export const reconcileCli: CliCommand<ReconcileArgs> = {
     'Read-only. Lists every disagreement with a sample of ids and what to do about it; exit code 1 when it',
     'finds any. Outbox and inbox rows are purged after their retention, so missing events are looked for',
     'only among tickets younger than --since, and unconsumed events only among those older than --grace.',
+    'A run over every tenant is recorded in reconcile_runs (trigger cli), as the scheduled runs are',
+    '(RECONCILE_INTERVAL); a run with --tenant is not, since it does not speak for the whole database.',
   ],
   options: {
     since: { type: 'string', value: '<duration>', description: 'how far back to look for missing events and dead letters, e.g. 30m, 24h, 7d', default: '24h' },
     grace: { type: 'string', value: '<duration>', description: 'how old an unpublished event or pending notification must be to count', default: '5m' },
     group: { type: 'string', value: '<group>', description: 'the notifier consumer group whose inbox and notifications are checked', default: 'NOTIFIER_GROUP_ID, ticket-notifier' },
     tenant: { type: 'string', value: '<slug>', description: "check only this tenant's rows", default: 'every tenant' },
-    json: { type: 'boolean', description: 'print {"ok","findings"} as JSON', default: 'off' },
+    json: { type: 'boolean', description: 'print {"ok","findings","ticketsChecked","duplicateTickets"} as JSON', default: 'off' },
   },
   validate(values) {
     const sinceMs = duration(values, 'since', '24h');
@@ -45,15 +47,20 @@ export const reconcileCli: CliCommand<ReconcileArgs> = {
   },
   async run(args, { prisma, config, out, err }) {
     const now = Date.now();
-    const findings = await reconcile(prisma, {
+    const report = await reconcileReport(prisma, {
       since: new Date(now - args.sinceMs),
       grace: new Date(now - args.graceMs),
       group: args.group ?? config.notifier.groupId,
       tenant: args.tenant,
       onProgress: (done, total, name) => err(`reconcile: [${done}/${total}] ${name}\n`),
     });
-    if (args.json) out(JSON.stringify({ ok: findings.length === 0, findings }));
-    else for (const line of formatFindings(findings)) out(line);
+    if (args.tenant === null) await new ReconcileRunsRepository(prisma).record({ trigger: 'cli', ...report });
+    const { findings, ticketsChecked, duplicateTickets } = report;
+    if (args.json) out(JSON.stringify({ ok: findings.length === 0, findings, ticketsChecked, duplicateTickets }));
+    else {
+      for (const line of formatFindings(findings)) out(line);
+      out(`duplicate-creation rate: ${duplicateTickets} of ${ticketsChecked} tickets (${(duplicateCreationRatio(report) * 100).toFixed(3)} %)`);
+    }
     return findings.length ? 1 : 0;
   },
 };

@@ -44,7 +44,7 @@ export async function createConsumerApp(
   const { dispatch = true, ...rest } = over;
   const options = { ...notifierOptions(config, kit, logger), ...rest };
   const server = new TicketEventsServer(options);
-  const app = await NestFactory.createMicroservice(ConsumerModule.forRoot(config, options.groupId, { dispatch, logger }), {
+  const app = await NestFactory.createMicroservice(ConsumerModule.forRoot(config, options.groupId, { dispatch, logger, registry: server.metrics.registry }), {
     strategy: server,
     logger: new PinoNestLogger(logger.child({ component: 'nest' })),
     abortOnError: false,

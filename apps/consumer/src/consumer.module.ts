@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
+import type { Registry } from 'prom-client';
 import { InboxRepository } from './inbox/inbox.repository';
 import { NotifierDispatcherService } from './notifier-dispatcher.service';
 import { NotifierController } from './notifier.controller';
@@ -8,14 +9,14 @@ import { DEFAULT_WEBHOOK_URL } from './tokens';
 
 @Module({})
 export class ConsumerModule {
-  static forRoot(config: AppConfig, groupId: string, opts: { dispatch: boolean; logger?: Logger }): DynamicModule {
+  static forRoot(config: AppConfig, groupId: string, opts: { dispatch: boolean; logger?: Logger; registry?: Registry }): DynamicModule {
     return {
       module: ConsumerModule,
       controllers: [NotifierController],
       providers: [
         InboxRepository,
         { provide: DEFAULT_WEBHOOK_URL, useValue: config.notifier.webhookUrl ?? null },
-        { provide: NotifierDispatcherService, useFactory: () => new NotifierDispatcherService(config, groupId, opts.dispatch, opts.logger) },
+        { provide: NotifierDispatcherService, useFactory: () => new NotifierDispatcherService(config, groupId, opts.dispatch, opts.logger, opts.registry) },
       ],
     };
   }

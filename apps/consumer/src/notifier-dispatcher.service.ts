@@ -3,18 +3,20 @@ import type { AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import { WebhookDispatcher, type DispatcherStats } from '@tickets/notifications';
+import type { Registry } from 'prom-client';
 
 /**
  * The webhook dispatcher of the notifier for the lifetime of the Nest application: started on
  * bootstrap, stopped on shutdown (after the kit's transport has left the group), woken by the
  * controller when a chunk created pending notifications. `dispatch: false` (the benchmark) runs none.
+ * Its delivery metrics go to `registry` (the kit's, served on NOTIFIER_METRICS_PORT).
  */
 @Injectable()
 export class NotifierDispatcherService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly prisma: PrismaClient;
   private readonly dispatcher?: WebhookDispatcher;
 
-  constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger) {
+  constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger, registry?: Registry) {
     this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer');
     this.dispatcher = dispatch
       ? new WebhookDispatcher({
@@ -23,6 +25,7 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
           groupId,
           defaultSecret: config.notifier.webhookSecret,
           logger: logger?.child({ component: 'dispatcher', groupId }),
+          registry,
         })
       : undefined;
   }

@@ -1,7 +1,9 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import pino from 'pino';
-import { FileKeyStore, InMemoryKeyStore, TicketClient, type TicketClientEvent } from '@tickets/agent-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { FileKeyStore, InMemoryKeyStore, TicketClient, ticketClientMetrics, type TicketClientEvent } from '@tickets/agent-client';
 import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from '@tickets/config';
+import { serveMetrics, type MetricsEndpoint } from '@tickets/metrics';
 import { createTicketsMcpServer } from './ticket-tools';
 
 // stdout is the MCP protocol channel: every log line goes to stderr (fd 2).
@@ -21,6 +23,15 @@ async function main(): Promise<void> {
     { name: 'mcp-server', level: config.logLevel, base: { service: 'mcp-server' }, timestamp: pino.stdTimeFunctions.isoTime },
     pino.destination(2),
   );
+  // TICKETS_METRICS_PORT: the client's events also become Prometheus metrics, served on GET /metrics.
+  let metrics: MetricsEndpoint | undefined;
+  let count: ((event: TicketClientEvent) => void) | undefined;
+  if (config.metrics) {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    count = ticketClientMetrics(registry);
+    metrics = await serveMetrics(registry, config.metrics);
+  }
   const client = new TicketClient({
     baseUrl: config.apiUrl,
     apiKey: config.apiKey,
@@ -28,17 +39,20 @@ async function main(): Promise<void> {
     attemptTimeoutMs: config.attemptTimeoutMs,
     backoff: config.backoff,
     circuitBreaker: { coolDownMs: config.breakerCoolDownMs },
-    onEvent: (event) => logEvent(logger, event),
+    onEvent: (event) => {
+      count?.(event);
+      logEvent(logger, event);
+    },
   });
   const server = createTicketsMcpServer(client, VERSION, { toolDeadlineMs: config.toolDeadlineMs });
   const transport = new StdioServerTransport();
   transport.onclose = () => logger.info('stdin closed, stopping');
   await server.connect(transport);
-  logger.info({ apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory' }, 'tickets MCP server ready on stdio');
+  logger.info({ apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port }, 'tickets MCP server ready on stdio');
 
   const stop = (signal: string): void => {
     logger.info({ signal }, 'stopping');
-    void server.close().finally(() => process.exit(0));
+    void Promise.allSettled([server.close(), metrics?.close()]).finally(() => process.exit(0));
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));

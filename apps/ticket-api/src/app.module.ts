@@ -9,6 +9,7 @@ import { EdgeModule } from './edge/edge.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { CoreModule } from './infra/core.module';
+import { ReconcileModule } from './reconcile/reconcile.module';
 import { RelayModule } from './relay/relay.module';
 import { StatsModule } from './stats/stats.module';
 import { TicketsModule } from './tickets/tickets.module';
@@ -18,7 +19,7 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, HealthModule, DocsModule, StatsModule],
+      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, ReconcileModule, HealthModule, DocsModule, StatsModule],
       providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }

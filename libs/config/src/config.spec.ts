@@ -34,4 +34,17 @@ describe('loadConfig cross-field checks', () => {
     rejects({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '6d' }, /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/);
     expect(loadConfig({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '7d' }).inbox.retentionMs).toBe(7 * 86_400_000);
   });
+
+  it('RECONCILE_INTERVAL: a duration, hourly by default, 0 or off to disable', () => {
+    expect(loadConfig({}).reconcile).toEqual({ intervalMs: 3_600_000, windowMs: 86_400_000, graceMs: 300_000 });
+    expect(loadConfig({ RECONCILE_INTERVAL: '15m' }).reconcile.intervalMs).toBe(900_000);
+    expect(loadConfig({ RECONCILE_INTERVAL: 'off' }).reconcile.intervalMs).toBe(0);
+    expect(loadConfig({ RECONCILE_INTERVAL: '0' }).reconcile.intervalMs).toBe(0);
+    rejects({ RECONCILE_INTERVAL: 'hourly' }, /RECONCILE_INTERVAL: "hourly" is not a duration .*, or 0\/off to disable/);
+  });
+
+  it('RELAY_METRICS_PORT: 9466 by default, -1 serves none', () => {
+    expect(loadConfig({}).relay.metrics).toEqual({ port: 9466, host: '127.0.0.1' });
+    expect(loadConfig({ RELAY_METRICS_PORT: '-1' }).relay.metrics).toBeUndefined();
+  });
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseDuration } from './duration';
 import { durationEnv as duration } from './env-schemas';
 
 const bool = (fallback: boolean) =>
@@ -59,6 +60,26 @@ const EnvSchema = z.object({
   /** Published outbox rows are deleted after this long. */
   OUTBOX_RETENTION: duration('7d'),
   OUTBOX_CLEANUP_INTERVAL: duration('10m'),
+  /** /metrics and /health/ready of the standalone relay (npm run start:relay; -1: none, 0: a free port). */
+  RELAY_METRICS_PORT: z.coerce.number().int().min(-1).max(65535).default(9466),
+  RELAY_METRICS_HOST: z.string().default('127.0.0.1'),
+  /** How often the API runs the reconciliation (one instance per interval); 0 or off: never (the CLI still can). */
+  RECONCILE_INTERVAL: z
+    .string()
+    .default('1h')
+    .transform((v, ctx) => {
+      if (['0', 'off', 'false', 'no'].includes(v.trim())) return 0;
+      try {
+        return parseDuration(v);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: `${(e as Error).message}, or 0/off to disable` });
+        return z.NEVER;
+      }
+    }),
+  /** The scheduled run looks at tickets and events this far back (the CLI's --since) ... */
+  RECONCILE_WINDOW: duration('24h'),
+  /** ... and counts an unpublished event or a pending notification once it is this old (--grace). */
+  RECONCILE_GRACE: duration('5m'),
   NOTIFIER_GROUP_ID: z.string().min(1).default('ticket-notifier'),
   NOTIFY_WEBHOOK_URL: z.string().url().optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(1).optional(),
@@ -183,6 +204,8 @@ export interface AppConfig {
     maxAttempts: number;
     retentionMs: number;
     cleanupIntervalMs: number;
+    /** Where the standalone relay serves /metrics; undefined: not served. */
+    metrics?: { port: number; host: string };
   } & typeof RELAY_TUNING;
   notifier: {
     groupId: string;
@@ -198,6 +221,8 @@ export interface AppConfig {
   } & typeof NOTIFIER_TUNING;
   consumer: { partitionsConcurrency: number };
   inbox: { retentionMs: number; purgeIntervalMs: number };
+  /** The scheduled reconciliation: intervalMs 0 means never. */
+  reconcile: { intervalMs: number; windowMs: number; graceMs: number };
   edge: EdgeConfig;
 }
 
@@ -247,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       maxAttempts: e.OUTBOX_MAX_ATTEMPTS,
       retentionMs: e.OUTBOX_RETENTION,
       cleanupIntervalMs: e.OUTBOX_CLEANUP_INTERVAL,
+      metrics: e.RELAY_METRICS_PORT < 0 ? undefined : { port: e.RELAY_METRICS_PORT, host: e.RELAY_METRICS_HOST },
       ...RELAY_TUNING,
     },
     notifier: {
@@ -264,6 +290,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     consumer: { partitionsConcurrency: e.CONSUMER_PARTITIONS_CONCURRENCY },
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
+    reconcile: { intervalMs: e.RECONCILE_INTERVAL, windowMs: e.RECONCILE_WINDOW, graceMs: e.RECONCILE_GRACE },
     edge: edgeConfig(e),
   };
 }

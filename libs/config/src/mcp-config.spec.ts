@@ -14,6 +14,13 @@ describe('loadMcpServerConfig', () => {
     });
   });
 
+  it('serves /metrics only when TICKETS_METRICS_PORT is set (0: a free port)', () => {
+    expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x' }).metrics).toBeUndefined();
+    expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '0' }).metrics).toEqual({ port: 0, host: '127.0.0.1' });
+    expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '9467', TICKETS_METRICS_HOST: '0.0.0.0' }).metrics).toEqual({ port: 9467, host: '0.0.0.0' });
+    expect(() => loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '-1' })).toThrow(/TICKETS_METRICS_PORT/);
+  });
+
   it('reads every key, and an empty value counts as unset', () => {
     const config = loadMcpServerConfig({
       TICKETS_API_KEY: 'tk_x',

@@ -21,6 +21,9 @@ const McpEnvSchema = z.object({
   /** How long an open circuit refuses requests before one probe goes through. */
   TICKETS_BREAKER_COOL_DOWN_MS: ms(2_000, 10, 600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Serve the client's retry, attempt and circuit-breaker metrics as GET /metrics on this port (0: a free one). Unset: not served. */
+  TICKETS_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  TICKETS_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
 export interface McpServerConfig {
@@ -31,6 +34,8 @@ export interface McpServerConfig {
   toolDeadlineMs: number;
   backoff: { baseMs: number; capMs: number };
   breakerCoolDownMs: number;
+  /** Where GET /metrics is served; undefined: not served. */
+  metrics?: { port: number; host: string };
   logLevel: z.infer<typeof McpEnvSchema>['LOG_LEVEL'];
 }
 
@@ -64,6 +69,7 @@ export function loadMcpServerConfig(env: Record<string, string | undefined> = pr
     toolDeadlineMs: e.TICKETS_TOOL_DEADLINE_MS,
     backoff: { baseMs: e.TICKETS_RETRY_BASE_MS, capMs: e.TICKETS_RETRY_MAX_DELAY_MS },
     breakerCoolDownMs: e.TICKETS_BREAKER_COOL_DOWN_MS,
+    metrics: e.TICKETS_METRICS_PORT === undefined ? undefined : { port: e.TICKETS_METRICS_PORT, host: e.TICKETS_METRICS_HOST },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -1,6 +1,5 @@
-import { createServer, type Server as HttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { serveMetrics, type MetricsEndpoint, type Readiness } from '@tickets/metrics';
 
 /** Prometheus metrics of one consumer process, on a registry of its own (two consumers in one process don't clash). */
 export class ConsumerMetrics {
@@ -29,30 +28,7 @@ export class ConsumerMetrics {
    * Serves GET /metrics and GET /health/ready (200 while `ready()`, else 503 with the reason) on
    * host:port (port 0: a free one); resolves with the bound port.
    */
-  async serve(port: number, host: string, ready: () => { ready: boolean; state: string } = () => ({ ready: true, state: 'running' })): Promise<{ port: number; close(): Promise<void> }> {
-    const server: HttpServer = createServer((req, res) => {
-      const path = req.url?.split('?')[0];
-      if (req.method === 'GET' && path === '/health/ready') {
-        const r = ready();
-        res.writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', consumer: r.state })}\n`);
-        return;
-      }
-      if (req.method !== 'GET' || path !== '/metrics') {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics or /health/ready\n');
-        return;
-      }
-      this.registry
-        .metrics()
-        .then((text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text))
-        .catch((err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
-    return {
-      port: (server.address() as AddressInfo).port,
-      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-    };
+  serve(port: number, host: string, ready: () => Readiness = () => ({ ready: true, state: 'running' })): Promise<MetricsEndpoint> {
+    return serveMetrics(this.registry, { port, host }, { ready, stateKey: 'consumer' });
   }
 }

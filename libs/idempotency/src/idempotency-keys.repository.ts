@@ -142,6 +142,20 @@ export class IdempotencyKeysRepository {
     return rows[0]?.busy ?? false;
   }
 
+  /**
+   * Runs alone: how many keys are in flight in this database now (their in-flight lock is granted).
+   * Counts the advisory locks on one bigint, as the key locks are, except `otherLockKeys` (the
+   * relay's leader lock, a bigint lock too). Reads pg_locks only: no table, no row lock.
+   */
+  async countKeysInFlight(otherLockKeys: string[]): Promise<number> {
+    const rows = await this.prisma.$queryRaw<Array<{ n: bigint }>>(Prisma.sql`
+      SELECT count(*) AS n FROM pg_locks held
+      WHERE held.locktype = 'advisory' AND held.objsubid = 1 AND held.granted
+        AND held.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND ((held.classid::bigint << 32) | held.objid::bigint) <> ALL (${otherLockKeys}::bigint[])`);
+    return Number(rows[0]?.n ?? 0);
+  }
+
   /** Must run inside the caller's transaction: takes the key's in-flight lock without waiting. */
   async tryLockKey(tx: Tx, tenantId: string, key: string): Promise<boolean> {
     const rows = await tx.$queryRaw<Array<{ got: boolean }>>(Prisma.sql`SELECT pg_try_advisory_xact_lock(${keyLock(tenantId, key)}) AS got`);

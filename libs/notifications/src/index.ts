@@ -4,3 +4,4 @@ export { decideAttempt } from './retry-policy';
 export type { AttemptVerdict, RetryPolicy, AttemptResult, AttemptOutcome } from './retry-policy';
 export { WebhookDispatcher } from './webhook-dispatcher';
 export type { DispatcherOptions, DispatcherSettings, DispatcherStats } from './webhook-dispatcher';
+export { DispatcherMetrics, type DeliveryOutcome } from './dispatcher-metrics';

@@ -71,6 +71,14 @@ export class NotificationsRepository {
     await this.prisma.$executeRaw(Prisma.sql`WITH ${recordCtes(records).ctes} SELECT 1`);
   }
 
+  /** Runs alone: how many notifications of `groupId` are pending and dead (for the gauges; the status index answers it). */
+  async countOpen(groupId: string): Promise<{ pending: number; dead: number }> {
+    const rows = await this.prisma.$queryRaw<Array<{ pending: bigint; dead: bigint }>>(Prisma.sql`
+      SELECT count(*) FILTER (WHERE status = 'pending') AS pending, count(*) FILTER (WHERE status = 'dead') AS dead
+      FROM notifications WHERE group_id = ${groupId} AND status IN ('pending', 'dead')`);
+    return { pending: Number(rows[0]?.pending ?? 0), dead: Number(rows[0]?.dead ?? 0) };
+  }
+
   /**
    * Gives back leases of notifications claimed but never sent (a stopping dispatcher): due now, the
    * claim's attempt un-counted, so another dispatcher sends them at once instead of after the

@@ -2,6 +2,8 @@ import { configDefaults } from '@tickets/config';
 import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import { OutageLog, WakeableSleep } from '@tickets/sleep';
+import type { Registry } from 'prom-client';
+import { DispatcherMetrics } from './dispatcher-metrics';
 import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
 import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
@@ -40,6 +42,8 @@ export interface DispatcherOptions extends DispatcherSettings {
   /** Signs deliveries to NOTIFY_WEBHOOK_URL, and to a tenant URL whose tenant has no secret of its own. */
   defaultSecret?: string;
   logger?: Logger;
+  /** Prometheus registry for the delivery metrics (DispatcherMetrics); none: not measured. */
+  registry?: Registry;
 }
 
 export interface DispatcherStats {
@@ -87,6 +91,7 @@ export class WebhookDispatcher {
   /** Aborts the in-flight requests when stop() runs out of time. */
   private abandon = new AbortController();
   private readonly database: OutageLog;
+  private readonly metrics?: DispatcherMetrics;
 
   constructor(private readonly opts: DispatcherOptions) {
     const defaults = configDefaults().notifier;
@@ -105,6 +110,7 @@ export class WebhookDispatcher {
     };
     this.repo = new NotificationsRepository(opts.prisma);
     this.database = new OutageLog(opts.logger, 'database', this.settings.pollIntervalMs);
+    if (opts.registry) this.metrics = new DispatcherMetrics(opts.registry, opts.groupId, { counts: () => this.repo.countOpen(opts.groupId) });
   }
 
   start(): void {
@@ -244,12 +250,17 @@ export class WebhookDispatcher {
     }
     const recorded = await new Promise<boolean>((done) => this.enqueueRecord({ row, result, outcome, done }));
     if (!recorded) return;
-    if (outcome.status === 'delivered') this.counters.delivered++;
-    else if (outcome.status === 'dead') {
+    if (outcome.status === 'delivered') {
+      this.counters.delivered++;
+      this.metrics?.delivery('delivered', result.durationMs);
+    } else if (outcome.status === 'dead') {
       this.counters.dead++;
+      this.metrics?.delivery('dead', result.durationMs);
       this.opts.logger?.warn({ notificationId: row.id, attempts: row.attempts, error: outcome.error }, 'webhook notification is dead');
     } else {
       this.counters.retried++;
+      // An attempt abandoned by stop() is no outcome of the receiver's: not measured.
+      if (result.error !== ABANDONED) this.metrics?.delivery('retry', result.durationMs);
       this.scheduleWake(outcome.delayMs);
     }
   }

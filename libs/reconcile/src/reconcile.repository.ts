@@ -10,7 +10,8 @@ export type CheckId =
   | 'event-not-consumed'
   | 'consumed-without-notification'
   | 'notification-dead'
-  | 'notification-pending';
+  | 'notification-pending'
+  | 'duplicate-ticket';
 
 export interface CheckParams {
   since: Date;
@@ -64,6 +65,24 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
   'notification-pending': ({ grace, group, tenant }) => Prisma.sql`
       SELECT n.id::text AS id FROM notifications n
       WHERE n.group_id = ${group} AND n.status = 'pending' AND n.created_at < ${grace}::timestamptz ${tenantFilter('n.tenant_id', tenant)}`,
+  // A ticket with an earlier one of the same tenant and externalRef, or of the same intent (its
+  // Idempotency-Key: the agent client derives it from the intent id). Only the groups of tickets
+  // inside the window are ranked: one pass over tickets with hashed lookups, no per-row subquery.
+  'duplicate-ticket': ({ since, tenant }) => Prisma.sql`
+      WITH recent AS (
+        SELECT t.id, t.tenant_id, t.external_ref, t.idempotency_key FROM tickets t
+        WHERE t.created_at >= ${since}::timestamptz ${tenantFilter('t.tenant_id', tenant)}
+      ), ranked AS (
+        SELECT t.id,
+               CASE WHEN t.external_ref IS NULL THEN 1
+                    ELSE row_number() OVER (PARTITION BY t.tenant_id, t.external_ref ORDER BY t.created_at, t.id) END AS ref_rank,
+               CASE WHEN t.idempotency_key IS NULL THEN 1
+                    ELSE row_number() OVER (PARTITION BY t.tenant_id, t.idempotency_key ORDER BY t.created_at, t.id) END AS key_rank
+        FROM tickets t
+        WHERE (t.tenant_id, t.external_ref) IN (SELECT tenant_id, external_ref FROM recent WHERE external_ref IS NOT NULL)
+           OR (t.tenant_id, t.idempotency_key) IN (SELECT tenant_id, idempotency_key FROM recent WHERE idempotency_key IS NOT NULL)
+      )
+      SELECT r.id::text AS id FROM ranked r JOIN recent USING (id) WHERE r.ref_rank > 1 OR r.key_rank > 1`,
 };
 
 /** Reads only: tickets, idempotency_keys, outbox_events, outbox_dead_letters, inbox_events, consumer_dead_letters, notifications. */
@@ -74,5 +93,12 @@ export class ReconcileRepository {
   async offenders(check: CheckId, params: CheckParams, limit: number): Promise<string[]> {
     const rows = await this.prisma.$queryRaw<Array<{ id: string }>>(Prisma.sql`SELECT id FROM (${QUERIES[check](params)}) AS x LIMIT ${limit}::int`);
     return rows.map((r) => r.id);
+  }
+
+  /** Tickets created inside the window (the denominator of the duplicate-creation rate). */
+  async ticketsSince({ since, tenant }: Pick<CheckParams, 'since' | 'tenant'>): Promise<number> {
+    const rows = await this.prisma.$queryRaw<Array<{ n: bigint }>>(Prisma.sql`
+      SELECT count(*) AS n FROM tickets t WHERE t.created_at >= ${since}::timestamptz ${tenantFilter('t.tenant_id', tenant)}`);
+    return Number(rows[0]?.n ?? 0);
   }
 }

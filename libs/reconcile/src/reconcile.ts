@@ -1,6 +1,8 @@
 import type { PrismaClient } from '@tickets/db';
 import { ReconcileRepository, type CheckId, type CheckParams } from './reconcile.repository';
 
+export type { CheckId };
+
 /**
  * The reconciliation: checks tickets, idempotency keys, the outbox and notifications against each
  * other and lists every disagreement with what to do about it.
@@ -10,6 +12,8 @@ import { ReconcileRepository, type CheckId, type CheckParams } from './reconcile
  * for events published before `grace`.
  */
 export interface Finding {
+  /** The check's stable id (a metric label: tickets_reconcile_findings{check}). */
+  id: CheckId;
   check: string;
   count: number;
   sample: string[];
@@ -74,22 +78,55 @@ const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
     name: 'notification pending for longer than the grace period',
     advice: 'The dispatcher is behind or the receiver keeps failing; see notification_attempts.',
   },
+  {
+    id: 'duplicate-ticket',
+    name: 'ticket duplicating an earlier one (same externalRef in its tenant, or same intent: same Idempotency-Key)',
+    advice:
+      'Two tickets for one request: the unique externalRef index or the key check was bypassed, or an agent re-sent an intent after its key expired (IDEMPOTENCY_KEY_RETENTION). Compare the two with GET /v1/tickets?externalRef=..., cancel the later one with POST /v1/tickets/{id}/cancel, and find the caller that made a new request for an old intent.',
+  },
 ];
+
+/** Every check's id, in the order they run (the label values of tickets_reconcile_findings). */
+export const CHECK_IDS: readonly CheckId[] = CHECKS.map((c) => c.id);
 
 /** Counts stop here: past it the number only says "very many". */
 const COUNT_LIMIT = 100_001;
 
+/** One reconciliation: what it found, and the duplicate-creation rate's numerator and denominator. */
+export interface ReconcileReport {
+  startedAt: Date;
+  finishedAt: Date;
+  /** Tickets created inside the window (`since`). */
+  ticketsChecked: number;
+  /** Tickets of the window duplicating an earlier one (the `duplicate-ticket` check's count). */
+  duplicateTickets: number;
+  findings: Finding[];
+}
+
 /** Read-only; each check is its own statement (no snapshot across checks), so it can run beside live traffic. */
 export async function reconcile(prisma: PrismaClient, opts: ReconcileOptions): Promise<Finding[]> {
+  return (await reconcileReport(prisma, opts)).findings;
+}
+
+/** reconcile(), with the counts a run record (ReconcileRunsRepository) keeps. Read-only. */
+export async function reconcileReport(prisma: PrismaClient, opts: ReconcileOptions): Promise<ReconcileReport> {
+  const startedAt = new Date();
   const repo = new ReconcileRepository(prisma);
   const findings: Finding[] = [];
   for (const [i, check] of CHECKS.entries()) {
     opts.onProgress?.(i, CHECKS.length, check.name);
     const ids = await repo.offenders(check.id, opts, COUNT_LIMIT);
-    if (ids.length) findings.push({ check: check.name, count: ids.length, sample: ids.slice(0, 5), advice: check.advice });
+    if (ids.length) findings.push({ id: check.id, check: check.name, count: ids.length, sample: ids.slice(0, 5), advice: check.advice });
   }
+  const ticketsChecked = await repo.ticketsSince(opts);
   opts.onProgress?.(CHECKS.length, CHECKS.length, 'done');
-  return findings;
+  const duplicateTickets = findings.find((f) => f.id === 'duplicate-ticket')?.count ?? 0;
+  return { startedAt, finishedAt: new Date(), ticketsChecked, duplicateTickets, findings };
+}
+
+/** duplicate tickets / tickets checked; 0 when no ticket was checked. */
+export function duplicateCreationRatio(run: Pick<ReconcileReport, 'ticketsChecked' | 'duplicateTickets'>): number {
+  return run.ticketsChecked > 0 ? run.duplicateTickets / run.ticketsChecked : 0;
 }
 
 /** The findings as lines for a person: one block per check, with a sample and the advice. */

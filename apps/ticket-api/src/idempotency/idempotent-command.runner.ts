@@ -5,6 +5,7 @@ import { DomainError, WriteOutcomeUnknownError } from '@tickets/errors';
 import { IdempotencyKeysRepository, type NewKey } from '@tickets/idempotency';
 import { APP_CONFIG } from '../common/tokens';
 import { Database, type Tx } from '../infra/database';
+import { IdempotencyMetrics } from './idempotency.metrics';
 import { fingerprint } from './idempotency-key';
 import type { CommandAnswer, KeyedCommand, KeyedResult, StatementAttempt } from './keyed-command.types';
 import { ResponseCache } from './response-cache';
@@ -30,7 +31,8 @@ export type KeyedPlan<O extends string> =
 /**
  * The one entry point of every command sent with an Idempotency-Key: answer from the in-process
  * cache, fingerprint the request, refuse while the key is in flight (409), answer from the key's store
- * or reject a reuse (422) or an expired key (410), run the command, record its key, remember the answer.
+ * or reject a reuse (422) or an expired key (410), run the command, record its key, remember the answer;
+ * and count what it came to (tickets_idempotency_outcomes_total).
  */
 @Injectable()
 export class IdempotentCommandRunner {
@@ -40,11 +42,25 @@ export class IdempotentCommandRunner {
     private readonly keys: IdempotencyKeysRepository,
     private readonly db: Database,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: IdempotencyMetrics,
   ) {
     this.cache = new ResponseCache(config.idempotency.replayCacheSize);
   }
 
-  async run<O extends string>(cmd: KeyedCommand, plan: KeyedPlan<O>): Promise<KeyedResult<O>> {
+  run<O extends string>(cmd: KeyedCommand, plan: KeyedPlan<O>): Promise<KeyedResult<O>> {
+    return this.decide(cmd, plan).then(
+      (result) => {
+        this.metrics.answered(result.fromStore, result.answer.outcome);
+        return result;
+      },
+      (error: unknown) => {
+        this.metrics.failed(error);
+        throw error;
+      },
+    );
+  }
+
+  private async decide<O extends string>(cmd: KeyedCommand, plan: KeyedPlan<O>): Promise<KeyedResult<O>> {
     const print = fingerprint(cmd.operation, cmd.request);
     const cached = this.cache.answer(cmd.tenantId, cmd.key, cmd.operation, print);
     if (cached) return { answer: cached as CommandAnswer<O>, fromStore: true };

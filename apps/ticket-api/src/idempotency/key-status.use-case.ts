@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '@tickets/errors';
 import { IdempotencyKeysRepository } from '@tickets/idempotency';
+import { IdempotencyMetrics } from './idempotency.metrics';
 
 export interface KeyStatus {
   key: string;
@@ -16,9 +17,21 @@ export interface KeyStatus {
 /** "What happened to key K?" — the question a caller asks after a timeout, before sending again. */
 @Injectable()
 export class KeyStatusUseCase {
-  constructor(private readonly keys: IdempotencyKeysRepository) {}
+  constructor(
+    private readonly keys: IdempotencyKeysRepository,
+    private readonly metrics: IdempotencyMetrics,
+  ) {}
 
   async execute(tenantId: string, key: string): Promise<KeyStatus> {
+    const status = await this.lookUp(tenantId, key).catch((e: unknown) => {
+      if (e instanceof DomainError && e.code === 'idempotency_key_not_found') this.metrics.statusQuery('not_found');
+      throw e;
+    });
+    this.metrics.statusQuery(status.state);
+    return status;
+  }
+
+  private async lookUp(tenantId: string, key: string): Promise<KeyStatus> {
     const first = await this.keys.findKey(tenantId, key);
     if (!first && (await this.keys.isKeyInFlight(tenantId, key))) {
       return { key, state: 'processing', ticketId: null, operation: null, createdAt: null, replayUntil: null, expiresAt: null };

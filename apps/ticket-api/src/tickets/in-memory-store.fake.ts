@@ -2,11 +2,14 @@
 // They keep the database's rules that the use cases rely on (one key per tenant, the key lock, the
 // one-statement create, a transaction that leaves nothing behind when it throws), nothing more.
 import { loadConfig, type AppConfig } from '@tickets/config';
+import { CreateTicketInput } from '@tickets/contracts';
 import type { IdempotencyKeysRepository, NewKey, StoredKey } from '@tickets/idempotency';
+import { Registry } from 'prom-client';
+import { IdempotencyMetrics } from '../idempotency/idempotency.metrics';
 import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
 import type { Database, Tx } from '../infra/database';
 import { CancelTicketUseCase } from './cancel-ticket.use-case';
-import { CreateTicketUseCase } from './create-ticket.use-case';
+import { CreateTicketUseCase, type CreateCommand } from './create-ticket.use-case';
 import type { TicketRow } from './ticket.mapper';
 import type { CreateAttempt, NewEvent, TicketsRepository } from './tickets.repository';
 
@@ -130,18 +133,32 @@ export class FakeDatabase implements Pick<Database, 'transaction'> {
   }
 }
 
+/** A create command as the controller builds it, for `tenantId`, `key` and a body (validated here). */
+export const createCommand = (tenantId: string, key: string, body: Record<string, unknown>): CreateCommand => ({
+  tenantId,
+  idempotencyKey: key,
+  input: CreateTicketInput.parse(body),
+  traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+  correlationId: 'req-1',
+});
+
 export const testConfig = (env: Record<string, string> = {}): AppConfig =>
   loadConfig({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/unused', ...env });
 
-/** The create and cancel use cases of one API process over `store`; a second call is a second process (own cache). */
+/**
+ * The create and cancel use cases of one API process over `store`; a second call is a second process
+ * (own cache, own metrics `registry`).
+ */
 export function ticketCommands(store: InMemoryStore, config = testConfig()) {
   const tickets = new FakeTicketsRepository(store);
   const keys = new FakeIdempotencyKeysRepository(store);
+  const registry = new Registry();
   const runner = new IdempotentCommandRunner(
     keys as unknown as IdempotencyKeysRepository,
     new FakeDatabase(store) as unknown as Database,
     config,
+    new IdempotencyMetrics(registry),
   );
   const repo = tickets as unknown as TicketsRepository;
-  return { tickets, keys, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
+  return { tickets, keys, registry, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
 }

@@ -1,0 +1,5 @@
+import { Module } from '@nestjs/common';
+import { ReconcileScheduleService } from './reconcile-schedule.service';
+
+@Module({ providers: [ReconcileScheduleService] })
+export class ReconcileModule {}

@@ -1,0 +1,107 @@
+import { Client } from 'pg';
+import type { PrismaClient } from '@tickets/db';
+import type { Logger } from '@tickets/logger';
+import { reconcileReport } from './reconcile';
+import { ReconcileRunsRepository, type StoredReconcileRun } from './reconcile-runs.repository';
+import { ScheduleLockRepository } from './schedule-lock.repository';
+
+export interface ReconcileScheduleSettings {
+  databaseUrl: string;
+  /** One scheduled run per this interval across every process sharing the database. */
+  intervalMs: number;
+  /** The run's `since` (now - windowMs) and `grace` (now - graceMs), as the CLI's --since and --grace. */
+  windowMs: number;
+  graceMs: number;
+  /** The notifier group whose inbox and notifications are checked. */
+  group: string;
+  /** How often a process looks whether a run is due (default: min(interval, 1 min)). */
+  checkEveryMs?: number;
+}
+
+/**
+ * Runs the reconciliation on a schedule inside a long-running process (the API). Every process
+ * looks every `checkEveryMs` whether a run is due; under a session advisory lock (one process at
+ * a time) the one that finds the newest scheduled run older than `intervalMs` runs it and records
+ * it in reconcile_runs. So any number of API processes make one run per interval, and a restart
+ * neither skips a run nor repeats one. The lock lives on a connection of its own, held only while
+ * deciding and running; the checks run through Prisma as separate read-only statements.
+ */
+export class ReconcileSchedule {
+  private readonly runs: ReconcileRunsRepository;
+  private readonly lock = new ScheduleLockRepository();
+  private timer?: NodeJS.Timeout;
+  private tick?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly settings: ReconcileScheduleSettings,
+    private readonly log?: Logger,
+    /** Called after each run this process recorded (metrics), and with the error of a failed one. */
+    private readonly onRun?: (run: StoredReconcileRun | null, error?: unknown) => void,
+  ) {
+    this.runs = new ReconcileRunsRepository(prisma);
+  }
+
+  start(): void {
+    if (this.settings.intervalMs <= 0 || this.timer) return;
+    const every = this.settings.checkEveryMs ?? Math.min(this.settings.intervalMs, 60_000);
+    this.timer = setInterval(() => void this.runIfDue(), every);
+    this.timer.unref();
+  }
+
+  /** Stops looking; a run in progress finishes (its statements are short and read-only). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.tick;
+  }
+
+  /** One look: runs the reconciliation when it is due and no other process is at it. Resolves with the recorded run, if any. */
+  runIfDue(): Promise<StoredReconcileRun | null> {
+    if (this.tick || this.stopped) return Promise.resolve(null);
+    const done = this.lookAndRun().then(
+      (run) => {
+        if (run) this.onRun?.(run);
+        return run;
+      },
+      (err: unknown) => {
+        this.log?.warn({ err }, 'scheduled reconcile failed; the next look retries');
+        this.onRun?.(null, err);
+        return null;
+      },
+    );
+    this.tick = done.then(() => undefined).finally(() => (this.tick = undefined));
+    return done;
+  }
+
+  private async lookAndRun(): Promise<StoredReconcileRun | null> {
+    const db = new Client({ connectionString: this.settings.databaseUrl, application_name: 'reconcile-schedule', connectionTimeoutMillis: 5_000 });
+    db.on('error', () => undefined); // a dropped connection frees the lock; the query in flight rejects
+    await db.connect();
+    try {
+      if (!(await this.lock.tryLock(db))) return null;
+      try {
+        const last = await this.runs.latest('schedule');
+        if (last && Date.now() - last.finishedAt.getTime() < this.settings.intervalMs) return null;
+        const now = Date.now();
+        const report = await reconcileReport(this.prisma, {
+          since: new Date(now - this.settings.windowMs),
+          grace: new Date(now - this.settings.graceMs),
+          group: this.settings.group,
+          tenant: null,
+        });
+        const run = await this.runs.record({ trigger: 'schedule', ...report });
+        this.log?.info(
+          { ticketsChecked: run.ticketsChecked, duplicateTickets: run.duplicateTickets, findings: run.findings.map((f) => ({ check: f.id, count: f.count })) },
+          run.findings.length ? 'scheduled reconcile found disagreements (npm run cli -- reconcile shows what to do)' : 'scheduled reconcile: everything agrees',
+        );
+        return run;
+      } finally {
+        await this.lock.unlock(db).catch(() => undefined);
+      }
+    } finally {
+      await db.end().catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,130 @@
+// The duplicate-creation check, the run record (reconcile_runs) and the schedule, on a database of
+// their own: the check must see duplicates the schema forbids (the unique externalRef index is
+// dropped there), and the schedule's "newest run" must be this file's alone.
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { loadConfig } from '@tickets/config';
+import { createLogger } from '@tickets/logger';
+import { ReconcileRunsRepository, ReconcileSchedule, duplicateCreationRatio, reconcileReport } from '@tickets/reconcile';
+import { createApiApp } from '../../apps/ticket-api/src/app.factory';
+import { runCli } from '../../apps/cli/src/cli';
+import { reconcileCli } from '../../apps/cli/src/reconcile.command';
+import { eventually } from '../support/events-factory';
+import { createRelayTestDatabase, type RelayTestDatabase } from '../support/outbox-factory';
+import { testConfig } from '../support/stack';
+
+jest.setTimeout(60_000);
+
+let scratch: RelayTestDatabase;
+let db: Pool;
+let prisma: PrismaClient;
+const tenant = randomUUID();
+const otherTenant = randomUUID();
+const HOUR = 3_600_000;
+const ids: Record<string, string> = {};
+
+async function ticket(name: string, t: { tenant?: string; ref?: string | null; key?: string | null; ageMs: number }): Promise<void> {
+  ids[name] = randomUUID();
+  const at = new Date(Date.now() - t.ageMs);
+  await db.query(
+    `INSERT INTO tickets (id, tenant_id, title, external_ref, idempotency_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)`,
+    [ids[name], t.tenant ?? tenant, name, t.ref ?? null, t.key ?? null, at],
+  );
+}
+
+const schedulingRuns = async () => Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'schedule'")).rows[0].n);
+
+beforeAll(async () => {
+  scratch = await createRelayTestDatabase('reconcile_runs');
+  db = new Pool({ connectionString: scratch.url, max: 3 });
+  prisma = createPrismaClient(scratch.url, 4, 'reconcile-runs-test');
+  await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2), ($3, $4)', [tenant, 'dup', otherTenant, 'dup-other']);
+  // The schema forbids a second ticket per (tenant, externalRef); a duplicate here stands for that rule bypassed.
+  await db.query('DROP INDEX tickets_tenant_id_external_ref_key');
+  await ticket('first', { ref: 'order-1', key: 'intent-a', ageMs: 50 * 60_000 });
+  await ticket('sameIntent', { key: 'intent-a', ageMs: 40 * 60_000 }); // same intent, no externalRef
+  await ticket('sameRef', { ref: 'order-1', key: 'intent-b', ageMs: 30 * 60_000 }); // new key, same externalRef
+  await ticket('unique', { ref: 'order-2', key: 'intent-c', ageMs: 20 * 60_000 });
+  await ticket('old', { key: 'intent-d', ageMs: 48 * HOUR }); // outside the window ...
+  await ticket('afterOld', { key: 'intent-d', ageMs: 10 * 60_000 }); // ... yet the recent one duplicates it
+  await ticket('otherTenant', { tenant: otherTenant, ref: 'order-1', key: 'intent-a', ageMs: 5 * 60_000 }); // another tenant: no duplicate
+});
+
+afterAll(async () => {
+  await prisma?.$disconnect();
+  await db?.end();
+  await scratch?.drop();
+});
+
+const options = () => ({ since: new Date(Date.now() - 24 * HOUR), grace: new Date(Date.now() - 300_000), group: 'reconcile-runs-test', tenant: null });
+
+it('counts the tickets beyond the first sharing an externalRef in their tenant or an intent, over the window', async () => {
+  const report = await reconcileReport(prisma, options());
+  expect(report.ticketsChecked).toBe(6);
+  expect(report.duplicateTickets).toBe(3);
+  expect(duplicateCreationRatio(report)).toBe(0.5);
+  const finding = report.findings.find((f) => f.id === 'duplicate-ticket')!;
+  expect(new Set(finding.sample)).toEqual(new Set([ids.sameIntent, ids.sameRef, ids.afterOld]));
+  expect(finding.advice).toMatch(/cancel the later one/);
+  // Per tenant: the other tenant's ticket with the same externalRef and key is no duplicate.
+  const other = await reconcileReport(prisma, { ...options(), tenant: 'dup-other' });
+  expect(other).toMatchObject({ ticketsChecked: 1, duplicateTickets: 0 });
+});
+
+it('records a run and reads back the newest, of any trigger or of one', async () => {
+  const runs = new ReconcileRunsRepository(prisma);
+  const report = await reconcileReport(prisma, options());
+  const stored = await runs.record({ trigger: 'cli', ...report });
+  expect(await runs.latest()).toEqual(stored);
+  expect(stored).toMatchObject({ trigger: 'cli', ticketsChecked: 6, duplicateTickets: 3 });
+  const { rows } = await db.query('SELECT trigger, tickets_checked, duplicate_tickets, findings FROM reconcile_runs WHERE id = $1', [stored.id]);
+  expect(rows[0]).toMatchObject({ trigger: 'cli', tickets_checked: 6, duplicate_tickets: 3 });
+  expect(rows[0].findings).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'duplicate-ticket', count: 3 })]));
+  expect(await runs.latest('schedule')).toBeNull();
+});
+
+it('the CLI over every tenant records its run (trigger cli); with --tenant it records none', async () => {
+  const before = Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'cli'")).rows[0].n);
+  const out: string[] = [];
+  const ctx = { prisma, config: loadConfig({ DATABASE_URL: scratch.url }), out: (l: string) => out.push(l), err: () => undefined };
+  const io = { ...ctx, open: async () => ({ ctx, close: async () => undefined }) };
+  expect(await runCli(['reconcile', '--json'], [reconcileCli], io)).toBe(1);
+  expect(JSON.parse(out.at(-1)!)).toMatchObject({ ok: false, ticketsChecked: 6, duplicateTickets: 3 });
+  expect(await runCli(['reconcile', '--tenant', 'dup'], [reconcileCli], io)).toBe(1);
+  expect(out.at(-1)).toBe('duplicate-creation rate: 3 of 5 tickets (60.000 %)');
+  expect(Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'cli'")).rows[0].n)).toBe(before + 1);
+});
+
+it('two processes looking at once make one scheduled run per interval', async () => {
+  const settings = { databaseUrl: scratch.url, intervalMs: HOUR, windowMs: 24 * HOUR, graceMs: 300_000, group: 'reconcile-runs-test' };
+  const a = new ReconcileSchedule(prisma, settings);
+  const b = new ReconcileSchedule(prisma, settings);
+  const first = await Promise.all([a.runIfDue(), b.runIfDue(), a.runIfDue()]);
+  expect(first.filter(Boolean)).toHaveLength(1);
+  expect(first.find(Boolean)).toMatchObject({ trigger: 'schedule', ticketsChecked: 6, duplicateTickets: 3 });
+  // Not due again within the interval, whichever process looks.
+  expect(await Promise.all([a.runIfDue(), b.runIfDue()])).toEqual([null, null]);
+  expect(await schedulingRuns()).toBe(1);
+  await Promise.all([a.stop(), b.stop()]);
+});
+
+it('the API runs it on RECONCILE_INTERVAL and serves the newest run as metrics', async () => {
+  const before = await schedulingRuns();
+  const config = testConfig({ DATABASE_URL: scratch.url, RECONCILE_INTERVAL: '200ms' });
+  const app = await createApiApp(config, createLogger('silent', 'reconcile-runs-test'));
+  await app.listen(0, '127.0.0.1');
+  try {
+    await eventually(schedulingRuns, (n) => n > before, 20_000, 'a scheduled run recorded by the API');
+    const url = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/metrics`;
+    const scrape = async () => (await fetch(url)).text();
+    const text = await eventually(scrape, (t) => /^tickets_reconcile_scheduled_runs_total\{result="ok"\} [1-9]/m.test(t), 20_000, 'the run counted');
+    expect(text).toMatch(/^tickets_reconcile_duplicate_creation_ratio 0\.5$/m);
+    expect(text).toMatch(/^tickets_reconcile_findings\{check="duplicate-ticket"\} 3$/m);
+    expect(text).toMatch(/^tickets_reconcile_findings\{check="outbox-unpublished"\} 0$/m);
+    const last = Number(/^tickets_reconcile_last_run_timestamp_seconds (\S+)$/m.exec(text)![1]);
+    expect(Math.abs(last * 1000 - Date.now())).toBeLessThan(HOUR);
+  } finally {
+    await app.close();
+  }
+});
