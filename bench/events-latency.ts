@@ -444,6 +444,9 @@ const STAGES = [
   'created_at -> relay send (Kafka timestamp)',
   'relay send -> inbox statement',
   'inbox statement -> webhook arrival',
+  // Not a stage: how long after the API's answer left the relay sent (negative: before it). The create
+  // commits between created_at and the answer, so this bounds the relay's own delay from above.
+  '(API answer -> relay send)',
 ] as const;
 
 /**
@@ -538,6 +541,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     stage['created_at -> relay send (Kafka timestamp)'].push(k - c);
     stage['relay send -> inbox statement'].push(i - k);
     stage['inbox statement -> webhook arrival'].push(wall(a.at) - i);
+    if (s.responded !== undefined) stage['(API answer -> relay send)'].push(k - wall(s.responded));
   }
   return {
     rate,
