@@ -24,6 +24,7 @@
 // <DATABASE_URL's name>_bench_consumer (migrated, dropped afterwards).
 // RSS of this process is sampled every 50 ms while the first notifier run and the replay run: it must stay flat.
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { Kafka, logLevel, type EachBatchPayload, type Message } from 'kafkajs';
 import { Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
@@ -34,7 +35,8 @@ import { createLogger } from '@tickets/logger';
 import { createConsumerApp, notifierOptions, type NotifierApp } from '../apps/consumer/src/consumer.app';
 import { scratchDatabase } from './support/paths';
 import { mb, median } from './support/stats';
-import { startHandNotifier } from './support/hand-notifier';
+import { HAND_NOTIFIER_APPLICATION_NAME, startHandNotifier } from './support/hand-notifier';
+import { cpuSecondsOf } from './support/api-process';
 
 export interface ConsumerBenchResult {
   messages: number;
@@ -46,8 +48,8 @@ export interface ConsumerBenchResult {
   ratio: number;
   /** The hand-written kafkajs eachBatch + pg anchor (bench/support/hand-notifier.ts), median of its 3 runs. */
   handPerSec: number;
-  /** msg/s of each round, run back to back (the order alternates). */
-  pairs: { hand: number; notifier: number }[];
+  /** msg/s and CPU of each round, run back to back (the order alternates). */
+  pairs: { hand: number; notifier: number; handCpu: RunCpu; notifierCpu: RunCpu }[];
   /** Median over the rounds of notifier / hand-written (target >= 0.8, issue #13). */
   ratioVsHand: number;
   /** Floor 1: raw + JSON + zod parse of every message, no database. */
@@ -62,6 +64,16 @@ export interface ConsumerBenchResult {
   rssAtQuartilesMb: number[];
   /** Highest RSS sampled while the replay (every message a duplicate) ran. */
   replayRssPeakMb: number;
+}
+
+/** CPU per message of one run: the node process, and the run's PostgreSQL backends. */
+export interface RunCpu {
+  nodeUs: number;
+  postgresUs: number;
+}
+interface Run {
+  rate: number;
+  cpu: RunCpu;
 }
 
 const PARTITIONS = 6;
@@ -206,25 +218,38 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
         },
       };
     };
+    // CPU of a run: this process (only one consumer runs at a time) and the run's own PostgreSQL backends
+    // (fresh connections, found by application_name before they close), in µs per message. Less
+    // sensitive than msg/s to what else runs on the machine.
+    const backendCpuMs = async (applicationName: string) => {
+      const pids = await prisma.$queryRaw<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${applicationName}`;
+      return pids.reduce((sum, { pid }) => sum + (existsSync(`/proc/${pid}`) ? cpuSecondsOf(pid) * 1000 : 0), 0);
+    };
+    const cpuOf = async (cpu0: NodeJS.CpuUsage, applicationName: string): Promise<RunCpu> => {
+      const node = process.cpuUsage(cpu0);
+      return { nodeUs: Math.round(((node.user + node.system) / n) * 10) / 10, postgresUs: Math.round(((await backendCpuMs(applicationName)) * 1000 / n) * 10) / 10 };
+    };
     const withDeadline = <T>(label: string, p: Promise<T>) =>
       Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${label}: not done within 600 s`)), 600_000).unref())]);
-    const runHand = async (): Promise<number> => {
+    const runHand = async (): Promise<Run> => {
       await emptyTables();
       const groupId = `bench-hand-${randomUUID().slice(0, 8)}`;
       const c = clock();
+      const cpu0 = process.cpuUsage();
       let covered = 0;
       const stop = await startHandNotifier({
         brokers: config.kafka.brokers, databaseUrl: benchUrl, topic, groupId, chunkSize, partitionsConcurrency: concurrency, webhookUrl,
         onChunk: (m) => c.tick((covered += m)),
       });
       const rate = await withDeadline('hand-written', c.done);
+      const cpu = await cpuOf(cpu0, HAND_NOTIFIER_APPLICATION_NAME);
       await stop();
       const made = await notificationsOf(groupId);
       if (made !== n) throw new Error(`hand-written consumer made ${made} notifications for ${n} events`);
       await admin.deleteGroups([groupId]).catch(() => undefined);
-      return rate;
+      return { rate, cpu };
     };
-    const runNotifier = async (sampleRss: boolean): Promise<number> => {
+    const runNotifier = async (sampleRss: boolean): Promise<Run> => {
       await emptyTables();
       notifierGroup = `bench-notifier-${randomUUID().slice(0, 8)}`;
       const c = clock();
@@ -234,18 +259,20 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
         rssBefore = rssPeak = process.memoryUsage().rss;
         sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
       }
+      const cpu0 = process.cpuUsage();
       const app = await startNotifier(notifierGroup, (at) => {
         next.set(at.partition, Number(at.lastOffset) + 1);
         c.tick([...next.values()].reduce((a, b) => a + b, 0));
       });
       notifier = sampleRss ? app : undefined;
       const rate = await withDeadline('notifier', c.done);
+      const cpu = await cpuOf(cpu0, `event-consumer-${notifierGroup}`.slice(0, 63));
       await app.app.close();
       notifier = undefined;
       clearInterval(sampler);
       const stats = await handled(app);
       if (stats.processed !== n) throw new Error(`notifier processed ${stats.processed} of ${n}`);
-      return rate;
+      return { rate, cpu };
     };
     // No /metrics endpoint: the process metrics' observers cost CPU a hand-written consumer does not spend.
     const startNotifier = (groupId: string, afterStatement?: (at: { partition: number; lastOffset: string }) => void) =>
@@ -256,11 +283,11 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
         partitionsConcurrency: concurrency,
         ...(afterStatement ? { faults: { afterTransactionBeforeCommit: (at) => void afterStatement(at) } } : {}),
       });
-    const pairs: { hand: number; notifier: number }[] = [];
+    const pairs: ConsumerBenchResult['pairs'] = [];
     for (let round = 0; round < 3; round++) {
       // The order alternates, so neither side always runs on the warmer process.
-      let hand: number;
-      let notif: number;
+      let hand: Run;
+      let notif: Run;
       if (round % 2 === 0) {
         log(`round ${round + 1}/3: hand-written anchor, then the notifier (dispatch disabled) ...`);
         hand = await runHand();
@@ -270,8 +297,11 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
         notif = await runNotifier(false);
         hand = await runHand();
       }
-      pairs.push({ hand, notifier: notif });
-      log(`  notifier ${notif.toLocaleString()} msg/s, hand-written ${hand.toLocaleString()} msg/s: ${(notif / hand).toFixed(2)}x`);
+      pairs.push({ hand: hand.rate, notifier: notif.rate, handCpu: hand.cpu, notifierCpu: notif.cpu });
+      log(
+        `  notifier ${notif.rate.toLocaleString()} msg/s, hand-written ${hand.rate.toLocaleString()} msg/s: ${(notif.rate / hand.rate).toFixed(2)}x; ` +
+          `CPU µs/msg node + PostgreSQL: notifier ${notif.cpu.nodeUs} + ${notif.cpu.postgresUs}, hand-written ${hand.cpu.nodeUs} + ${hand.cpu.postgresUs}`,
+      );
     }
     // The last round (an odd number of them) ran the notifier last, on tables emptied before it: its
     // group's inbox is complete for the replay.
@@ -336,6 +366,7 @@ export function formatConsumerBench(r: ConsumerBenchResult): string {
     row('replay from earliest (every message a duplicate)', r.replayPerSec, x(r.replayPerSec, r.rawPerSec)),
     '',
     `rounds (notifier / hand-written msg/s): ${r.pairs.map((p, i) => `${i + 1}: ${p.notifier.toLocaleString()} / ${p.hand.toLocaleString()} (${x(p.notifier, p.hand)})`).join('; ')}`,
+    `CPU per message, node + PostgreSQL (µs): ${r.pairs.map((p, i) => `${i + 1}: notifier ${p.notifierCpu.nodeUs} + ${p.notifierCpu.postgresUs}, hand-written ${p.handCpu.nodeUs} + ${p.handCpu.postgresUs}`).join('; ')}`,
     `webhook sending disabled (dispatch: false); RSS before ${r.rssBeforeMb} MB, peak ${r.rssPeakMb} MB, at 25/50/75/100 %: ${r.rssAtQuartilesMb.join(' / ')} MB, replay peak ${r.replayRssPeakMb} MB`,
   ].join('\n');
 }

@@ -188,6 +188,9 @@ export async function runEventsBench(): Promise<{ report: string; pass: boolean 
   );
   L.push(
     `Consumer rounds, notifier / hand-written msg/s (the order alternates): ${consumer.pairs.map((p, i) => `${i + 1}: ${int(p.notifier)} / ${int(p.hand)} (${x(p.notifier / p.hand)})`).join('; ')}; ` +
+      `CPU per message, node + PostgreSQL backends (µs; less sensitive to other load than msg/s): ${consumer.pairs
+        .map((p, i) => `${i + 1}: notifier ${fixed(p.notifierCpu.nodeUs)} + ${fixed(p.notifierCpu.postgresUs)}, hand-written ${fixed(p.handCpu.nodeUs)} + ${fixed(p.handCpu.postgresUs)}`)
+        .join('; ')}; ` +
       `raw ${fixed(consumer.rawMs / 1000, 2)} s (after an untimed warm-up read), replay ${fixed(consumer.replayMs / 1000, 2)} s (webhook sending off in this step).`,
     '',
   );

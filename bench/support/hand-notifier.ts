@@ -12,6 +12,9 @@ import { Pool } from 'pg';
 import { TicketEvent } from '@tickets/contracts';
 import { int8Array, textArray, uuidArray } from '@tickets/db';
 
+/** The application_name of its connections (the bench reads their CPU). */
+export const HAND_NOTIFIER_APPLICATION_NAME = 'bench-hand-notifier';
+
 const RECORD_SQL = `
   WITH v AS (
     SELECT * FROM unnest($4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::int8[], $9::text[])
@@ -42,7 +45,7 @@ export interface HandNotifierOptions {
 
 /** Starts the hand-written notifier; the returned function stops it (leaves the group, closes the pool). */
 export async function startHandNotifier(o: HandNotifierOptions): Promise<() => Promise<void>> {
-  const pool = new Pool({ connectionString: o.databaseUrl, max: o.partitionsConcurrency, application_name: 'bench-hand-notifier' });
+  const pool = new Pool({ connectionString: o.databaseUrl, max: o.partitionsConcurrency, application_name: HAND_NOTIFIER_APPLICATION_NAME });
   const kafka = new Kafka({ brokers: o.brokers, clientId: 'bench-hand-notifier', logLevel: logLevel.NOTHING });
   const consumer: Consumer = kafka.consumer({ groupId: o.groupId, maxWaitTimeInMs: 500 });
   await consumer.connect();
