@@ -244,3 +244,38 @@ it('a leased notification is invisible to claims until its lease ends, then due 
   expect(later.map((n) => n.id).sort()).toEqual(r.leased.map((n) => n.id).sort());
   expect(later.map((n) => n.attempts)).toEqual([2, 2]);
 });
+
+it('a dispatcher stopped while the inbox statement ran gives the leases back unsent: due now, the attempt un-counted', async () => {
+  const events = Array.from({ length: 2 }, () => ticketCreated(randomUUID()));
+  const dispatcher = new WebhookDispatcher({ prisma, groupId: leaseGroupId, defaultSecret: secret, ...TEST_NOTIFIER });
+  dispatcher.start();
+  const r = await dispatcher.handOver(events.length, async (lease) => {
+    expect(lease).toMatchObject({ limit: 2, leaseMs: TEST_NOTIFIER.leaseMs });
+    await dispatcher.stop(); // e.g. SIGTERM arrives while the statement runs
+    return new InboxRepository().recordBatch(db, {
+      groupId: leaseGroupId,
+      topic,
+      partition: 1,
+      defaultWebhookUrl: receiver.url,
+      events,
+      offsets: ['10', '11'],
+      values: events.map((e) => Buffer.from(JSON.stringify(e))),
+      invalid: [],
+      lease,
+    });
+  });
+  expect(r.leased).toHaveLength(2);
+  const ids = events.map((e) => e.id);
+  const rows = await eventually(
+    async () => (await db.query(`SELECT lease_token, attempts, next_attempt_at <= now() AS due FROM notifications WHERE group_id = $1 AND event_id = ANY($2::uuid[])`, [leaseGroupId, ids])).rows,
+    (rs) => rs.length === 2 && rs.every((x) => x.lease_token === null),
+    20_000,
+    'leases given back',
+  );
+  expect(rows).toEqual([
+    { lease_token: null, attempts: 0, due: true },
+    { lease_token: null, attempts: 0, due: true },
+  ]);
+  expect(dispatcher.stats().handedOver).toBe(0);
+  expect(receiver.requests.filter((d) => ids.includes(bodyEventId(d)!))).toHaveLength(0);
+});

@@ -162,11 +162,12 @@ export class WebhookDispatcher {
       if (lease) this.reserved -= lease.limit;
     }
     const rows = result.leased;
-    if (rows.length > 0) {
+    if (rows.length > 0 && this.running) {
       this.counters.handedOver += rows.length;
-      // Stopped meanwhile: give the leases back (due now) instead of sending; stop() waits for it.
-      if (this.running) for (const row of rows) this.track(this.deliver(row));
-      else this.track(this.release(rows));
+      for (const row of rows) this.track(this.deliver(row));
+    } else if (rows.length > 0) {
+      // Stopped meanwhile: give the leases back (due now, the attempt un-counted) instead of sending.
+      this.track(this.release(rows));
     }
     if (result.pending > rows.length) this.wake();
     return result;
