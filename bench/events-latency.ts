@@ -12,22 +12,24 @@
 //   1. warm-up: POSTs for 2 s at concurrency 8 (autocannon), until their webhooks arrived;
 //   2. max POST rate: autocannon, 5 s at concurrency 32, a fresh Idempotency-Key per request; then waits
 //      until every ticket created so far has had its webhook (the backlog drains);
-//   3. open loop at HALF that rate for 15 s: a timer sends POST i at t0 + i/rate whatever the responses
-//      (keep-alive pool of up to 128 sockets); per ticket, latency = webhook arrival (receiver, this
-//      process) - intended send time (so a late scheduler or a full socket pool counts against us).
-//      Matched by the ticket id of the 201 body and the webhook body's data.ticketId.
+//   3. EVENTS_OPEN_LOOPS (3) open loops at HALF that rate for 15 s each, one after the other: a timer
+//      sends POST i at t0 + i/rate whatever the responses (keep-alive pool of up to 128 sockets); per
+//      ticket, latency = webhook arrival (receiver, this process) - intended send time (so a late
+//      scheduler or a full socket pool counts against us). Matched by the ticket id of the 201 body and
+//      the webhook body's data.ticketId. Per stage (measureOpenLoop): API created_at, the Kafka
+//      timestamp of the relay's send, the consumer's inbox statement, the webhook's arrival.
 // Tuning goes through the environment only (the children inherit it): RELAY_POLL_INTERVAL,
 // NOTIFY_CONCURRENCY, NOTIFY_POLL_INTERVAL, CONSUMER_PARTITIONS_CONCURRENCY, DB_POOL_MAX ... The bench
 // sets LOG_LEVEL=warn, TICKET_EVENTS_TOPIC, NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL/_SECRET, DATABASE_URL;
 // everything else is the application's default (reported in the "Step 3 settings" line).
-// EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
+// EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_OPEN_LOOPS (3), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
 // the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
@@ -60,6 +62,31 @@ export interface Percentiles {
   max: number;
 }
 
+export interface OpenLoopResult {
+  rate: number;
+  seconds: number;
+  sent: number;
+  created: number;
+  /** Non-201 responses and transport errors. */
+  failed: number;
+  failedDetail: string;
+  arrived: number;
+  /** Webhook arrival - intended send time, ms. */
+  e2e: Percentiles;
+  /** POST response time measured from the intended send time, ms. */
+  http: Percentiles;
+  /** Actual send - intended send time (the scheduler's lateness), ms. */
+  schedulerLag: Percentiles;
+  /** Per-stage breakdown (ms, one clock): see STAGES. */
+  stages: Record<string, Percentiles>;
+  /** CPU during the open loop, % of one core. */
+  cpu: Record<string, number>;
+  /** PostgreSQL transactions (all sessions of the bench database) per POST (approx.: the tail's are partly included). */
+  xactPerTicket: number;
+  /** Load average (1 min) at the end of the loop. */
+  load1: number;
+}
+
 export interface LatencyBenchResult {
   /** POST /v1/tickets 201/s, autocannon at `maxConcurrency` for `maxSeconds`, with relay and consumer running. */
   maxPostRate: number;
@@ -70,30 +97,11 @@ export interface LatencyBenchResult {
   maxSeconds: number;
   /** Time from the end of the max-rate phase until every ticket's webhook had arrived (backlog drain). */
   backlog: { tickets: number; drainMs: number };
-  /** The open-loop phase. */
-  rate: number;
-  seconds: number;
-  sent: number;
-  created: number;
-  /** Non-201 responses and transport errors of the open-loop phase. */
-  failed: number;
-  failedDetail: string;
-  arrived: number;
+  /** The open loops, one after the other on the same processes, each after the previous one's webhooks all arrived. */
+  loops: OpenLoopResult[];
   /** Webhooks seen more than once for the same ticket (all phases). */
   duplicates: number;
   unverified: number;
-  /** Webhook arrival - intended send time, ms. */
-  e2e: Percentiles;
-  /** POST response time measured from the intended send time, ms. */
-  http: Percentiles;
-  /** Actual send - intended send time (the scheduler's lateness), ms. */
-  schedulerLag: Percentiles;
-  /** Per-stage breakdown from the database timestamps (ms, same clock): see `stages` in the report. */
-  stages: Record<string, Percentiles>;
-  /** CPU during the open-loop phase, % of one core. */
-  cpu: Record<string, number>;
-  /** PostgreSQL transactions (all sessions of the bench database) per POST during the open loop (approx.: the tail's are partly included). */
-  xactPerTicket: number;
   /** VmHWM of the children at the end (relay runs inside the API). */
   apiPeakRssMb: number;
   consumerPeakRssMb: number;
@@ -428,12 +436,138 @@ function safeCpu(pid: number): number {
   }
 }
 
+// ---------- one open loop, measured ----------
+
+/** The stages of the path, from timestamps on one clock (this machine's): see measureOpenLoop. */
+const STAGES = [
+  'send -> API created_at',
+  'created_at -> relay send (Kafka timestamp)',
+  'relay send -> inbox statement',
+  'inbox statement -> webhook arrival',
+  // Not a stage: how long after the API's answer left the relay sent (negative: before it). The create
+  // commits between created_at and the answer, so this bounds the relay's own delay from above.
+  '(API answer -> relay send)',
+] as const;
+
+/**
+ * Each record's Kafka timestamp (CreateTime: set by the relay's producer when it encodes the send),
+ * by key (= ticket id), for the keys in `want`: read afterwards with a fresh group, so it costs nothing
+ * during the measurement.
+ */
+async function kafkaTimestamps(kafka: Kafka, topic: string, want: Set<string>): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (want.size === 0) return out;
+  const groupId = `bench-events-ts-${randomBytes(4).toString('hex')}`;
+  const c = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
+  await c.connect();
+  try {
+    await c.subscribe({ topic, fromBeginning: true });
+    await c.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const key = m.key?.toString('utf8');
+          if (key && want.has(key) && !out.has(key)) out.set(key, Number(m.timestamp));
+        }
+      },
+    });
+    const deadline = now() + 30_000;
+    while (out.size < want.size && now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    await c.disconnect();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.disconnect();
+  }
+  return out;
+}
+
+interface LoopDeps {
+  db: Client;
+  kafka: Kafka;
+  topic: string;
+  groupId: string;
+  arrivals: Map<string, Arrival>;
+  meter: () => () => Record<string, number>;
+}
+
+/**
+ * One open loop at `rate` for `seconds`, then waits for its webhooks. Latency = webhook arrival -
+ * intended send time. Stages, per ticket, on one clock: the API's created_at (the create
+ * transaction's start), the Kafka timestamp of the event (the relay's send, after it was woken and
+ * claimed the row), the consumer's inbox statement (received_at: after the broker's ack, the fetch
+ * and the parse), the webhook's arrival here (after the dispatcher's wake-up, claim and POST).
+ */
+async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopDeps): Promise<OpenLoopResult> {
+  const before = d.arrivals.size;
+  const xacts = async () => Number((await d.db.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n);
+  const xact0 = await xacts();
+  const meter = d.meter();
+  const progress = setInterval(() => ctx.log(`  ... ${d.arrivals.size - before} webhooks so far in this loop`), 5000);
+  const samples = await openLoop(ctx, rate, seconds);
+  clearInterval(progress);
+  const cpu = meter();
+  const load1 = loadavg()[0];
+  await new Promise((r) => setTimeout(r, 600)); // pg_stat_database is updated by the backends at most every 500 ms
+  const xactPerTicket = ((await xacts()) - xact0) / Math.max(1, samples.length);
+  const createdIds = samples.filter((s) => s.ticketId).map((s) => s.ticketId!);
+  await waitForWebhooks(createdIds, d.arrivals, 30_000, 'open-loop tail', ctx.log);
+
+  const e2e: number[] = [];
+  for (const s of samples) {
+    const a = s.ticketId ? d.arrivals.get(s.ticketId) : undefined;
+    if (a) e2e.push(a.at - s.intended);
+  }
+  const failedCodes = new Map<string, number>();
+  for (const s of samples) if (s.status !== 201) failedCodes.set(s.error ?? String(s.status), (failedCodes.get(s.error ?? String(s.status)) ?? 0) + 1);
+
+  const { rows } = await d.db.query<{ ticket_id: string; created_ms: string; received_ms: string | null }>(
+    `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
+            extract(epoch FROM i.received_at) * 1000 AS received_ms
+       FROM outbox_events o LEFT JOIN inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
+      WHERE o.aggregate_id = ANY($2::uuid[])`,
+    [d.groupId, createdIds],
+  );
+  const byTicket = new Map(rows.map((r) => [r.ticket_id, r]));
+  const sentAt = await kafkaTimestamps(d.kafka, d.topic, new Set(createdIds));
+  const stage: Record<(typeof STAGES)[number], number[]> = Object.fromEntries(STAGES.map((k) => [k, [] as number[]])) as never;
+  for (const s of samples) {
+    const r = s.ticketId ? byTicket.get(s.ticketId) : undefined;
+    const a = s.ticketId ? d.arrivals.get(s.ticketId) : undefined;
+    const k = s.ticketId ? sentAt.get(s.ticketId) : undefined;
+    if (!r || !a || k === undefined || r.received_ms === null) continue;
+    const [c, i] = [Number(r.created_ms), Number(r.received_ms)];
+    stage['send -> API created_at'].push(c - wall(s.intended));
+    stage['created_at -> relay send (Kafka timestamp)'].push(k - c);
+    stage['relay send -> inbox statement'].push(i - k);
+    stage['inbox statement -> webhook arrival'].push(wall(a.at) - i);
+    if (s.responded !== undefined) stage['(API answer -> relay send)'].push(k - wall(s.responded));
+  }
+  return {
+    rate,
+    seconds,
+    sent: samples.length,
+    created: createdIds.length,
+    failed: samples.length - createdIds.length,
+    failedDetail: [...failedCodes].map(([k, v]) => `${k}: ${v}`).join(', '),
+    arrived: e2e.length,
+    e2e: pct(e2e),
+    http: pct(samples.filter((s) => s.responded !== undefined).map((s) => s.responded! - s.intended)),
+    schedulerLag: pct(samples.map((s) => s.sent - s.intended)),
+    stages: Object.fromEntries(Object.entries(stage).map(([k, v]) => [k, pct(v)])),
+    cpu,
+    xactPerTicket,
+    load1,
+  };
+}
+
 // ---------- the run ----------
 
 export async function runLatencyBench(opts: { log?: (line: string) => void } = {}): Promise<LatencyBenchResult> {
   const log = opts.log ?? ((l: string) => console.log(l));
   const config = loadConfig();
   const openSeconds = posNum('EVENTS_OPEN_LOOP_SECONDS', 15);
+  const openLoops = posNum('EVENTS_OPEN_LOOPS', 3);
   const maxSeconds = posNum('EVENTS_MAX_SECONDS', 5);
   const maxConcurrency = posNum('EVENTS_MAX_CONCURRENCY', 32);
   const runId = randomBytes(4).toString('hex');
@@ -510,49 +644,21 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     log(`  backlog drained: every webhook in ${fixed(drainMs / 1000, 2)} s after the max-rate phase`);
 
     const rate = env.EVENTS_RATE ? posNum('EVENTS_RATE', 1) : Math.max(1, Math.round(max.rate / 2));
-    log(`open loop: ${rate} req/s (half the max) for ${openSeconds} s`);
     const pgPids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL')).rows.map((r) => r.pid);
     const brokerPid = kafkaBrokerPid();
-    const xacts = async () => Number((await db!.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n);
-    const xact0 = await xacts();
-    const meter = cpuMeter({ api: [api.pid], consumer: [consumer.pid], postgres: pgPids, ...(brokerPid ? { kafka: [brokerPid] } : {}) });
-    const progress = setInterval(() => log(`  ... ${receiver.arrivals.size - backlogTickets} webhooks so far in this phase`), 3000);
-    const samples = await openLoop(ctx, rate, openSeconds);
-    clearInterval(progress);
-    const cpu = meter();
-    await new Promise((r) => setTimeout(r, 600)); // pg_stat_database is updated by the backends at most every 500 ms
-    const xactPerTicket = ((await xacts()) - xact0) / Math.max(1, samples.length);
-    const createdIds = samples.filter((s) => s.ticketId).map((s) => s.ticketId!);
-    await waitForWebhooks(createdIds, receiver.arrivals, 30_000, 'open-loop tail', log);
-
-    const e2e: number[] = [];
-    for (const s of samples) {
-      const a = s.ticketId ? receiver.arrivals.get(s.ticketId) : undefined;
-      if (a) e2e.push(a.at - s.intended);
-    }
-    const failedCodes = new Map<string, number>();
-    for (const s of samples) if (s.status !== 201) failedCodes.set(s.error ?? String(s.status), (failedCodes.get(s.error ?? String(s.status)) ?? 0) + 1);
-
-    // Where the time goes: the API's created_at (request handling), the relay's mark (after the broker's
-    // ack), the consumer's inbox statement, and the webhook's arrival here. Same machine, same clock.
-    const { rows } = await db.query<{ ticket_id: string; created_ms: string; published_ms: string | null; received_ms: string | null }>(
-      `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
-              extract(epoch FROM o.published_at) * 1000 AS published_ms, extract(epoch FROM i.received_at) * 1000 AS received_ms
-         FROM outbox_events o LEFT JOIN inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
-        WHERE o.aggregate_id = ANY($2::uuid[])`,
-      [groupId, createdIds],
-    );
-    const byTicket = new Map(rows.map((r) => [r.ticket_id, r]));
-    const stage = { 'send -> API created_at': [] as number[], 'created_at -> relay mark (after ack)': [] as number[], 'relay mark -> inbox statement': [] as number[], 'inbox statement -> webhook arrival': [] as number[] };
-    for (const s of samples) {
-      const r = s.ticketId ? byTicket.get(s.ticketId) : undefined;
-      const a = s.ticketId ? receiver.arrivals.get(s.ticketId) : undefined;
-      if (!r || !a || r.published_ms === null || r.received_ms === null) continue;
-      const [c, p, i] = [Number(r.created_ms), Number(r.published_ms), Number(r.received_ms)];
-      stage['send -> API created_at'].push(c - wall(s.intended));
-      stage['created_at -> relay mark (after ack)'].push(p - c);
-      stage['relay mark -> inbox statement'].push(i - p);
-      stage['inbox statement -> webhook arrival'].push(wall(a.at) - i);
+    const loops: OpenLoopResult[] = [];
+    for (let loop = 1; loop <= openLoops; loop++) {
+      log(`open loop ${loop}/${openLoops}: ${rate} req/s (half the max) for ${openSeconds} s`);
+      const r = await measureOpenLoop(ctx, rate, openSeconds, {
+        db,
+        kafka,
+        topic,
+        groupId,
+        arrivals: receiver.arrivals,
+        meter: () => cpuMeter({ api: [api!.pid], consumer: [consumer!.pid], postgres: pgPids, ...(brokerPid ? { kafka: [brokerPid] } : {}) }),
+      });
+      log(`  p50 ${fixed(r.e2e.p50)} / p99 ${fixed(r.e2e.p99)} ms, ${r.arrived}/${r.created} arrived; load ${fixed(r.load1, 2)}`);
+      loops.push(r);
     }
 
     const apiMem = memoryOf(api.pid);
@@ -565,21 +671,9 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
       maxConcurrency,
       maxSeconds,
       backlog: { tickets: backlogTickets, drainMs },
-      rate,
-      seconds: openSeconds,
-      sent: samples.length,
-      created: createdIds.length,
-      failed: samples.length - createdIds.length,
-      failedDetail: [...failedCodes].map(([k, v]) => `${k}: ${v}`).join(', '),
-      arrived: e2e.length,
+      loops,
       duplicates: rstats.duplicates,
       unverified: rstats.unverified,
-      e2e: pct(e2e),
-      http: pct(samples.filter((s) => s.responded !== undefined).map((s) => s.responded! - s.intended)),
-      schedulerLag: pct(samples.map((s) => s.sent - s.intended)),
-      stages: Object.fromEntries(Object.entries(stage).map(([k, v]) => [k, pct(v)])),
-      cpu,
-      xactPerTicket,
       apiPeakRssMb: mb(apiMem.hwm),
       consumerPeakRssMb: mb(consumerMem.hwm),
       settings,
@@ -604,15 +698,19 @@ export function formatLatency(r: LatencyBenchResult): string {
   const lines = [
     `max POST rate ${int(r.maxPostRate)} req/s (autocannon ${r.maxSeconds} s, concurrency ${r.maxConcurrency}, p99 ${fixed(r.maxPostP99Ms)} ms, non-201 ${r.maxPostBad}); ` +
       `its ${int(r.backlog.tickets)} tickets' webhooks all arrived ${fixed(r.backlog.drainMs / 1000, 2)} s after it ended`,
-    `open loop ${r.rate} req/s for ${r.seconds} s: sent ${r.sent}, 201 ${r.created}, failed ${r.failed}${r.failedDetail ? ` (${r.failedDetail})` : ''}, webhooks arrived ${r.arrived}/${r.created}; duplicates ${r.duplicates}, bad signatures ${r.unverified}`,
-    `POST -> webhook  ${fmtPct(r.e2e)}`,
-    `POST response    ${fmtPct(r.http)}`,
-    `scheduler lag    ${fmtPct(r.schedulerLag)}`,
-    ...Object.entries(r.stages).map(([k, v]) => `  ${k.padEnd(38)} ${fmtPct(v)}`),
-    `CPU % of one core during the open loop: ${Object.entries(r.cpu).map(([k, v]) => `${k} ${int(v)}`).join(', ')}; ` +
-      `${fixed(r.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed((r.cpu.box - r.cpu.other) * 10 / r.rate, 1)} ms (all processes but "other")`,
-    `peak RSS (VmHWM): API + relay ${r.apiPeakRssMb} MB, consumer ${r.consumerPeakRssMb} MB`,
   ];
+  r.loops.forEach((l, i) => {
+    lines.push(
+      `open loop ${i + 1}/${r.loops.length}: ${l.rate} req/s for ${l.seconds} s: sent ${l.sent}, 201 ${l.created}, failed ${l.failed}${l.failedDetail ? ` (${l.failedDetail})` : ''}, webhooks arrived ${l.arrived}/${l.created}; load average ${fixed(l.load1, 2)}`,
+      `  POST -> webhook  ${fmtPct(l.e2e)}`,
+      `  POST response    ${fmtPct(l.http)}`,
+      `  scheduler lag    ${fmtPct(l.schedulerLag)}`,
+      ...Object.entries(l.stages).map(([k, v]) => `    ${k.padEnd(44)} ${fmtPct(v)}`),
+      `  CPU % of one core: ${Object.entries(l.cpu).map(([k, v]) => `${k} ${int(v)}`).join(', ')}; ` +
+        `${fixed(l.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed(((l.cpu.box - l.cpu.other) * 10) / l.rate, 1)} ms (all processes but "other")`,
+    );
+  });
+  lines.push(`duplicates ${r.duplicates}, bad signatures ${r.unverified} (all phases); peak RSS (VmHWM): API + relay ${r.apiPeakRssMb} MB, consumer ${r.consumerPeakRssMb} MB`);
   return lines.join('\n');
 }
 

@@ -1,9 +1,13 @@
 // The webhook dispatcher against a real HTTP receiver: retries with backoff, permanent failures,
-// giving up, tenants without a target, and two dispatchers racing for the same notifications.
+// giving up, tenants without a target, two dispatchers racing for the same notifications, and the
+// hand-over from the inbox statement (the notifications it leases are sent without a claim; a leased
+// notification is fenced from other dispatchers like a claimed one and due again when its lease ends).
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { WebhookDispatcher } from '@tickets/notifications';
+import { NotificationsRepository } from '../../libs/notifications/src/notifications.repository';
+import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { TEST_DATABASE_URL } from '../support/env';
 import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
@@ -15,6 +19,7 @@ jest.setTimeout(60_000);
 const topic = uniqueName('dispatch-it');
 const groupId = uniqueName('notifier-dispatch-it');
 const raceGroupId = uniqueName('notifier-race-it');
+const leaseGroupId = uniqueName('notifier-lease-it');
 const secret = newWebhookSecret();
 const tenantId = randomUUID();
 const bareTenantId = randomUUID();
@@ -39,6 +44,15 @@ async function attempts(notificationId: string) {
   return rows as { attempt_no: number; status_code: number | null; error: string | null }[];
 }
 
+async function notificationsOf(group: string, eventIds: string[]) {
+  const { rows } = await db.query<{ event_id: string; status: string; attempts: number; tries: number }>(
+    `SELECT n.event_id, n.status, n.attempts, (SELECT count(*)::int FROM notification_attempts a WHERE a.notification_id = n.id) AS tries
+       FROM notifications n WHERE n.group_id = $1 AND n.event_id = ANY($2::uuid[])`,
+    [group, eventIds],
+  );
+  return rows;
+}
+
 const publish = (event: ReturnType<typeof ticketCreated>) => fx.producer.send({ topic, acks: -1, messages: [toMessage(event)] });
 
 beforeAll(async () => {
@@ -54,8 +68,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await consumer?.stop();
-  await db.query('DELETE FROM notifications WHERE group_id = ANY($1)', [[groupId, raceGroupId]]);
-  await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM notifications WHERE group_id = ANY($1)', [[groupId, raceGroupId, leaseGroupId]]);
+  await db.query('DELETE FROM inbox_events WHERE group_id = ANY($1)', [[groupId, leaseGroupId]]);
   await db.query('DELETE FROM tenants WHERE id = ANY($1)', [[tenantId, bareTenantId]]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);
@@ -161,4 +175,107 @@ it('webhooks CLI: validates its input, shows the target with the secret masked, 
   expect(await run('clear', '--tenant', `${slug}-bare`)).toBe(0);
   const { rows } = await db.query('SELECT webhook_url, webhook_secret FROM tenants WHERE id = $1', [bareTenantId]);
   expect(rows).toEqual([{ webhook_url: null, webhook_secret: null }]);
+});
+
+it('the notifications a chunk creates are leased to the dispatcher by the same statement and sent without a claim', async () => {
+  await eventually(() => consumer.dispatcher.stats()!.inFlight, (n) => n === 0, 20_000, 'no delivery in flight');
+  const before = consumer.dispatcher.stats()!;
+  const events = Array.from({ length: 3 }, () => ticketCreated(tenantId));
+  for (const e of events) await publish(e);
+  const ids = events.map((e) => e.id);
+  await eventually(() => notificationsOf(groupId, ids), (rows) => rows.length === 3 && rows.every((r) => r.status === 'delivered' && r.tries === 1), 20_000, '3 delivered');
+  // Three events, four free slots: every one of them went straight from the statement to a send.
+  await eventually(() => consumer.dispatcher.stats()!.delivered - before.delivered, (n) => n === 3, 20_000, 'delivered counted');
+  expect(consumer.dispatcher.stats()!.handedOver - before.handedOver).toBe(3);
+  expect((await notificationsOf(groupId, ids)).map((r) => r.attempts)).toEqual([1, 1, 1]);
+  expect(receiver.requests.filter((d) => ids.includes(bodyEventId(d)!))).toHaveLength(3);
+});
+
+it('a chunk larger than the free slots: the statement leases as many as are free, the rest are claimed; a racing dispatcher sends none twice', async () => {
+  await eventually(() => consumer.dispatcher.stats()!.inFlight, (n) => n === 0, 20_000, 'no delivery in flight');
+  const before = consumer.dispatcher.stats()!.handedOver;
+  const racer = new WebhookDispatcher({ prisma, groupId, defaultSecret: secret, ...TEST_NOTIFIER, pollIntervalMs: 20 });
+  racer.start();
+  try {
+    const events = Array.from({ length: 30 }, () => ticketCreated(tenantId));
+    // One send, one partition: one fetch, one chunk of 30 against TEST_NOTIFIER.concurrency (4) free slots.
+    await fx.producer.send({ topic, acks: -1, messages: events.map((e) => toMessage(e)) });
+    const ids = events.map((e) => e.id);
+    await eventually(() => notificationsOf(groupId, ids), (rows) => rows.length === 30 && rows.every((r) => r.status === 'delivered'), 20_000, '30 delivered');
+    expect(consumer.dispatcher.stats()!.handedOver - before).toBe(TEST_NOTIFIER.concurrency);
+    const seen = receiver.requests.filter((d) => ids.includes(bodyEventId(d)!));
+    expect(seen).toHaveLength(30);
+    expect(new Set(seen.map(bodyEventId)).size).toBe(30);
+    expect((await notificationsOf(groupId, ids)).every((r) => r.attempts === 1 && r.tries === 1)).toBe(true);
+  } finally {
+    await racer.stop();
+  }
+});
+
+it('a leased notification is invisible to claims until its lease ends, then due again (its dispatcher died before sending)', async () => {
+  const events = Array.from({ length: 3 }, () => ticketCreated(randomUUID()));
+  const inbox = new InboxRepository();
+  const lease = { token: randomUUID(), limit: 2, leaseMs: 1_500 };
+  const r = await inbox.recordBatch(db, {
+    groupId: leaseGroupId,
+    topic,
+    partition: 0,
+    defaultWebhookUrl: receiver.url,
+    events,
+    offsets: ['0', '1', '2'],
+    values: events.map((e) => Buffer.from(JSON.stringify(e))),
+    invalid: [],
+    lease,
+  });
+  expect(r).toMatchObject({ processed: 3, pending: 3 });
+  expect(r.leased).toHaveLength(2);
+  const byEvent = new Map(events.map((e) => [e.id, e]));
+  for (const n of r.leased) {
+    expect(n).toMatchObject({ event_type: 'ticket.created.v1', target_url: receiver.url, target_source: 'default', attempts: 1, lease_token: lease.token, tenant_secret: null });
+    expect(JSON.parse(n.payload)).toEqual(byEvent.get((n as unknown as { event_id: string }).event_id));
+  }
+  // Nobody sends the leased ones: a claim sees only the third notification.
+  const repo = new NotificationsRepository(prisma);
+  const first = await repo.claim(leaseGroupId, 10, 60_000);
+  expect(first).toHaveLength(1);
+  expect(r.leased.map((n) => n.id)).not.toContain(first[0].id);
+  // Once the lease has ended they are due again, with the attempt of the lost lease counted.
+  const later = await eventually(() => repo.claim(leaseGroupId, 10, 60_000), (rows) => rows.length === 2, 20_000, 'the leased notifications due again');
+  expect(later.map((n) => n.id).sort()).toEqual(r.leased.map((n) => n.id).sort());
+  expect(later.map((n) => n.attempts)).toEqual([2, 2]);
+});
+
+it('a dispatcher stopped while the inbox statement ran gives the leases back unsent: due now, the attempt un-counted', async () => {
+  const events = Array.from({ length: 2 }, () => ticketCreated(randomUUID()));
+  const dispatcher = new WebhookDispatcher({ prisma, groupId: leaseGroupId, defaultSecret: secret, ...TEST_NOTIFIER });
+  dispatcher.start();
+  const r = await dispatcher.handOver(events.length, async (lease) => {
+    expect(lease).toMatchObject({ limit: 2, leaseMs: TEST_NOTIFIER.leaseMs });
+    await dispatcher.stop(); // e.g. SIGTERM arrives while the statement runs
+    return new InboxRepository().recordBatch(db, {
+      groupId: leaseGroupId,
+      topic,
+      partition: 1,
+      defaultWebhookUrl: receiver.url,
+      events,
+      offsets: ['10', '11'],
+      values: events.map((e) => Buffer.from(JSON.stringify(e))),
+      invalid: [],
+      lease,
+    });
+  });
+  expect(r.leased).toHaveLength(2);
+  const ids = events.map((e) => e.id);
+  const rows = await eventually(
+    async () => (await db.query(`SELECT lease_token, attempts, next_attempt_at <= now() AS due FROM notifications WHERE group_id = $1 AND event_id = ANY($2::uuid[])`, [leaseGroupId, ids])).rows,
+    (rs) => rs.length === 2 && rs.every((x) => x.lease_token === null),
+    20_000,
+    'leases given back',
+  );
+  expect(rows).toEqual([
+    { lease_token: null, attempts: 0, due: true },
+    { lease_token: null, attempts: 0, due: true },
+  ]);
+  expect(dispatcher.stats().handedOver).toBe(0);
+  expect(receiver.requests.filter((d) => ids.includes(bodyEventId(d)!))).toHaveLength(0);
 });

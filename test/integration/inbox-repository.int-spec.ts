@@ -80,7 +80,7 @@ describe('InboxRepository.recordBatch', () => {
     const input = { groupId, topic: 't', partition: 0, defaultWebhookUrl: 'http://127.0.0.1:9/hook' };
 
     const first = await repo.recordBatch(db, { ...input, ...chunk([a, b, a, 'not json'], 10) });
-    expect(first).toEqual({ received: 4, processed: 2, skippedDuplicate: 1, deadLettered: 1, pending: 2, noTarget: 0 });
+    expect(first).toEqual({ received: 4, processed: 2, skippedDuplicate: 1, deadLettered: 1, pending: 2, noTarget: 0, leased: [] });
     const { rows } = await db.query(
       `SELECT n.payload, i."offset"::int AS offset, i.duplicates FROM notifications n
        JOIN inbox_events i USING (group_id, event_id) WHERE n.group_id = $1 ORDER BY i."offset"`,
@@ -93,7 +93,7 @@ describe('InboxRepository.recordBatch', () => {
     ]);
 
     const again = await repo.recordBatch(db, { ...input, ...chunk([b, a], 20) });
-    expect(again).toEqual({ received: 2, processed: 0, skippedDuplicate: 2, deadLettered: 0, pending: 0, noTarget: 0 });
+    expect(again).toEqual({ received: 2, processed: 0, skippedDuplicate: 2, deadLettered: 0, pending: 0, noTarget: 0, leased: [] });
     const counts = await db.query('SELECT count(*)::int AS n, sum(duplicates)::int AS d FROM inbox_events WHERE group_id = $1', [groupId]);
     expect(counts.rows[0]).toEqual({ n: 2, d: 3 });
     expect((await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [groupId])).rows[0].n).toBe(2);

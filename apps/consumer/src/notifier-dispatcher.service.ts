@@ -2,13 +2,14 @@ import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } f
 import type { AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
-import { WebhookDispatcher, type DispatcherStats } from '@tickets/notifications';
+import { WebhookDispatcher, type DispatcherStats, type HandOverLease, type HandOverResult } from '@tickets/notifications';
 import type { Registry } from 'prom-client';
 
 /**
  * The webhook dispatcher of the notifier for the lifetime of the Nest application: started on
- * bootstrap, stopped on shutdown (after the kit's transport has left the group), woken by the
- * controller when a chunk created pending notifications. `dispatch: false` (the benchmark) runs none.
+ * bootstrap, stopped on shutdown (after the kit's transport has left the group). The controller's
+ * inbox statement runs through handOver(): the notifications it leases are sent at once, the
+ * dispatcher is woken for the rest. `dispatch: false` (the benchmark) runs none.
  * Its delivery metrics go to `registry` (the kit's, served on NOTIFIER_METRICS_PORT).
  */
 @Injectable()
@@ -30,8 +31,9 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
       : undefined;
   }
 
-  wake(): void {
-    this.dispatcher?.wake();
+  /** See WebhookDispatcher.handOver; without a dispatcher, `create` runs without a lease. */
+  handOver<R extends HandOverResult>(maxLeased: number, create: (lease?: HandOverLease) => Promise<R>): Promise<R> {
+    return this.dispatcher ? this.dispatcher.handOver(maxLeased, create) : create(undefined);
   }
 
   stats(): DispatcherStats | undefined {

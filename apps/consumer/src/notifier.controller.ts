@@ -8,7 +8,8 @@ import { DEFAULT_WEBHOOK_URL } from './tokens';
  * The notifier's one handler. The kit hands over each chunk of a partition (every valid event in
  * offset order, copies included, their bytes and the invalid messages) on a connection outside any
  * transaction; one statement records inbox rows, notifications, dead letters and replay counters
- * atomically, and the kit commits the offsets after it returns.
+ * atomically, and the kit commits the offsets after it returns. The statement leases the new
+ * notifications the dispatcher has room for, and the dispatcher sends those at once (handOver).
  */
 @Controller()
 export class NotifierController {
@@ -20,17 +21,19 @@ export class NotifierController {
 
   @OnTicketEventBatch({ inbox: 'handler' })
   async record(@Payload() events: TicketEvent[], @Ctx() ctx: TicketEventBatchContext): Promise<OwnInboxResult> {
-    const r = await this.inbox.recordBatch(ctx.tx, {
-      groupId: ctx.groupId,
-      topic: ctx.topic,
-      partition: ctx.partition,
-      defaultWebhookUrl: this.defaultWebhookUrl,
-      events,
-      offsets: ctx.offsets,
-      values: ctx.values,
-      invalid: ctx.invalid,
-    });
-    if (r.pending > 0) this.dispatcher.wake();
+    const r = await this.dispatcher.handOver(events.length, (lease) =>
+      this.inbox.recordBatch(ctx.tx, {
+        groupId: ctx.groupId,
+        topic: ctx.topic,
+        partition: ctx.partition,
+        defaultWebhookUrl: this.defaultWebhookUrl,
+        events,
+        offsets: ctx.offsets,
+        values: ctx.values,
+        invalid: ctx.invalid,
+        lease,
+      }),
+    );
     return { processed: r.processed, duplicates: r.skippedDuplicate };
   }
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { configDefaults } from '@tickets/config';
 import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
@@ -51,6 +52,26 @@ export interface DispatcherStats {
   retried: number;
   dead: number;
   inFlight: number;
+  /** Deliveries started from notifications leased by their creating statement (handOver), without a claim. */
+  handedOver: number;
+}
+
+/**
+ * A lease for notifications about to be created (see handOver): the statement that creates them
+ * leases at most `limit` of them with `token` for `leaseMs`, as a claim would, and returns them.
+ */
+export interface HandOverLease {
+  token: string;
+  limit: number;
+  leaseMs: number;
+}
+
+/** What a statement that created notifications under a HandOverLease reports. */
+export interface HandOverResult {
+  /** The notifications it leased with the token (attempts = 1, due at now + lease), at most `limit`. */
+  leased: ClaimedNotification[];
+  /** All pending notifications it created, leased or not. */
+  pending: number;
 }
 
 interface Finished {
@@ -81,7 +102,9 @@ export class WebhookDispatcher {
   private loop?: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly counters = { delivered: 0, retried: 0, dead: 0 };
+  private readonly counters = { delivered: 0, retried: 0, dead: 0, handedOver: 0 };
+  /** Slots promised to handOver() statements still running. */
+  private reserved = 0;
   /** The last claim came back full or was skipped (no free slot): claim again when a slot frees. */
   private moreDue = false;
   private unrecorded: Finished[] = [];
@@ -127,6 +150,36 @@ export class WebhookDispatcher {
   }
 
   /**
+   * Runs `create`, a statement that creates pending notifications of this group and commits them,
+   * giving it a lease for as many of them as this dispatcher has free slots; the notifications it
+   * leased are delivered at once, exactly as if this dispatcher had claimed them (no claim statement,
+   * no wake-up round), and a wake-up is asked for the rest. The lease fences them from other
+   * dispatchers like a claim's: if this process dies before sending, they are due again when it
+   * expires. `create` gets no lease (undefined) while no slot is free or the dispatcher is stopped.
+   */
+  async handOver<R extends HandOverResult>(maxLeased: number, create: (lease?: HandOverLease) => Promise<R>): Promise<R> {
+    const limit = this.running ? Math.min(maxLeased, this.settings.concurrency - this.inFlight.size - this.reserved) : 0;
+    const lease = limit > 0 ? { token: randomUUID(), limit, leaseMs: this.settings.leaseMs } : undefined;
+    if (lease) this.reserved += lease.limit;
+    let result: R;
+    try {
+      result = await create(lease);
+    } finally {
+      if (lease) this.reserved -= lease.limit;
+    }
+    const rows = result.leased;
+    if (rows.length > 0 && this.running) {
+      this.counters.handedOver += rows.length;
+      for (const row of rows) this.track(this.deliver(row));
+    } else if (rows.length > 0) {
+      // Stopped meanwhile: give the leases back (due now, the attempt un-counted) instead of sending.
+      this.track(this.release(rows));
+    }
+    if (result.pending > rows.length) this.wake();
+    return result;
+  }
+
+  /**
    * Stops claiming (a claim already running has its rows released unsent), lets the deliveries in
    * flight finish for up to stopTimeoutMs, then abandons the rest; every finished or abandoned
    * delivery is recorded, and an abandoned one is due again at once (its lease released), so
@@ -166,7 +219,7 @@ export class WebhookDispatcher {
       const gap = lastClaimAt + this.settings.minClaimIntervalMs - performance.now();
       if (gap > 0 && !this.moreDue) await this.sleeper.sleep(gap, { wakeable: false });
       if (!this.running) break;
-      const free = this.settings.concurrency - this.inFlight.size;
+      const free = this.settings.concurrency - this.inFlight.size - this.reserved;
       let claimed = 0;
       if (free > 0) {
         // This claim serves every wake-up so far, and records what finished so far.
@@ -188,7 +241,7 @@ export class WebhookDispatcher {
       // Full claim: more may be due. No free slot: a wake-up was not served. Either way, claim
       // again as soon as a slot frees; otherwise only on wake() or the poll.
       this.moreDue = free <= 0 || (claimed > 0 && claimed === free);
-      if (this.moreDue && free > 0 && this.inFlight.size < this.settings.concurrency) continue;
+      if (this.moreDue && free > 0 && this.inFlight.size + this.reserved < this.settings.concurrency) continue;
       // Ends early on wake(), including one that came since the claim; consumes it.
       await this.sleeper.sleep(this.settings.pollIntervalMs);
     }

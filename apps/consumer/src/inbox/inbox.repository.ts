@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { Prisma, int4Array, int8Array, sqlState, textArray, uuidArray } from '@tickets/db';
 import type { InvalidMessage, TicketEvent } from '@tickets/event-consumer';
+import type { ClaimedNotification, HandOverLease } from '@tickets/notifications';
 
 export interface RecordBatchInput {
   groupId: string;
@@ -15,6 +16,8 @@ export interface RecordBatchInput {
   values: readonly Buffer[];
   /** The chunk's invalid messages: dead-lettered by the same statement. */
   invalid: readonly InvalidMessage[];
+  /** Lease up to `lease.limit` of the new pending notifications for the dispatcher of this process (WebhookDispatcher.handOver). */
+  lease?: HandOverLease;
 }
 
 export interface RecordBatchResult {
@@ -25,8 +28,10 @@ export interface RecordBatchResult {
   skippedDuplicate: number;
   /** Invalid messages written to consumer_dead_letters. */
   deadLettered: number;
-  /** New notifications waiting for the dispatcher. */
+  /** New notifications waiting for the dispatcher, leased ones included. */
   pending: number;
+  /** The new notifications leased with `lease` (attempts 1, due when the lease ends), ready to send. */
+  leased: ClaimedNotification[];
   /** New notifications with no webhook target (status 'skipped'). */
   noTarget: number;
 }
@@ -75,6 +80,9 @@ function toColumns(input: RecordBatchInput): Columns {
   return c;
 }
 
+/** A notification the statement leased, as it returns it (the payload and the lease are known here). */
+type LeasedRow = Omit<ClaimedNotification, 'attempts' | 'payload' | 'lease_token'> & { event_id: string };
+
 const NO_TARGET = "no webhook target: the tenant has no webhook_url and NOTIFY_WEBHOOK_URL is not set";
 
 /**
@@ -118,7 +126,8 @@ export class InboxRepository {
   private async runRecordBatch(db: Pool | PoolClient, input: RecordBatchInput, c: Columns, careful: boolean): Promise<RecordBatchResult> {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
-    const [r] = await this.query<Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'>>(db, Prisma.sql`
+    const { lease } = input;
+    const [r] = await this.query<Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }>(db, Prisma.sql`
       WITH v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
@@ -149,21 +158,33 @@ export class InboxRepository {
         UPDATE inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
         FROM c WHERE c.seen AND i.event_id = c.event_id AND i.group_id = ${groupId}
       ),
+      -- A new notification with a target is pending; the first lease.limit of them are leased to this
+      -- process's dispatcher (handOver) the way a claim leases them: attempts 1, due when the lease ends.
+      x AS (
+        SELECT c.*, t.webhook_url, COALESCE(t.webhook_url, ${url}::text) AS target,
+               ${lease
+                 ? Prisma.sql`row_number() OVER (ORDER BY COALESCE(t.webhook_url, ${url}::text) IS NULL, c.event_id) <= ${lease.limit}::int
+                              AND COALESCE(t.webhook_url, ${url}::text) IS NOT NULL`
+                 : Prisma.sql`false`} AS leased
+        FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
+        ${careful ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins)` : Prisma.sql`WHERE NOT c.seen`}
+      ),
       notif AS (
         INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
-                                   status, next_attempt_at, last_error, payload)
-        SELECT ${groupId}, c.tenant_id, c.event_id, c.ticket_id, c.event_type,
-               COALESCE(t.webhook_url, ${url}::text),
-               CASE WHEN t.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
-               CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN 'skipped' ELSE 'pending' END,
-               CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN NULL ELSE now() END,
-               CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN ${NO_TARGET} END,
-               c.payload
-        FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
-        ${careful
-          ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins) ON CONFLICT (event_id, group_id) DO NOTHING`
-          : Prisma.sql`WHERE NOT c.seen`}
-        RETURNING status
+                                   status, next_attempt_at, last_error, payload, lease_token, attempts)
+        SELECT ${groupId}, x.tenant_id, x.event_id, x.ticket_id, x.event_type, x.target,
+               CASE WHEN x.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
+               CASE WHEN x.target IS NULL THEN 'skipped' ELSE 'pending' END,
+               CASE WHEN x.target IS NULL THEN NULL
+                    WHEN x.leased THEN now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' ELSE now() END,
+               CASE WHEN x.target IS NULL THEN ${NO_TARGET} END,
+               x.payload,
+               CASE WHEN x.leased THEN ${lease?.token ?? null}::uuid END,
+               CASE WHEN x.leased THEN 1 ELSE 0 END
+        FROM x
+        ORDER BY x.event_id
+        ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
+        RETURNING id, event_id, event_type, target_url, target_source, tenant_id, status, lease_token
       ),
       m AS (
         SELECT o, true AS ok FROM unnest(${int8Array(c.validOffsets)}::int8[]) AS o
@@ -192,7 +213,12 @@ export class InboxRepository {
       -- dl, dup and counters run although nothing reads them (PostgreSQL executes every data-modifying CTE).
       SELECT (SELECT count(*) FROM ins)::int AS processed,
              (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
-             (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget"`, careful ? undefined : 'inbox-record-batch');
+             (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
+             (SELECT json_agg(json_build_object('id', n.id, 'event_id', n.event_id, 'event_type', n.event_type, 'target_url', n.target_url,
+                                                'target_source', n.target_source, 'tenant_secret', t.webhook_secret))
+                FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
+      // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
+      careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch');
     return {
       received: input.events.length + input.invalid.length,
       processed: r.processed,
@@ -200,6 +226,7 @@ export class InboxRepository {
       deadLettered: c.invalid.length,
       pending: r.pending,
       noTarget: r.noTarget,
+      leased: (r.leased ?? []).map((n) => ({ ...n, attempts: 1, lease_token: lease!.token, payload: c.payloads[c.ids.indexOf(n.event_id)].toString('utf8') })),
     };
   }
 }
