@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-config';
 import { durationEnv as duration } from './env-schemas';
 
 const bool = (fallback: boolean) =>
@@ -128,7 +129,7 @@ function edgeConfig(e: EdgeEnv): EdgeConfig {
   };
 }
 
-type Env = z.infer<typeof EnvSchema>;
+type Env = z.infer<typeof EnvSchema> & z.infer<typeof ConsoleEnvSchema>;
 
 /**
  * Relay tuning without an environment variable (measured; docs/relay.md). The one place these
@@ -199,6 +200,8 @@ export interface AppConfig {
   consumer: { partitionsConcurrency: number };
   inbox: { retentionMs: number; purgeIntervalMs: number };
   edge: EdgeConfig;
+  /** The ops console on the admin listener (ADMIN_*). */
+  console: ConsoleConfig;
 }
 
 export class ConfigError extends Error {
@@ -211,7 +214,7 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).safeParse(cleaned);
+  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).extend(ConsoleEnvSchema.shape).safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see README, "Configuration").`);
@@ -265,6 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     consumer: { partitionsConcurrency: e.CONSUMER_PARTITIONS_CONCURRENCY },
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
     edge: edgeConfig(e),
+    console: consoleConfig(e),
   };
 }
 
@@ -281,6 +285,9 @@ function crossFieldChecks(e: Env): void {
   }
   if (e.NOTIFY_LEASE <= e.NOTIFY_TIMEOUT) {
     fail('NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT (a delivery must finish inside its lease).');
+  }
+  if (e.ADMIN_TOKEN && e.ADMIN_PORT !== 0 && e.ADMIN_PORT === e.PORT && e.ADMIN_HOST === e.HOST) {
+    fail('ADMIN_PORT must differ from PORT (the ops console has a listener of its own).');
   }
   if (e.INBOX_RETENTION < e.TICKET_EVENTS_RETENTION) {
     fail(
