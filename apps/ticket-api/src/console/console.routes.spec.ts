@@ -65,7 +65,7 @@ describe('ConsoleRoutes', () => {
   it('refuses an action without the session’s CSRF token, and does nothing', async () => {
     const { sessions, acted, call } = setup();
     const s = sessions.logIn(TOKEN)!;
-    for (const form of [{ kind: 'notification', id: ID }, { kind: 'notification', id: ID, csrf: 'guess' }]) {
+    for (const form of [{ kind: 'notification', id: ID }, { kind: 'notification', id: ID, csrf: 'guess' }] as Array<Record<string, string>>) {
       expect((await call({ method: 'POST', path: '/dead-letters/requeue', session: s, form: new URLSearchParams(form) })).status).toBe(403);
     }
     expect((await call({ method: 'POST', path: '/logout', session: s, form: new URLSearchParams() })).status).toBe(403);

@@ -80,6 +80,6 @@ function reconcilePanel(r: ReconcileRunRow | null): SafeHtml {
 }
 
 export function overviewPage(o: Overview, session: ConsoleSession): string {
-  const lookup = html`<section><form method="get" action="/tickets"><label>Where is the event for ticket <input type="search" name="q" placeholder="ticket id, idempotency key or externalRef" required></label> <button type="submit">Look up</button></form></section>`;
+  const lookup = html`<section><form method="get" action="/tickets"><label>Where is the event for ticket <input type="search" name="q" placeholder="ticket id, idempotency key, externalRef, event or notification id" required></label> <button type="submit">Look up</button></form></section>`;
   return page('Overview', session, html`${lookup}${deadLettersPanel(o.deadLetters)}${outboxPanel(o.outbox, o.notifier)}${lagPanel(o.lag)}${outcomesPanel(o.outcomes)}${reconcilePanel(o.reconcile)}`);
 }

@@ -81,19 +81,26 @@ export interface TicketTimelineRows {
   actions: ActionRow[];
 }
 
+/** A uuid may be the ticket's id, one of its events' ids or one of its notifications' ids (each a key lookup). */
+const byUuid = (q: string) => Prisma.sql`t.id = ${q}::uuid
+          OR t.id IN (SELECT aggregate_id FROM outbox_events WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT aggregate_id FROM outbox_dead_letters WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT ticket_id FROM inbox_events WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT ticket_id FROM notifications WHERE id = ${q}::uuid) OR `;
+
 /** Everything the database knows about one ticket, for the console's timeline (read-only). */
 @Injectable()
 export class TicketTimelineRepository {
   constructor(private readonly db: Database) {}
 
-  /** Tickets whose id, idempotency key or externalRef is `q` (any tenant), newest first. */
+  /** Tickets whose id, idempotency key, externalRef, event id or notification id is `q` (any tenant), newest first. */
   async find(q: string, limit = 20): Promise<TicketRow[]> {
     const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q);
     return this.db.prisma.$queryRaw<TicketRow[]>(Prisma.sql`
       SELECT t.id::text, tn.slug AS tenant, t.title, t.status, t.priority, t.external_ref AS "externalRef",
              t.idempotency_key AS "idempotencyKey", t.created_at AS "createdAt", t.cancelled_at AS "cancelledAt"
         FROM tickets t JOIN tenants tn ON tn.id = t.tenant_id
-       WHERE ${uuid ? Prisma.sql`t.id = ${q}::uuid OR ` : Prisma.empty} t.external_ref = ${q}
+       WHERE ${uuid ? byUuid(q) : Prisma.empty} t.external_ref = ${q}
           OR t.id IN (SELECT ticket_id FROM idempotency_keys WHERE key = ${q})
        ORDER BY t.created_at DESC LIMIT ${limit}::int`);
   }

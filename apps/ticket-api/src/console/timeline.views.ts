@@ -70,13 +70,13 @@ export function timelinePage(t: TicketTimelineRows, session: ConsoleSession, ret
 }
 
 export function lookupPage(q: string, found: TicketRow[], session: ConsoleSession): string {
-  const form = html`<section><form method="get" action="/tickets"><label>Ticket id, idempotency key or externalRef <input type="search" name="q" value="${q}" required></label> <button type="submit">Look up</button></form></section>`;
+  const form = html`<section><form method="get" action="/tickets"><label>Ticket id, idempotency key, externalRef, event id or notification id <input type="search" name="q" value="${q}" required></label> <button type="submit">Look up</button></form></section>`;
   const result = !q
     ? html``
     : found.length
       ? html`<section><table><tr><th>ticket</th><th>tenant</th><th>title</th><th>created</th></tr>${found.map(
           (t) => html`<tr><td><a class="mono" href="/tickets?q=${t.id}">${t.id}</a></td><td>${t.tenant}</td><td>${t.title}</td><td>${fmtTime(t.createdAt)}</td></tr>`,
         )}</table></section>`
-      : html`<section><p>No ticket has the id, idempotency key or externalRef <code>${q}</code>.</p></section>`;
+      : html`<section><p>No ticket has the id, idempotency key, externalRef, event id or notification id <code>${q}</code>.</p></section>`;
   return page('Ticket lookup', session, html`${form}${result}`);
 }
