@@ -1,5 +1,5 @@
 import { escapeHtml, html } from './html';
-import { barChart } from './svg-chart';
+import { barChart, waterfall } from './svg-chart';
 
 describe('html (the console escapes every interpolated value)', () => {
   it('escapes text and attribute values', () => {
@@ -18,5 +18,8 @@ describe('html (the console escapes every interpolated value)', () => {
     const svg = barChart({ title: '<svg onload=x>', columns: [{ label: '</text><script>', values: [1] }], series: [{ name: '"s"', color: '#000' }] }).value;
     expect(svg).not.toMatch(/<script>|<svg onload/);
     expect(svg).toContain('&lt;/text&gt;&lt;script&gt;');
+    const w = waterfall({ title: 't', rows: [{ label: '</text><script>', spans: [{ name: '<b>', fromMs: 0, toMs: 5, color: '#000' }] }] }).value;
+    expect(w).not.toMatch(/<script>|<b>/);
+    expect(w).toContain('&lt;b&gt;: 5 ms');
   });
 });

@@ -48,3 +48,31 @@ export function barChart(c: BarChart): SafeHtml {
 <text x="${pad.left - 4}" y="${pad.top + 10}" text-anchor="end">${max}</text><text x="${pad.left - 4}" y="${pad.top + plotH}" text-anchor="end">0</text>
 ${bars}${labels}</svg>${legend}</figure>`;
 }
+
+export interface Waterfall {
+  title: string;
+  /** One row per event: its stages as spans of milliseconds from the request. */
+  rows: Array<{ label: string; spans: Array<{ name: string; fromMs: number; toMs: number; color: string }> }>;
+  width?: number;
+}
+
+/** Where the time went, one row per event (a span of 0 ms still gets a sliver), on a shared millisecond axis. */
+export function waterfall(w: Waterfall): SafeHtml {
+  const width = w.width ?? 640;
+  const rowH = 22;
+  const labelW = 150;
+  const height = w.rows.length * rowH + 18;
+  const end = Math.max(1, ...w.rows.flatMap((r) => r.spans.map((s) => s.toMs)));
+  const x = (ms: number) => labelW + (ms / end) * (width - labelW - 10);
+  const rows = w.rows.map((r, i) => {
+    const y = i * rowH + 4;
+    return html`<text x="${labelW - 6}" y="${y + 13}" text-anchor="end">${r.label}</text>${r.spans.map(
+      (s) =>
+        html`<rect x="${x(s.fromMs).toFixed(1)}" y="${y}" width="${Math.max(2, x(s.toMs) - x(s.fromMs)).toFixed(1)}" height="${rowH - 8}" fill="${s.color}"><title>${s.name}: ${Math.round(s.toMs - s.fromMs)} ms</title></rect>`,
+    )}`;
+  });
+  const names = [...new Map(w.rows.flatMap((r) => r.spans).map((s) => [s.name, s.color])).entries()];
+  return html`<figure class="chart"><svg role="img" aria-label="${w.title}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}"><title>${w.title}</title>
+${rows}<text x="${labelW}" y="${height - 2}">0 ms</text><text x="${width - 10}" y="${height - 2}" text-anchor="end">${Math.round(end)} ms</text></svg>
+<p class="legend">${names.map(([name, color]) => html`<span><i style="background:${color}"></i>${name}</span> `)}</p></figure>`;
+}

@@ -1,6 +1,7 @@
 import type { ConsoleSession } from './console-sessions';
 import { html, type SafeHtml } from './html';
 import { fmtMs, fmtTime, page, postForm } from './layout.views';
+import { waterfall } from './svg-chart';
 import type { TicketRow, TicketTimelineRows } from './ticket-timeline.repository';
 
 interface Step {
@@ -36,6 +37,28 @@ function steps(t: TicketTimelineRows, retentionNote: string): Step[] {
   return s.sort((a, b) => new Date(a.at).getTime() - new Date(b.at).getTime());
 }
 
+const STAGES = { outbox: '#8c959f', kafka: '#0969da', webhook: '#1a7f37' };
+
+/** Per event: outbox to Kafka (relay), Kafka to the first consumer's inbox, inbox to the first 2xx webhook. */
+function eventWaterfall(t: TicketTimelineRows): SafeHtml {
+  const t0 = new Date(t.ticket.createdAt).getTime();
+  const ms = (d: Date | string) => new Date(d).getTime() - t0;
+  const rows = t.outbox
+    .filter((o) => o.publishedAt)
+    .map((o) => {
+      const spans = [{ name: 'outbox → published', fromMs: ms(o.createdAt), toMs: ms(o.publishedAt!), color: STAGES.outbox }];
+      const read = t.inbox.filter((i) => i.eventId === o.eventId).sort((a, b) => ms(a.receivedAt) - ms(b.receivedAt))[0];
+      if (read) spans.push({ name: 'published → consumed', fromMs: ms(o.publishedAt!), toMs: ms(read.receivedAt), color: STAGES.kafka });
+      const ok = t.notifications
+        .filter((n) => n.eventId === o.eventId)
+        .flatMap((n) => n.attemptLog.filter((a) => a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300))
+        .sort((a, b) => ms(a.at) - ms(b.at))[0];
+      if (read && ok) spans.push({ name: 'consumed → webhook delivered', fromMs: ms(read.receivedAt), toMs: ms(ok.at), color: STAGES.webhook });
+      return { label: o.eventType, spans };
+    });
+  return rows.length ? waterfall({ title: 'Where the time went, per event', rows }) : html``;
+}
+
 function notificationsTable(t: TicketTimelineRows, session: ConsoleSession): SafeHtml {
   if (!t.notifications.length) return html`<p class="muted">No notification yet (the event was not consumed, or no consumer group has it).</p>`;
   return html`<table><tr><th>notification (webhook-id)</th><th>group</th><th>event</th><th>status</th><th>attempts</th><th>last error</th><th></th></tr>${t.notifications.map(
@@ -61,7 +84,7 @@ export function timelinePage(t: TicketTimelineRows, session: ConsoleSession, ret
 <tr><th>idempotency key</th><td class="mono">${t.ticket.idempotencyKey ?? '-'}</td><th>externalRef</th><td class="mono">${t.ticket.externalRef ?? '-'}</td></tr>
 <tr><th>trace id</th><td class="mono" id="trace-id">${trace ?? '(not known: the outbox row is gone)'}</td><th>created</th><td>${fmtTime(t.ticket.createdAt)}</td></tr>
 </table></section>
-<section id="timeline"><h2>Timeline</h2><ol class="timeline">${steps(t, retentionNote).map(
+<section id="timeline"><h2>Timeline</h2>${eventWaterfall(t)}<ol class="timeline">${steps(t, retentionNote).map(
       (s) => html`<li class="${s.cls ?? ''}"><span class="muted">${fmtTime(s.at)} (+${fmtMs(new Date(s.at).getTime() - first)})</span><br>${s.what}</li>`,
     )}</ol></section>
 <section id="kafka"><h2>Kafka (as recorded by the consumers' inbox)</h2>${kafka}</section>
