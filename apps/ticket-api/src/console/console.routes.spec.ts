@@ -88,6 +88,15 @@ describe('ConsoleRoutes', () => {
     expect((await post('/dead-letters/requeue', { id: 'not-a-uuid' })).status).toBe(400);
   });
 
+  // (URLSearchParams already turns a lone surrogate into U+FFFD, so NUL is the case that reaches the routes.)
+  it('a field PostgreSQL cannot store (NUL) is a 400 before any query', async () => {
+    const { sessions, call } = setup();
+    const s = sessions.logIn(TOKEN)!;
+    expect((await call({ path: '/tickets', session: s, query: new URLSearchParams({ q: 'a\u0000b' }) })).status).toBe(400);
+    expect((await call({ path: '/dead-letters', session: s, query: new URLSearchParams({ tenant: '\u0000' }) })).status).toBe(400);
+    expect((await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: '\u0000' }) })).status).toBe(400);
+  });
+
   it('log-out ends the session and clears the cookie', async () => {
     const { sessions, call } = setup();
     const s = sessions.logIn(TOKEN)!;

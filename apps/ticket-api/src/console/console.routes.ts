@@ -1,3 +1,4 @@
+import { unsafeTextReason } from '@tickets/contracts';
 import { DEAD_LETTER_KINDS, type DeadLetterKind, type DeadLetters } from '@tickets/dead-letters';
 import type { Logger } from '@tickets/logger';
 import type { TokenBuckets } from '../edge/token-bucket';
@@ -59,6 +60,11 @@ export class ConsoleRoutes {
 
   async handle(req: ConsoleRequest): Promise<ConsoleReply> {
     const key = `${req.method} ${req.path}`;
+    // PostgreSQL's text cannot hold NUL or a lone surrogate: such a field is a 400, never a failed query.
+    for (const [name, value] of [...req.query, ...req.form]) {
+      const why = unsafeTextReason(value);
+      if (why) return { status: 400, body: messagePage('Bad request', `The field ${name} ${why}.`, req.session) };
+    }
     if (key === 'GET /login') return req.session ? see('/') : { status: 200, body: loginPage() };
     if (key === 'POST /login') return this.logIn(req);
     const known = ['GET /', 'GET /tickets', 'GET /dead-letters', 'GET /dead-letters/show', 'POST /logout', 'POST /dead-letters/requeue', 'POST /dead-letters/discard'];

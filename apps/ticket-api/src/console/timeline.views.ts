@@ -18,7 +18,8 @@ function steps(t: TicketTimelineRows, retentionNote: string): Step[] {
   for (const k of t.keys) s.push({ at: k.createdAt, what: html`idempotency key <code>${k.key}</code> stored (${k.operation}, ${k.outcome}, HTTP ${k.responseStatus})` });
   for (const o of t.outbox) {
     s.push({ at: o.createdAt, what: html`outbox row seq ${o.seq}: <code>${o.eventType}</code> event <code>${o.eventId}</code>` });
-    if (o.publishedAt) s.push({ at: o.publishedAt, what: html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s))`, cls: 'good' });
+    // published_at is set after the broker's ack, so a fast consumer may record the event first.
+    if (o.publishedAt) s.push({ at: o.publishedAt, what: html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s); marked after the broker's ack)`, cls: 'good' });
     if (o.dead) s.push({ at: o.deadAt!, what: html`dead-lettered by the relay: ${o.lastError}`, cls: 'fail' });
   }
   if (!t.outbox.length) s.push({ at: t.ticket.createdAt, what: html`<span class="warn">no outbox row: ${retentionNote}</span>` });
@@ -46,9 +47,11 @@ function eventWaterfall(t: TicketTimelineRows): SafeHtml {
   const rows = t.outbox
     .filter((o) => o.publishedAt)
     .map((o) => {
-      const spans = [{ name: 'outbox → published', fromMs: ms(o.createdAt), toMs: ms(o.publishedAt!), color: STAGES.outbox }];
       const read = t.inbox.filter((i) => i.eventId === o.eventId).sort((a, b) => ms(a.receivedAt) - ms(b.receivedAt))[0];
-      if (read) spans.push({ name: 'published → consumed', fromMs: ms(o.publishedAt!), toMs: ms(read.receivedAt), color: STAGES.kafka });
+      // The mark (published_at) follows the ack: an event already consumed was published by then.
+      const published = read ? Math.min(ms(o.publishedAt!), ms(read.receivedAt)) : ms(o.publishedAt!);
+      const spans = [{ name: 'outbox → published', fromMs: ms(o.createdAt), toMs: published, color: STAGES.outbox }];
+      if (read) spans.push({ name: 'published → consumed', fromMs: published, toMs: ms(read.receivedAt), color: STAGES.kafka });
       const ok = t.notifications
         .filter((n) => n.eventId === o.eventId)
         .flatMap((n) => n.attemptLog.filter((a) => a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300))
