@@ -14,6 +14,7 @@ export interface OutboxOverview {
 export interface DeadLetterCounts {
   outbox: number;
   consumer: number;
+  /** Dead notifications of the notifier's group (its index serves the count). */
   notification: number;
 }
 
@@ -21,7 +22,6 @@ export interface NotificationOverview {
   pending: number;
   /** Age of the oldest pending notification that is due, 0 when none. */
   oldestDueAgeMs: number;
-  deliveredLastHour: number;
 }
 
 export interface ReconcileRunRow {
@@ -54,23 +54,21 @@ export class ConsoleRepository {
     return { pending: counts.pending, oldestPendingAgeMs: Math.max(0, counts.age ?? 0), deadLetters: counts.dead, publishedPerMinute: perMinute };
   }
 
-  async deadLetterCounts(): Promise<DeadLetterCounts> {
+  async deadLetterCounts(notifierGroup: string): Promise<DeadLetterCounts> {
     const [r] = await this.db.prisma.$queryRaw<DeadLetterCounts[]>(Prisma.sql`
       SELECT (SELECT count(*) FROM outbox_dead_letters)::int AS outbox,
              (SELECT count(*) FROM consumer_dead_letters WHERE resolution IS NULL)::int AS consumer,
-             (SELECT count(*) FROM notifications WHERE status = 'dead')::int AS notification`);
+             (SELECT count(*) FROM notifications WHERE group_id = ${notifierGroup} AND status = 'dead')::int AS notification`);
     return r;
   }
 
-  /** Pending deliveries of one consumer group and how late the oldest due one is. */
+  /** Pending deliveries of one consumer group and how late the oldest due one is (both served by its (group, status) index). */
   async notifications(groupId: string): Promise<NotificationOverview> {
-    const [r] = await this.db.prisma.$queryRaw<Array<{ pending: number; age: number | null; delivered: number }>>(Prisma.sql`
+    const [r] = await this.db.prisma.$queryRaw<Array<{ pending: number; age: number | null }>>(Prisma.sql`
       SELECT (SELECT count(*) FROM notifications WHERE group_id = ${groupId} AND status = 'pending')::int AS pending,
              (SELECT floor(extract(epoch FROM now() - min(next_attempt_at)) * 1000)::float8
-                FROM notifications WHERE group_id = ${groupId} AND status = 'pending' AND next_attempt_at <= now()) AS age,
-             (SELECT count(*) FROM notifications WHERE group_id = ${groupId} AND status = 'delivered'
-                 AND delivered_at > now() - interval '1 hour')::int AS delivered`);
-    return { pending: r.pending, oldestDueAgeMs: Math.max(0, r.age ?? 0), deliveredLastHour: r.delivered };
+                FROM notifications WHERE group_id = ${groupId} AND status = 'pending' AND next_attempt_at <= now()) AS age`);
+    return { pending: r.pending, oldestDueAgeMs: Math.max(0, r.age ?? 0) };
   }
 
   /** The newest reconciliation run (scheduled or by hand), or null when none has run. */

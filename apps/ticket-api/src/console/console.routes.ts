@@ -117,7 +117,7 @@ export class ConsoleRoutes {
       this.d.repo.notifications(this.d.groups.notifier),
       this.d.lag.report(this.d.groups.all),
       this.d.sampler.history(),
-      this.d.repo.deadLetterCounts(),
+      this.d.repo.deadLetterCounts(this.d.groups.notifier),
       this.d.repo.latestReconcileRun(),
     ]);
     return { outbox, notifier: { groupId: this.d.groups.notifier, ...notifier }, lag, outcomes, deadLetters, reconcile };

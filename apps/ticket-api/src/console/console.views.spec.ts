@@ -47,7 +47,7 @@ describe('console pages escape data from agents and receivers', () => {
       overviewPage(
         {
           outbox: { pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, publishedPerMinute: [{ minute: at, count: 2 }] },
-          notifier: { groupId: EVIL, pending: 0, oldestDueAgeMs: 0, deliveredLastHour: 0 },
+          notifier: { groupId: EVIL, pending: 0, oldestDueAgeMs: 0 },
           lag: { ok: true, topic: EVIL, groups: [{ groupId: EVIL, state: EVIL, members: 0, totalLag: 1, partitions: [{ partition: 0, committed: null, high: '1', lag: 1 }] }] },
           outcomes: { state: 'ok', outcomes: [EVIL], minutes: [{ at, counts: { [EVIL]: 1 } }] },
           deadLetters: { outbox: 0, consumer: 0, notification: 0 },
@@ -58,11 +58,27 @@ describe('console pages escape data from agents and receivers', () => {
     );
   });
 
+  it('charts the sampled idempotency outcomes with the hit rate (replays / keyed requests)', () => {
+    const page = overviewPage(
+      {
+        outbox: { pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, publishedPerMinute: [] },
+        notifier: { groupId: 'g', pending: 0, oldestDueAgeMs: 0 },
+        lag: { ok: false, topic: 't', error: 'x' },
+        outcomes: { state: 'ok', outcomes: ['new', 'replay'], minutes: [{ at, counts: { new: 2, replay: 1 } }, { at, counts: { new: 1, replay: 0 } }] },
+        deadLetters: { outbox: 0, consumer: 0, notification: 0 },
+        reconcile: null,
+      },
+      session,
+    );
+    expect(page).toContain('4 keyed request(s); idempotency hit rate (answered from a stored key): 25.0 %');
+    expect(page).toContain('<title>12:00 replay: 1</title>');
+  });
+
   it('says when there is no reconcile run and when the outcome metric is missing', () => {
     const page = overviewPage(
       {
         outbox: { pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, publishedPerMinute: [] },
-        notifier: { groupId: 'g', pending: 0, oldestDueAgeMs: 0, deliveredLastHour: 0 },
+        notifier: { groupId: 'g', pending: 0, oldestDueAgeMs: 0 },
         lag: { ok: false, topic: 't', error: 'broker down' },
         outcomes: { state: 'missing', metric: 'tickets_idempotency_outcomes_total' },
         deadLetters: { outbox: 0, consumer: 0, notification: 0 },

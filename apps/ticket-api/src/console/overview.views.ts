@@ -32,8 +32,7 @@ function outboxPanel(o: OutboxOverview, n: Overview['notifier']): SafeHtml {
   return html`<section id="outbox"><h2>Outbox and deliveries</h2><div class="tiles">
 ${tile('outbox lag (oldest unpublished)', fmtMs(o.oldestPendingAgeMs), lagCls)}${tile('unpublished events', o.pending)}
 ${tile('published, last hour', total)}${tile('outbox dead letters', o.deadLetters, o.deadLetters ? 'bad' : 'ok')}
-${tile(`webhooks pending (${n.groupId})`, n.pending)}${tile('oldest due webhook waits', fmtMs(n.oldestDueAgeMs), n.oldestDueAgeMs > 60_000 ? 'bad' : '')}
-${tile('webhooks delivered, last hour', n.deliveredLastHour)}</div>${chart}</section>`;
+${tile(`webhooks pending (${n.groupId})`, n.pending)}${tile('oldest due webhook waits', fmtMs(n.oldestDueAgeMs), n.oldestDueAgeMs > 60_000 ? 'bad' : '')}</div>${chart}</section>`;
 }
 
 function lagPanel(r: LagReport): SafeHtml {
@@ -57,15 +56,15 @@ function outcomesPanel(h: OutcomeHistory): SafeHtml {
   const series = h.outcomes.map((name, i) => ({ name, color: COLORS[i % COLORS.length] }));
   const totals = h.outcomes.map((o) => [o, h.minutes.reduce((s, m) => s + (m.counts[o] ?? 0), 0)] as const);
   const all = totals.reduce((s, [, n]) => s + n, 0);
-  const answered = totals.filter(([o]) => o !== 'new').reduce((s, [, n]) => s + n, 0);
+  const replayed = totals.filter(([o]) => o === 'replay').reduce((s, [, n]) => s + n, 0);
   return html`<section id="idempotency"><h2>Idempotency outcomes, last hour (this API process)</h2>
-<p>${all} keyed request(s); answered without a new write: ${all ? `${((answered / all) * 100).toFixed(1)} %` : '-'}. ${totals.map(([o, n]) => html`<span class="mono">${o}</span> ${n} `)}</p>
+<p>${all} keyed request(s); idempotency hit rate (answered from a stored key): ${all ? `${((replayed / all) * 100).toFixed(1)} %` : '-'}. ${totals.map(([o, n]) => html`<span class="mono">${o}</span> ${n} `)}</p>
 ${barChart({ title: 'Idempotency outcomes per sample interval', columns: h.minutes.map((m) => ({ label: hhmm(m.at), values: h.outcomes.map((o) => m.counts[o] ?? 0) })), series })}</section>`;
 }
 
-function deadLettersPanel(d: DeadLetterCounts): SafeHtml {
+function deadLettersPanel(d: DeadLetterCounts, notifierGroup: string): SafeHtml {
   const link = (kind: string, n: number) => html`<a href="/dead-letters?kind=${kind}" class="${n ? 'bad' : 'ok'}">${n}</a>`;
-  return html`<section id="dead-letters"><h2>Waiting for an operator</h2><div class="tiles">${tile('outbox dead letters', link('outbox', d.outbox))}${tile('consumer dead letters', link('consumer', d.consumer))}${tile('dead notifications', link('notification', d.notification))}</div></section>`;
+  return html`<section id="dead-letters"><h2>Waiting for an operator</h2><div class="tiles">${tile('outbox dead letters', link('outbox', d.outbox))}${tile('consumer dead letters', link('consumer', d.consumer))}${tile(`dead notifications (${notifierGroup})`, link('notification', d.notification))}</div></section>`;
 }
 
 function reconcilePanel(r: ReconcileRunRow | null): SafeHtml {
@@ -81,5 +80,5 @@ function reconcilePanel(r: ReconcileRunRow | null): SafeHtml {
 
 export function overviewPage(o: Overview, session: ConsoleSession): string {
   const lookup = html`<section><form method="get" action="/tickets"><label>Where is the event for ticket <input type="search" name="q" placeholder="ticket id, idempotency key, externalRef, event or notification id" required></label> <button type="submit">Look up</button></form></section>`;
-  return page('Overview', session, html`${lookup}${deadLettersPanel(o.deadLetters)}${outboxPanel(o.outbox, o.notifier)}${lagPanel(o.lag)}${outcomesPanel(o.outcomes)}${reconcilePanel(o.reconcile)}`);
+  return page('Overview', session, html`${lookup}${deadLettersPanel(o.deadLetters, o.notifier.groupId)}${outboxPanel(o.outbox, o.notifier)}${lagPanel(o.lag)}${outcomesPanel(o.outcomes)}${reconcilePanel(o.reconcile)}`);
 }
