@@ -234,3 +234,16 @@ it('log-out ends the session', async () => {
   await page.goto(`${consoleUrl}/dead-letters`);
   expect(new URL(page.url()).pathname).toBe('/login');
 });
+
+it('a second API whose console port is taken serves its API without a console', async () => {
+  const port = new URL(consoleUrl).port;
+  const second = await startTestStack({ env: { ADMIN_TOKEN, ADMIN_PORT: port, TICKET_EVENTS_TOPIC: topic } });
+  try {
+    expect(second.app.get(ConsoleServer).url()).toBeUndefined();
+    expect((await post(second.baseUrl, '/v1/tickets', second.apiKey, { title: 'still served' }, uniqueName('second'))).status).toBe(201);
+    // The first console still answers.
+    expect((await fetch(`${consoleUrl}/login`)).status).toBe(200);
+  } finally {
+    await second.stop();
+  }
+});

@@ -88,13 +88,21 @@ export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutd
       log: this.log,
     });
     const server = createServer({ requestTimeout: edge.requestTimeoutMs, headersTimeout: edge.headersTimeoutMs, keepAliveTimeout: 5_000 }, (req, res) => void this.serve(req, res));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(c.port, c.host, () => {
-        server.off('error', reject);
-        resolve();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(c.port, c.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
       });
-    });
+    } catch (err) {
+      // The console is for operators; the API serves agents: a second API process on this host (the
+      // port taken) or a wrong ADMIN_HOST must not stop it. Say so once and serve without a console.
+      this.log.warn({ err, host: c.host, port: c.port }, `ops console not started: cannot listen on ${c.host}:${c.port} (${(err as Error).message}); set ADMIN_PORT to a free port`);
+      await this.onApplicationShutdown();
+      return;
+    }
     this.server = server;
     this.log.info({ url: this.url() }, 'ops console listening');
   }
