@@ -103,3 +103,21 @@ build() {
   say "building (tsc)"
   npm run --silent build
 }
+
+# The browser test of the ops console (test/e2e/ops-console.e2e-spec.ts) drives the system's Chromium
+# through playwright-core (Playwright's own browser download is not used). Installs Debian's chromium
+# when none is found; CHROMIUM_PATH names another build.
+ensure_chromium() {
+  if [ -n "${CHROMIUM_PATH:-}" ]; then
+    [ -x "$CHROMIUM_PATH" ] || die "CHROMIUM_PATH=$CHROMIUM_PATH is not an executable."
+    return 0
+  fi
+  local c
+  for c in chromium chromium-browser google-chrome google-chrome-stable; do command -v "$c" >/dev/null && return 0; done
+  command -v apt-get >/dev/null || die "the ops console's browser test needs Chromium and this machine has no apt-get: install Chromium and set CHROMIUM_PATH to its executable."
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  say "installing Chromium for the ops console's browser test (apt-get install chromium, once)"
+  $sudo apt-get update -qq >/dev/null && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null ||
+    die "could not install chromium with apt-get (see its message above): install Chromium and set CHROMIUM_PATH to its executable."
+}

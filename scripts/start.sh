@@ -2,7 +2,7 @@
 # `npm start`: the whole system for a newcomer on a fresh machine. Installs what is missing, uses
 # DATABASE_URL or the local PostgreSQL (or docker compose where Docker exists), brings up Kafka,
 # migrates, creates a demo tenant, prints its API key and example curl commands, then runs the API
-# (with the outbox relay inside), the notification consumer, the statistics consumer and (without NOTIFY_WEBHOOK_URL) a local
+# (with the outbox relay inside, and its ops console), the notification consumer, the statistics consumer and (without NOTIFY_WEBHOOK_URL) a local
 # webhook sink that prints each delivery, until Ctrl-C; a process that exits on its own is restarted.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -19,7 +19,13 @@ say "migrating $DATABASE_URL"
 node scripts/db-migrate.mjs deploy
 
 if port_open 127.0.0.1 "$PORT"; then
-  die "port $PORT is already in use (an API from an earlier npm start?). Stop it, or run PORT=3001 npm start."
+  die "port $PORT is already in use (an API from an earlier npm start?). Stop it, or run PORT=3002 npm start."
+fi
+# The ops console (a second listener of the API, loopback only): a fresh admin token per start unless ADMIN_TOKEN is set.
+export ADMIN_PORT="${ADMIN_PORT:-3001}"
+export ADMIN_TOKEN="${ADMIN_TOKEN:-$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')}"
+if port_open 127.0.0.1 "$ADMIN_PORT"; then
+  die "port $ADMIN_PORT (the ops console) is already in use. Stop what uses it, or run ADMIN_PORT=3011 npm start."
 fi
 
 say "creating the demo tenant's API key"
@@ -102,6 +108,7 @@ cat <<TXT
     tenant     demo
     API key    $API_KEY
     webhooks   $SINK_NOTE
+    console    http://${ADMIN_HOST:-127.0.0.1}:$ADMIN_PORT   (ops console; log in with the admin token $ADMIN_TOKEN)
 
   Try it:
     export TICKETS_API_KEY=$API_KEY

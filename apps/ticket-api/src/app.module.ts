@@ -4,6 +4,7 @@ import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import { AuthModule } from './auth/auth.module';
 import { ProblemFilter } from './common/problem.filter';
+import { ConsoleModule } from './console/console.module';
 import { DocsModule } from './docs/docs.module';
 import { EdgeModule } from './edge/edge.module';
 import { HealthModule } from './health/health.module';
@@ -19,7 +20,7 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, ReconcileModule, HealthModule, DocsModule, StatsModule],
+      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, ReconcileModule, HealthModule, DocsModule, StatsModule, ConsoleModule],
       providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
+import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-config';
 import { durationEnv as duration } from './env-schemas';
 
 const bool = (fallback: boolean) =>
@@ -149,7 +150,7 @@ function edgeConfig(e: EdgeEnv): EdgeConfig {
   };
 }
 
-type Env = z.infer<typeof EnvSchema>;
+type Env = z.infer<typeof EnvSchema> & z.infer<typeof ConsoleEnvSchema>;
 
 /**
  * Relay tuning without an environment variable (measured; docs/relay.md). The one place these
@@ -224,6 +225,8 @@ export interface AppConfig {
   /** The scheduled reconciliation: intervalMs 0 means never. */
   reconcile: { intervalMs: number; windowMs: number; graceMs: number };
   edge: EdgeConfig;
+  /** The ops console on the admin listener (ADMIN_*). */
+  console: ConsoleConfig;
 }
 
 export class ConfigError extends Error {
@@ -236,7 +239,7 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).safeParse(cleaned);
+  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).extend(ConsoleEnvSchema.shape).safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see README, "Configuration").`);
@@ -292,6 +295,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
     reconcile: { intervalMs: e.RECONCILE_INTERVAL, windowMs: e.RECONCILE_WINDOW, graceMs: e.RECONCILE_GRACE },
     edge: edgeConfig(e),
+    console: consoleConfig(e),
   };
 }
 
@@ -308,6 +312,9 @@ function crossFieldChecks(e: Env): void {
   }
   if (e.NOTIFY_LEASE <= e.NOTIFY_TIMEOUT) {
     fail('NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT (a delivery must finish inside its lease).');
+  }
+  if (e.ADMIN_TOKEN && e.ADMIN_PORT !== 0 && e.ADMIN_PORT === e.PORT && e.ADMIN_HOST === e.HOST) {
+    fail('ADMIN_PORT must differ from PORT (the ops console has a listener of its own).');
   }
   if (e.INBOX_RETENTION < e.TICKET_EVENTS_RETENTION) {
     fail(

@@ -1,0 +1,106 @@
+import type { ActionRequest, DeadLetters } from '@tickets/dead-letters';
+import { createLogger } from '@tickets/logger';
+import { TokenBuckets } from '../edge/token-bucket';
+import type { ConsoleRepository } from './console.repository';
+import { ConsoleRoutes, type ConsoleRequest } from './console.routes';
+import { ConsoleSessions } from './console-sessions';
+import type { ConsumerLag } from './consumer-lag';
+import type { IdempotencySampler } from './idempotency-sampler';
+import type { TicketTimelineRepository } from './ticket-timeline.repository';
+
+const TOKEN = 'the-admin-token-0123456789';
+const ID = '0b7c3a9e-1111-4222-8333-444455556666';
+
+/** The routes with an in-memory dead-letter port that records what it was asked to do. */
+function setup() {
+  const sessions = new ConsoleSessions(TOKEN, 60_000);
+  const acted: Array<{ action: string; req: ActionRequest }> = [];
+  const deadLetters = {
+    requeue: async (req: ActionRequest) => (acted.push({ action: 'requeue', req }), [{ kind: req.kind, id: req.filter.id!, outcome: 'requeued' as const, message: 'done' }]),
+    discard: async (req: ActionRequest) => (acted.push({ action: 'discard', req }), [{ kind: req.kind, id: req.filter.id!, outcome: 'discarded' as const, message: 'gone' }]),
+  } as unknown as DeadLetters;
+  const routes = new ConsoleRoutes({
+    sessions,
+    loginFailures: new TokenBuckets(0.001, 3),
+    repo: {} as ConsoleRepository,
+    timeline: {} as TicketTimelineRepository,
+    deadLetters,
+    lag: {} as ConsumerLag,
+    sampler: {} as IdempotencySampler,
+    groups: { notifier: 'g', all: ['g'] },
+    outboxRetentionMs: 1,
+    log: createLogger('silent', 'console-test'),
+  });
+  const call = (r: Partial<ConsoleRequest>) => routes.handle({ method: 'GET', path: '/', query: new URLSearchParams(), form: new URLSearchParams(), address: '10.0.0.1', ...r });
+  return { sessions, acted, call };
+}
+
+describe('ConsoleRoutes', () => {
+  it('without a session: pages redirect to the log-in, actions are 401, unknown paths 404', async () => {
+    const { call } = setup();
+    expect(await call({ path: '/' })).toMatchObject({ status: 303, location: '/login' });
+    expect(await call({ path: '/dead-letters' })).toMatchObject({ status: 303, location: '/login' });
+    expect((await call({ method: 'POST', path: '/dead-letters/requeue', form: new URLSearchParams({ kind: 'notification', id: ID }) })).status).toBe(401);
+    expect((await call({ path: '/nope' })).status).toBe(404);
+    expect((await call({ method: 'DELETE', path: '/dead-letters' })).status).toBe(405);
+  });
+
+  it('a wrong token is a 401 page; past the failure budget a 429 with Retry-After, even for the right token', async () => {
+    const { call } = setup();
+    const wrong = () => call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: 'nope' }) });
+    for (let i = 0; i < 3; i++) expect((await wrong()).status).toBe(401);
+    const limited = await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: TOKEN }) });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers?.['retry-after'])).toBeGreaterThan(0);
+    // Another address is not affected.
+    expect(await call({ method: 'POST', path: '/login', address: '10.0.0.2', form: new URLSearchParams({ token: TOKEN }) })).toMatchObject({ status: 303, location: '/' });
+  });
+
+  it('the right token opens a session', async () => {
+    const { call } = setup();
+    const r = await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: TOKEN }) });
+    expect(r).toMatchObject({ status: 303, location: '/', setSession: expect.objectContaining({ id: expect.any(String) }) });
+  });
+
+  it('refuses an action without the session’s CSRF token, and does nothing', async () => {
+    const { sessions, acted, call } = setup();
+    const s = sessions.logIn(TOKEN)!;
+    for (const form of [{ kind: 'notification', id: ID }, { kind: 'notification', id: ID, csrf: 'guess' }] as Array<Record<string, string>>) {
+      expect((await call({ method: 'POST', path: '/dead-letters/requeue', session: s, form: new URLSearchParams(form) })).status).toBe(403);
+    }
+    expect((await call({ method: 'POST', path: '/logout', session: s, form: new URLSearchParams() })).status).toBe(403);
+    expect(acted).toEqual([]);
+    expect(sessions.get(s.id)).toBe(s);
+  });
+
+  it('requeues and discards through the dead-letter code path as console:<session>, then goes back (never off-site)', async () => {
+    const { sessions, acted, call } = setup();
+    const s = sessions.logIn(TOKEN)!;
+    const post = (path: string, extra: Record<string, string>) => call({ method: 'POST', path, session: s, form: new URLSearchParams({ csrf: s.csrf, kind: 'notification', id: ID, ...extra }) });
+    expect(await post('/dead-letters/requeue', { back: '/dead-letters?kind=notification', note: 'receiver fixed' })).toMatchObject({ status: 303, location: '/dead-letters?kind=notification' });
+    expect(s.flash).toEqual(['requeued: done']);
+    expect(await post('/dead-letters/discard', { back: '//evil.example/x' })).toMatchObject({ status: 303, location: '/' });
+    expect(acted).toEqual([
+      { action: 'requeue', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: 'receiver fixed' }, dryRun: false } },
+      { action: 'discard', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: null }, dryRun: false } },
+    ]);
+    expect((await post('/dead-letters/requeue', { kind: 'everything' })).status).toBe(400);
+    expect((await post('/dead-letters/requeue', { id: 'not-a-uuid' })).status).toBe(400);
+  });
+
+  // (URLSearchParams already turns a lone surrogate into U+FFFD, so NUL is the case that reaches the routes.)
+  it('a field PostgreSQL cannot store (NUL) is a 400 before any query', async () => {
+    const { sessions, call } = setup();
+    const s = sessions.logIn(TOKEN)!;
+    expect((await call({ path: '/tickets', session: s, query: new URLSearchParams({ q: 'a\u0000b' }) })).status).toBe(400);
+    expect((await call({ path: '/dead-letters', session: s, query: new URLSearchParams({ tenant: '\u0000' }) })).status).toBe(400);
+    expect((await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: '\u0000' }) })).status).toBe(400);
+  });
+
+  it('log-out ends the session and clears the cookie', async () => {
+    const { sessions, call } = setup();
+    const s = sessions.logIn(TOKEN)!;
+    expect(await call({ method: 'POST', path: '/logout', session: s, form: new URLSearchParams({ csrf: s.csrf }) })).toMatchObject({ status: 303, location: '/login', setSession: null });
+    expect(sessions.get(s.id)).toBeUndefined();
+  });
+});

@@ -1,0 +1,58 @@
+import type { ActionResult, DeadLetterDetail, DeadLetterItem } from '@tickets/dead-letters';
+import type { ConsoleSession } from './console-sessions';
+import { html, type SafeHtml } from './html';
+import { fmtTime, page, postForm } from './layout.views';
+
+const KINDS = ['outbox', 'consumer', 'notification'] as const;
+const why = html` <input type="text" name="note" placeholder="why (kept in the audit row)" maxlength="500">`;
+
+function actions(i: DeadLetterItem, session: ConsoleSession, back: string): SafeHtml {
+  if (i.state !== 'dead') return html`<span class="muted">${i.state}</span>`;
+  const fields = { kind: i.kind, id: i.id, back };
+  return html`${postForm('/dead-letters/requeue', session, fields, 'Requeue')} ${postForm('/dead-letters/discard', session, fields, 'Discard')}`;
+}
+
+export function deadLettersPage(items: DeadLetterItem[], filter: { kind?: string; tenant?: string; all: boolean }, session: ConsoleSession): string {
+  const back = `/dead-letters?${new URLSearchParams(Object.entries({ kind: filter.kind ?? '', tenant: filter.tenant ?? '', all: filter.all ? '1' : '' }).filter(([, v]) => v)).toString()}`;
+  const form = html`<section><form method="get" action="/dead-letters">
+<label>kind <select name="kind"><option value="">every kind</option>${KINDS.map((k) => html`<option value="${k}"${k === filter.kind ? html` selected` : html``}>${k}</option>`)}</select></label>
+<label>tenant <input type="text" name="tenant" value="${filter.tenant ?? ''}" placeholder="slug"></label>
+<label><input type="checkbox" name="all" value="1"${filter.all ? html` checked` : html``}> also requeued and discarded</label> <button type="submit">Filter</button></form>
+<p class="muted">Find out why (Show), fix the cause (the receiver, the topic's limit, the consumer), then requeue. Requeue and discard act only on what is still dead; each is recorded in dead_letter_actions with this session's name. The same actions as <code>npm run cli -- dead-letters</code>.</p></section>`;
+  const table = items.length
+    ? html`<section><table><tr><th>kind</th><th>dead since</th><th>tenant</th><th>ticket</th><th>event</th><th>attempts</th><th>reason</th><th></th></tr>${items.map(
+        (i) => html`<tr id="dl-${i.id}"><td>${i.kind}</td><td>${fmtTime(i.deadAt)}</td><td>${i.tenant ?? '-'}</td>
+<td>${i.ticketId ? html`<a class="mono" href="/tickets?q=${i.ticketId}">${i.ticketId}</a>` : '-'}</td><td>${i.eventType ?? '-'}</td><td>${i.attempts ?? '-'}</td><td>${i.reason}</td>
+<td><a href="/dead-letters/show?kind=${i.kind}&amp;id=${i.id}">Show</a> ${actions(i, session, back)}</td></tr>`,
+      )}</table></section>`
+    : html`<section><p class="ok">Nothing is dead${filter.kind ? ` of kind ${filter.kind}` : ''}${filter.tenant ? ` for tenant ${filter.tenant}` : ''}.</p></section>`;
+  return page('Dead letters', session, html`${form}${table}`);
+}
+
+export function deadLetterPage(d: DeadLetterDetail, dryRun: ActionResult | undefined, session: ConsoleSession): string {
+  const i = d.item;
+  const back = `/dead-letters/show?kind=${i.kind}&id=${i.id}`;
+  const attempts = d.attempts?.length
+    ? html`<h2>Attempts</h2><table><tr><th>#</th><th>at</th><th>status</th><th>error</th></tr>${d.attempts.map(
+        (a) => html`<tr><td>${a.attemptNo}</td><td>${fmtTime(a.at)}</td><td>${a.statusCode ?? '-'}</td><td>${a.error ?? ''}</td></tr>`,
+      )}</table>`
+    : html``;
+  const history = d.history.length
+    ? html`<h2>Operator actions</h2><table><tr><th>at</th><th>action</th><th>by</th><th>note</th></tr>${d.history.map(
+        (h) => html`<tr><td>${fmtTime(h.at)}</td><td>${h.action}</td><td>${h.actor}</td><td>${h.note ?? ''}</td></tr>`,
+      )}</table>`
+    : html`<p class="muted">No operator action yet.</p>`;
+  const buttons =
+    i.state === 'dead'
+      ? html`<p>${postForm('/dead-letters/requeue', session, { kind: i.kind, id: i.id, back }, 'Requeue', why)}</p><p>${postForm('/dead-letters/discard', session, { kind: i.kind, id: i.id, back }, 'Discard', why)}</p>`
+      : html``;
+  return page(
+    `Dead letter ${i.id}`,
+    session,
+    html`<section><table><tr><th>kind</th><td>${i.kind}</td><th>state</th><td>${i.state}</td></tr>
+<tr><th>tenant</th><td>${i.tenant ?? '-'}</td><th>ticket</th><td>${i.ticketId ? html`<a class="mono" href="/tickets?q=${i.ticketId}">${i.ticketId}</a>` : '-'}</td></tr>
+<tr><th>reason</th><td colspan="3">${i.reason}</td></tr><tr><th>where</th><td colspan="3">${i.where}</td></tr></table>
+${dryRun ? html`<p><strong>A requeue now would:</strong> ${dryRun.outcome}: ${dryRun.message}</p>` : html``}${buttons}</section>
+<section>${attempts}${history}<h2>Content</h2><pre class="mono">${JSON.stringify(d.content, null, 2)}</pre></section>`,
+  );
+}

@@ -1,0 +1,155 @@
+import { Injectable } from '@nestjs/common';
+import { Prisma } from '@tickets/db';
+import { Database } from '../infra/database';
+
+export interface TicketRow {
+  id: string;
+  tenant: string;
+  title: string;
+  status: string;
+  priority: string;
+  externalRef: string | null;
+  idempotencyKey: string | null;
+  createdAt: Date;
+  cancelledAt: Date | null;
+}
+
+export interface KeyRow {
+  key: string;
+  operation: string;
+  outcome: string;
+  responseStatus: number;
+  createdAt: Date;
+  replayUntil: Date;
+  expiresAt: Date;
+}
+
+/** An event of the ticket in outbox_events (`dead` false) or outbox_dead_letters (`dead` true). */
+export interface OutboxRow {
+  seq: string;
+  eventId: string;
+  eventType: string;
+  createdAt: Date;
+  publishedAt: Date | null;
+  attempts: number;
+  lastError: string | null;
+  traceparent: string | null;
+  dead: boolean;
+  deadAt: Date | null;
+}
+
+export interface InboxRow {
+  groupId: string;
+  eventId: string;
+  eventType: string;
+  topic: string;
+  partition: number;
+  offset: string;
+  duplicates: number;
+  receivedAt: Date;
+}
+
+export interface NotificationRow {
+  id: string;
+  groupId: string;
+  eventId: string;
+  eventType: string;
+  status: string;
+  attempts: number;
+  targetUrl: string | null;
+  lastError: string | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+  attemptLog: Array<{ attemptNo: number; statusCode: number | null; error: string | null; durationMs: number; at: string }>;
+}
+
+export interface ActionRow {
+  kind: string;
+  action: string;
+  targetId: string;
+  actor: string;
+  note: string | null;
+  at: Date;
+}
+
+export interface TicketTimelineRows {
+  ticket: TicketRow;
+  keys: KeyRow[];
+  outbox: OutboxRow[];
+  inbox: InboxRow[];
+  notifications: NotificationRow[];
+  actions: ActionRow[];
+}
+
+/** A uuid may be the ticket's id, one of its events' ids or one of its notifications' ids (each a key lookup). */
+const byUuid = (q: string) => Prisma.sql`t.id = ${q}::uuid
+          OR t.id IN (SELECT aggregate_id FROM outbox_events WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT aggregate_id FROM outbox_dead_letters WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT ticket_id FROM inbox_events WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT ticket_id FROM notifications WHERE id = ${q}::uuid) OR `;
+
+/** Everything the database knows about one ticket, for the console's timeline (read-only). */
+@Injectable()
+export class TicketTimelineRepository {
+  constructor(private readonly db: Database) {}
+
+  /** Tickets whose id, idempotency key, externalRef, event id or notification id is `q` (any tenant), newest first. */
+  async find(q: string, limit = 20): Promise<TicketRow[]> {
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q);
+    return this.db.prisma.$queryRaw<TicketRow[]>(Prisma.sql`
+      SELECT t.id::text, tn.slug AS tenant, t.title, t.status, t.priority, t.external_ref AS "externalRef",
+             t.idempotency_key AS "idempotencyKey", t.created_at AS "createdAt", t.cancelled_at AS "cancelledAt"
+        FROM tickets t JOIN tenants tn ON tn.id = t.tenant_id
+       WHERE ${uuid ? byUuid(q) : Prisma.empty} t.external_ref = ${q}
+          OR t.id IN (SELECT ticket_id FROM idempotency_keys WHERE key = ${q})
+       ORDER BY t.created_at DESC LIMIT ${limit}::int`);
+  }
+
+  /**
+   * Three rounds: the ticket's key, events and actions; its inbox rows (by the event ids, and while the
+   * outbox rows are gone after OUTBOX_RETENTION, by the ticket within a day of its creation, a range the
+   * BRIN index on received_at serves); its notifications by event id (their unique index).
+   */
+  async timeline(ticketId: string): Promise<TicketTimelineRows | null> {
+    const [ticket] = await this.find(ticketId, 1);
+    if (!ticket || ticket.id !== ticketId) return null;
+    const id = ticket.id;
+    const [keys, outbox, actions] = await Promise.all([
+      this.db.prisma.$queryRaw<KeyRow[]>(Prisma.sql`
+        SELECT key, operation, outcome, response_status AS "responseStatus", created_at AS "createdAt",
+               replay_until AS "replayUntil", expires_at AS "expiresAt"
+          FROM idempotency_keys WHERE ticket_id = ${id}::uuid ORDER BY created_at`),
+      this.db.prisma.$queryRaw<OutboxRow[]>(Prisma.sql`
+        SELECT seq::text, event_id::text AS "eventId", event_type AS "eventType", created_at AS "createdAt",
+               published_at AS "publishedAt", attempts, last_error AS "lastError", headers->>'traceparent' AS traceparent,
+               false AS dead, NULL::timestamptz AS "deadAt"
+          FROM outbox_events WHERE aggregate_id = ${id}::uuid
+        UNION ALL
+        SELECT seq::text, event_id::text, event_type, outbox_created_at, NULL, attempts, reason, headers->>'traceparent',
+               true, created_at
+          FROM outbox_dead_letters WHERE aggregate_id = ${id}::uuid
+        ORDER BY seq`),
+      this.db.prisma.$queryRaw<ActionRow[]>(Prisma.sql`
+        SELECT kind, action, target_id AS "targetId", actor, note, created_at AS at
+          FROM dead_letter_actions WHERE ticket_id = ${id}::uuid ORDER BY created_at`),
+    ]);
+    const eventIds = outbox.map((o) => o.eventId);
+    const inbox = await this.db.prisma.$queryRaw<InboxRow[]>(Prisma.sql`
+      SELECT group_id AS "groupId", event_id::text AS "eventId", event_type AS "eventType", topic, partition,
+             "offset"::text AS "offset", duplicates, received_at AS "receivedAt"
+        FROM inbox_events
+       WHERE event_id = ANY(${eventIds}::uuid[])
+          OR (ticket_id = ${id}::uuid AND received_at >= ${ticket.createdAt} AND received_at < ${ticket.createdAt}::timestamptz + interval '1 day')
+       ORDER BY received_at`);
+    const allEventIds = [...new Set([...eventIds, ...inbox.map((i) => i.eventId)])];
+    const notifications = await this.db.prisma.$queryRaw<NotificationRow[]>(Prisma.sql`
+      SELECT n.id::text, n.group_id AS "groupId", n.event_id::text AS "eventId", n.event_type AS "eventType", n.status,
+             n.attempts, n.target_url AS "targetUrl", n.last_error AS "lastError", n.created_at AS "createdAt",
+             n.delivered_at AS "deliveredAt",
+             COALESCE((SELECT json_agg(json_build_object('attemptNo', a.attempt_no, 'statusCode', a.status_code, 'error', a.error,
+                                                         'durationMs', a.duration_ms, 'at', a.created_at) ORDER BY a.attempt_no)
+                         FROM notification_attempts a WHERE a.notification_id = n.id), '[]') AS "attemptLog"
+        FROM notifications n WHERE n.event_id = ANY(${allEventIds}::uuid[]) ORDER BY n.created_at`);
+    return { ticket, keys, outbox, inbox, notifications, actions };
+  }
+}
