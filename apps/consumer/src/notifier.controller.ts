@@ -28,6 +28,7 @@ export class NotifierController {
       events,
       offsets: ctx.offsets,
       values: ctx.values,
+      traceparents: ctx.traceparents,
       invalid: ctx.invalid,
     });
     if (r.pending > 0) this.dispatcher.wake();

@@ -4,6 +4,7 @@
 // either becomes unreachable and one when it is back). SIGTERM/SIGINT: the in-flight batch
 // finishes or is abandoned unmarked, the lock is released (a standby leads within milliseconds),
 // then the process exits 0.
+import './instrument';
 import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';

@@ -3,3 +3,4 @@ export type { AppConfig, EdgeConfig } from './config';
 export { parseDuration } from './duration';
 export { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-config';
 export { loadEventConsumerConfig, loadEventConsumerConfigOrExit, type EventConsumerConfig } from './event-consumer.config';
+export { loadTelemetryConfig, type TelemetryConfig } from './telemetry-config';

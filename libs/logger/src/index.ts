@@ -1,14 +1,19 @@
 import pino, { type Logger } from 'pino';
+import { logTraceFields } from '@tickets/telemetry';
 
 export type { Logger } from 'pino';
 
-/** One JSON logger per process; apps derive children with `logger.child({ component })`. */
+/**
+ * One JSON logger per process; apps derive children with `logger.child({ component })`. A line written
+ * inside a span carries its `trace_id` and `span_id` (tracing on: docs/observability.md).
+ */
 export function createLogger(level: string, name: string): Logger {
   return pino({
     name,
     level,
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
+    mixin: logTraceFields,
     redact: { paths: ['req.headers.authorization', 'headers.authorization', 'apiKey', 'secret'], censor: '[redacted]' },
   });
 }

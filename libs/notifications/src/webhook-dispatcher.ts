@@ -6,6 +6,7 @@ import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
 import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
 import { webhookHeaders } from './signature';
+import { inTraceOf } from '@tickets/telemetry';
 
 /** Every setting defaults to the configuration's value (`configDefaults().notifier`, libs/config): one source. */
 export interface DispatcherSettings {
@@ -258,13 +259,9 @@ export class WebhookDispatcher {
     const payload = JSON.parse(row.payload) as { occurredAt?: string };
     const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
     const started = performance.now();
-    const res = await this.http.post(
-      row.target_url,
-      { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) },
-      body,
-      this.settings.timeoutMs,
-      this.abandon.signal,
-    );
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) };
+    // In the event's trace: the request carries `traceparent`, so the receiver can correlate it with the ticket's request.
+    const res = await inTraceOf(row.traceparent, headers, () => this.http.post(row.target_url, headers, body, this.settings.timeoutMs, this.abandon.signal));
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
     const retryAfter = res.headers['retry-after'];

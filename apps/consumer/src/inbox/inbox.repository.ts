@@ -13,6 +13,8 @@ export interface RecordBatchInput {
   /** The events' offsets and message bytes (stored as the notification payload), same order. */
   offsets: readonly string[];
   values: readonly Buffer[];
+  /** Each event's trace context (stored on its notification: the webhook is sent in that trace), same order. */
+  traceparents?: readonly (string | null)[];
   /** The chunk's invalid messages: dead-lettered by the same statement. */
   invalid: readonly InvalidMessage[];
 }
@@ -42,6 +44,8 @@ interface Columns {
   tickets: string[];
   offsets: string[];
   payloads: Buffer[];
+  /** '' for none (the binary array encoder takes no NULL elements). */
+  traceparents: string[];
   /** Further copies of the event in this chunk (a duplicate publish read in one fetch). */
   repeats: number[];
   /** The offsets of all valid messages, repeats included (replay counters). */
@@ -50,7 +54,7 @@ interface Columns {
 }
 
 function toColumns(input: RecordBatchInput): Columns {
-  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], repeats: [], validOffsets: input.offsets, invalid: [] };
+  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], traceparents: [], repeats: [], validOffsets: input.offsets, invalid: [] };
   for (const m of input.invalid) c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
   const first = new Map<string, { i: number; repeats: number }>();
   input.events.forEach((e, i) => {
@@ -70,6 +74,7 @@ function toColumns(input: RecordBatchInput): Columns {
     c.tickets.push(e.ticketId);
     c.offsets.push(input.offsets[i]);
     c.payloads.push(input.values[i]);
+    c.traceparents.push(input.traceparents?.[i] ?? '');
     c.repeats.push(repeats);
   }
   return c;
@@ -122,8 +127,8 @@ export class InboxRepository {
       WITH v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
-                             ${int4Array(c.repeats)}::int4[])
-          AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats)
+                             ${int4Array(c.repeats)}::int4[], ${textArray(c.traceparents)}::text[])
+          AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats, traceparent)
       ),
       -- Seen by this group before? One primary-key probe per event; OFFSET 0 keeps the EXISTS a per-row
       -- subplan (as a join, the planner may hash the whole inbox).
@@ -151,14 +156,14 @@ export class InboxRepository {
       ),
       notif AS (
         INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
-                                   status, next_attempt_at, last_error, payload)
+                                   status, next_attempt_at, last_error, payload, traceparent)
         SELECT ${groupId}, c.tenant_id, c.event_id, c.ticket_id, c.event_type,
                COALESCE(t.webhook_url, ${url}::text),
                CASE WHEN t.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
                CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN 'skipped' ELSE 'pending' END,
                CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN NULL ELSE now() END,
                CASE WHEN COALESCE(t.webhook_url, ${url}::text) IS NULL THEN ${NO_TARGET} END,
-               c.payload
+               c.payload, NULLIF(c.traceparent, '')
         FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
         ${careful
           ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins) ON CONFLICT (event_id, group_id) DO NOTHING`

@@ -5,7 +5,6 @@ import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets
 import { DomainError } from '@tickets/errors';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
 import type { Principal } from '../auth/api-key.resolver';
-import { traceparentFor } from '../common/request-context';
 import { parseOrThrow } from '../common/validation';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import { Metrics } from '../metrics/metrics';
@@ -14,6 +13,7 @@ import { CreateTicketUseCase } from './create-ticket.use-case';
 import { toTicket } from './ticket.mapper';
 import { TicketsRepository } from './tickets.repository';
 import type { WriteResult } from './tickets.results';
+import { traceparentForRequest } from '@tickets/telemetry';
 
 const TicketId = z.uuid({ message: 'must be a UUID' });
 
@@ -42,7 +42,7 @@ export class TicketsController {
       tenantId: principal.tenantId,
       idempotencyKey,
       input,
-      traceparent: traceparentFor(req),
+      traceparent: traceparentForRequest(req.headers),
       correlationId: String(req.id),
     });
     this.send(reply, result);
@@ -64,7 +64,7 @@ export class TicketsController {
       ticketId,
       idempotencyKey,
       input,
-      traceparent: traceparentFor(req),
+      traceparent: traceparentForRequest(req.headers),
       correlationId: String(req.id),
     });
     this.send(reply, result);
