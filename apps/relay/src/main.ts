@@ -8,6 +8,7 @@ import './instrument';
 import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
+import { flushTelemetry } from '@tickets/telemetry';
 
 const STATS_LOG_INTERVAL_MS = 60_000;
 
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'stopping');
     clearInterval(statsTimer);
     relay.stop().then(
-      () => process.exit(0),
+      () => flushTelemetry().then(() => process.exit(0)),
       (err) => {
         logger.error({ err }, 'stop failed');
         process.exit(1);
