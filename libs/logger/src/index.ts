@@ -5,7 +5,7 @@ export type { Logger } from 'pino';
 
 /**
  * One JSON logger per process; apps derive children with `logger.child({ component })`. A line written
- * inside a span carries its `trace_id` and `span_id` (tracing on: docs/observability.md).
+ * inside a span carries its `trace_id` and `span_id` (tracing on: docs/tracing.md).
  */
 export function createLogger(level: string, name: string, destination?: pino.DestinationStream): Logger {
   const options: pino.LoggerOptions = {
