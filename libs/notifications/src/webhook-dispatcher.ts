@@ -2,11 +2,11 @@ import { configDefaults } from '@tickets/config';
 import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import { OutageLog, WakeableSleep } from '@tickets/sleep';
+import { inTraceOf } from '@tickets/telemetry';
 import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
 import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
 import { webhookHeaders } from './signature';
-import { inTraceOf } from '@tickets/telemetry';
 
 /** Every setting defaults to the configuration's value (`configDefaults().notifier`, libs/config): one source. */
 export interface DispatcherSettings {

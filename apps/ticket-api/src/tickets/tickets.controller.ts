@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
+import { traceparentForRequest } from '@tickets/telemetry';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
 import type { Principal } from '../auth/api-key.resolver';
 import { parseOrThrow } from '../common/validation';
@@ -13,7 +14,6 @@ import { CreateTicketUseCase } from './create-ticket.use-case';
 import { toTicket } from './ticket.mapper';
 import { TicketsRepository } from './tickets.repository';
 import type { WriteResult } from './tickets.results';
-import { traceparentForRequest } from '@tickets/telemetry';
 
 const TicketId = z.uuid({ message: 'must be a UUID' });
 
