@@ -1,14 +1,18 @@
 // One trace from POST /v1/tickets to the webhook, across the real processes as they ship: the API, the
 // outbox relay and the notification consumer run as compiled dist/ processes (each starts tracing from
 // its own main.ts), export over OTLP/HTTP to a collector inside this test, and talk through the real
-// PostgreSQL and Kafka. Needs `npm run build` first (npm test builds).
+// PostgreSQL (a database of their own: the relay drains its whole outbox) and Kafka. Needs `npm run
+// build` first (npm test builds).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Pool } from 'pg';
-import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
+import { createPrismaClient } from '@tickets/db';
+import { createApiKey } from '@tickets/tenants';
+import { TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, newWebhookSecret, uniqueName } from '../support/events-factory';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver';
-import { createTenant, post, ROOT, startApiProcess } from '../support/stack';
+import { createRelayTestDatabase, type RelayTestDatabase } from '../support/outbox-factory';
+import { post, ROOT, startApiProcess } from '../support/stack';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(120_000);
@@ -21,7 +25,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 /** A compiled app as its own OS process; its log (stdout and stderr, last 16 KB) for failure messages. */
 function startDistProcess(main: string, env: Record<string, string>): { proc: ChildProcess; output(): string; stop(): Promise<void> } {
   const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist', main)], {
-    env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, ...env },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -45,6 +49,7 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
   let receiver: WebhookReceiver;
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
   let db: Pool;
+  let database: RelayTestDatabase;
   const procs: { stop(): Promise<void>; output(): string }[] = [];
   let api: Awaited<ReturnType<typeof startApiProcess>>;
 
@@ -52,8 +57,10 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     fx = await kafkaFixture(topic, 3);
     collector = await startOtlpReceiver();
     receiver = await startWebhookReceiver({ secret });
-    db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+    database = await createRelayTestDatabase('tracing');
+    db = new Pool({ connectionString: database.url, max: 2 });
     const env = {
+      DATABASE_URL: database.url,
       KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
       TICKET_EVENTS_TOPIC: topic,
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
@@ -70,6 +77,7 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop()));
     await db?.end();
+    await database?.drop();
     await receiver?.close();
     await collector?.close();
     await fx?.close();
@@ -79,7 +87,8 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
   const describeSpans = (spans: ReceivedSpan[]) => spans.map((s) => `${s.service} ${s.scope} "${s.name}" ${s.traceId}/${s.spanId}<-${s.parentSpanId}`).join('\n');
 
   it('the webhook request carries the trace id of the POST, and the API, relay and consumer all have spans in it', async () => {
-    const tenant = await createTenant('traced');
+    const prisma = createPrismaClient(database.url, 1, 'tests');
+    const tenant = await createApiKey(prisma, uniqueName('traced')).finally(() => prisma.$disconnect());
     await db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [receiver.url, secret, tenant.tenantId]);
 
     const res = await post(api.baseUrl, '/v1/tickets', tenant.apiKey, { title: 'Trace me' }, uniqueName('trace'));
