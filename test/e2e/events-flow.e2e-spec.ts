@@ -62,9 +62,10 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
     expect(got[0].verified).toBe(true);
     const body = got[0].json as { type: string; data: { type: string; ticketId: string; data: { id: string } } };
     expect(body.data).toMatchObject({ type: 'ticket.created.v1', ticketId: ticket.id, data: { id: ticket.id } });
-    // The request's trace id reached the Kafka headers.
+    // The request's trace id reached the Kafka headers and, with tracing off too, the webhook request.
     const { rows } = await stack.db.query('SELECT headers FROM outbox_events WHERE aggregate_id = $1', [ticket.id]);
     expect(rows[0].headers.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-/);
+    expect(got[0].headers.traceparent).toBe(rows[0].headers.traceparent);
   });
 
   it('cancel notifies once more (created, then cancelled), however often it is retried', async () => {

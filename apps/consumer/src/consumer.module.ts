@@ -2,10 +2,11 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import type { Registry } from 'prom-client';
+import { flushTelemetry } from '@tickets/telemetry';
 import { InboxRepository } from './inbox/inbox.repository';
 import { NotifierDispatcherService } from './notifier-dispatcher.service';
 import { NotifierController } from './notifier.controller';
-import { DEFAULT_WEBHOOK_URL } from './tokens';
+import { DEFAULT_WEBHOOK_URL, FLUSH_TELEMETRY } from './tokens';
 
 @Module({})
 export class ConsumerModule {
@@ -15,6 +16,8 @@ export class ConsumerModule {
       controllers: [NotifierController],
       providers: [
         InboxRepository,
+        // Nest's shutdown hooks end the process with the signal: the last spans are sent before that.
+        { provide: FLUSH_TELEMETRY, useValue: { onApplicationShutdown: flushTelemetry } },
         { provide: DEFAULT_WEBHOOK_URL, useValue: config.notifier.webhookUrl ?? null },
         { provide: NotifierDispatcherService, useFactory: () => new NotifierDispatcherService(config, groupId, opts.dispatch, opts.logger, opts.registry) },
       ],

@@ -1,3 +1,4 @@
+import './instrument';
 import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createConsumerApp } from './consumer.app';

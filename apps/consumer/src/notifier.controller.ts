@@ -30,6 +30,7 @@ export class NotifierController {
         events,
         offsets: ctx.offsets,
         values: ctx.values,
+        traceparents: ctx.traceparents,
         invalid: ctx.invalid,
         lease,
       }),

@@ -4,11 +4,13 @@
 // either becomes unreachable and one when it is back). SIGTERM/SIGINT: the in-flight batch
 // finishes or is abandoned unmarked, the lock is released (a standby leads within milliseconds),
 // then the process exits 0. /metrics and /health/ready on RELAY_METRICS_PORT (9466; -1: none).
+import './instrument';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { serveMetrics, type MetricsEndpoint } from '@tickets/metrics';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
+import { flushTelemetry } from '@tickets/telemetry';
 
 const STATS_LOG_INTERVAL_MS = 60_000;
 
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'stopping');
     clearInterval(statsTimer);
     Promise.all([relay.stop(), endpoint?.close()]).then(
-      () => process.exit(0),
+      () => flushTelemetry().then(() => process.exit(0)),
       (err) => {
         logger.error({ err }, 'stop failed');
         process.exit(1);

@@ -1,3 +1,4 @@
+import './instrument';
 import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
 import { ticketEventsOptions } from '@tickets/event-consumer';
 import { createLogger } from '@tickets/logger';

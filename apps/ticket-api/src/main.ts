@@ -1,3 +1,4 @@
+import './instrument';
 import { loadConfigOrExit } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createApiApp } from './app.factory';

@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { TicketEvent } from '@tickets/contracts';
 import { isDatabaseUnavailable, sqlState } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
+import { SpanKind, startItemSpans, type ItemSpans } from '@tickets/telemetry';
 import type { ConsumerMetrics } from './consumer-metrics';
 import type { BatchHandlerOptions, KitHandlerError } from './decorators';
 import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
@@ -166,20 +167,49 @@ export class ChunkProcessor {
     }
   }
 
-  private async runOnce(
+  /** The chunk's events, each in a span of its own trace (a child of the request that caused it: libs/telemetry). */
+  private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl, count?: Counting): Promise<string[]> {
+    const spans = startItemSpans(`process ${place.topic}`, SpanKind.CONSUMER, events, {
+      traceparent: (e) => e.traceparent,
+      attributes: (e) => ({
+        'messaging.system': 'kafka',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': place.topic,
+        'messaging.destination.partition.id': String(place.partition),
+        'messaging.consumer.group.name': place.groupId,
+        'messaging.kafka.offset': Number(e.offset),
+        'messaging.message.id': e.event.id,
+        'tickets.event.type': e.event.type,
+      }),
+    });
+    try {
+      const done = await this.runChunk(client, place, events, invalid, attempt, control, spans, count);
+      spans.end();
+      return done;
+    } catch (err) {
+      spans.end(err);
+      throw err;
+    }
+  }
+
+  private async runChunk(
     client: PoolClient,
     place: Place,
     events: readonly Valid[],
     invalid: readonly InvalidMessage[],
     attempt: number,
     control: ChunkControl,
+    spans: ItemSpans,
     count?: Counting,
   ): Promise<string[]> {
     const group = { group: place.groupId };
     const batch = this.handlers.batch;
     const where = { ...place, attempt };
     if (batch?.options.inbox === 'handler') {
-      const ctx = new TicketEventBatchContext([{ ...where, offsets: events.map((e) => e.offset), values: events.map((e) => e.value), invalid: [...invalid] }, client]);
+      const ctx = new TicketEventBatchContext([
+        { ...where, offsets: events.map((e) => e.offset), values: events.map((e) => e.value), traceparents: spans.traceparents, invalid: [...invalid] },
+        client,
+      ]);
       const stop = this.metrics.handlerSeconds.startTimer(group);
       const r = (await this.invoke(batch.handler, events.map((e) => e.event), ctx)) as OwnInboxResult | undefined;
       stop();
@@ -190,14 +220,17 @@ export class ChunkProcessor {
     await client.query('BEGIN');
     await this.inbox.deadLetter(client, place, invalid);
     const fresh = await this.inbox.claim(client, place, events.map((e) => ({ id: e.event.id, type: e.event.type, ticketId: e.event.ticketId, offset: e.offset, repeats: e.repeats })));
-    const todo = events.filter((e) => fresh.has(e.event.id));
+    const todo = events.flatMap((e, i) => (fresh.has(e.event.id) ? [{ ...e, i }] : []));
     const stop = this.metrics.handlerSeconds.startTimer(group);
     if (batch && todo.length > 0) {
-      const ctx = new TicketEventBatchContext([{ ...where, offsets: todo.map((e) => e.offset), values: todo.map((e) => e.value), invalid: [] }, client]);
+      const ctx = new TicketEventBatchContext([
+        { ...where, offsets: todo.map((e) => e.offset), values: todo.map((e) => e.value), traceparents: todo.map((e) => spans.traceparents[e.i]), invalid: [] },
+        client,
+      ]);
       await this.invoke(batch.handler, todo.map((e) => e.event), ctx);
     } else {
       for (const e of todo) {
-        await this.invoke(this.handlers.byType.get(e.event.type)!, e.event, new TicketEventContext([{ ...where, offset: e.offset }, client]));
+        await spans.within(e.i, () => this.invoke(this.handlers.byType.get(e.event.type)!, e.event, new TicketEventContext([{ ...where, offset: e.offset }, client])));
         // Slow handlers: keep the membership alive inside a long chunk (kafkajs sends one only when due).
         await control.heartbeat();
       }

@@ -19,7 +19,8 @@ export interface InvalidMessage {
 }
 
 export type ParsedEnvelope =
-  | { kind: 'event'; offset: string; event: TicketEvent; value: Buffer }
+  /** `traceparent`: the message's header, the trace of the request that caused the event (if any). */
+  | { kind: 'event'; offset: string; event: TicketEvent; value: Buffer; traceparent?: string }
   /** A well-formed envelope of a type or version this build does not know: skipped, not an error. */
   | { kind: 'unknown'; offset: string; type: string }
   | ({ kind: 'invalid' } & InvalidMessage);
@@ -64,7 +65,12 @@ export function parseEnvelope(message: RawMessage): ParsedEnvelope {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
     return invalid(`not a TicketEvent: ${issues.join('; ')}${parsed.error.issues.length > 5 ? '; ...' : ''}`);
   }
-  return { kind: 'event', offset: message.offset, event: parsed.data, value: bytes };
+  return { kind: 'event', offset: message.offset, event: parsed.data, value: bytes, traceparent: headerText(message.headers?.traceparent) };
+}
+
+function headerText(v: NonNullable<RawMessage['headers']>[string]): string | undefined {
+  const first = Array.isArray(v) ? v[0] : v;
+  return first === undefined ? undefined : first.toString();
 }
 
 function storable(value: Buffer | string | null | undefined): string | null {

@@ -41,7 +41,7 @@ export class TicketEventContext extends KitContext<Where & { offset: string }> {
  * `@Ctx()` of an @OnTicketEventBatch handler. With inbox 'handler', `tx` is a connection outside any
  * transaction: the handler's one statement is its own transaction.
  */
-export class TicketEventBatchContext extends KitContext<Where & { offsets: string[]; values: Buffer[]; invalid: InvalidMessage[] }> {
+export class TicketEventBatchContext extends KitContext<Where & { offsets: string[]; values: Buffer[]; traceparents: (string | null)[]; invalid: InvalidMessage[] }> {
   /** Offsets of the events passed, same order. */
   get offsets(): readonly string[] {
     return this.args[0].offsets;
@@ -49,6 +49,14 @@ export class TicketEventBatchContext extends KitContext<Where & { offsets: strin
   /** The message values as read from Kafka (valid UTF-8 JSON), same order: store them as text, no re-serialising. */
   get values(): readonly Buffer[] {
     return this.args[0].values;
+  }
+  /**
+   * The W3C trace context of each event's processing, same order (tracing on: the kit's span for the
+   * event, a child of the request that caused it; off: the message's `traceparent`; null without one).
+   * Store it with work done later for the event, so that work stays in the event's trace.
+   */
+  get traceparents(): readonly (string | null)[] {
+    return this.args[0].traceparents;
   }
   /** Only with inbox 'handler': the chunk's invalid messages, which the handler must dead-letter itself. */
   get invalid(): readonly InvalidMessage[] {

@@ -1,16 +1,22 @@
 import pino, { type Logger } from 'pino';
+import { logTraceFields } from '@tickets/telemetry';
 
 export type { Logger } from 'pino';
 
-/** One JSON logger per process; apps derive children with `logger.child({ component })`. */
-export function createLogger(level: string, name: string): Logger {
-  return pino({
+/**
+ * One JSON logger per process; apps derive children with `logger.child({ component })`. A line written
+ * inside a span carries its `trace_id` and `span_id` (tracing on: docs/tracing.md).
+ */
+export function createLogger(level: string, name: string, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     name,
     level,
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
+    mixin: logTraceFields,
     redact: { paths: ['req.headers.authorization', 'headers.authorization', 'apiKey', 'secret'], censor: '[redacted]' },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 /** Nest's own log lines through pino (Nest's `log` level becomes pino's debug: they are start-up chatter). */

@@ -11,6 +11,8 @@ export interface ClaimedNotification {
   attempts: number;
   /** notifications.payload: the event text as read from Kafka. */
   payload: string;
+  /** The trace the webhook request is sent in (the consumer's span for the event); null for older rows. */
+  traceparent: string | null;
   tenant_secret: string | null;
   lease_token: string;
 }
@@ -59,7 +61,7 @@ export class NotificationsRepository {
           attempts = n.attempts + 1
       FROM due
       WHERE n.id = due.id
-      RETURNING n.id, n.event_type, n.target_url, n.target_source, n.attempts, n.payload, n.lease_token::text AS lease_token,
+      RETURNING n.id, n.event_type, n.target_url, n.target_source, n.attempts, n.payload, n.traceparent, n.lease_token::text AS lease_token,
                 (SELECT t.webhook_secret FROM tenants t WHERE t.id = n.tenant_id) AS tenant_secret`);
   }
 

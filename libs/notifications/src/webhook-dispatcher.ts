@@ -5,6 +5,7 @@ import type { Logger } from '@tickets/logger';
 import { OutageLog, WakeableSleep } from '@tickets/sleep';
 import type { Registry } from 'prom-client';
 import { DispatcherMetrics } from './dispatcher-metrics';
+import { inTraceOf } from '@tickets/telemetry';
 import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
 import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
@@ -322,13 +323,9 @@ export class WebhookDispatcher {
     const payload = JSON.parse(row.payload) as { occurredAt?: string };
     const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
     const started = performance.now();
-    const res = await this.http.post(
-      row.target_url,
-      { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) },
-      body,
-      this.settings.timeoutMs,
-      this.abandon.signal,
-    );
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) };
+    // In the event's trace: the request carries `traceparent`, so the receiver can correlate it with the ticket's request.
+    const res = await inTraceOf(row.traceparent, headers, () => this.http.post(row.target_url, headers, body, this.settings.timeoutMs, this.abandon.signal));
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
     const retryAfter = res.headers['retry-after'];

@@ -14,6 +14,8 @@ export interface RecordBatchInput {
   /** The events' offsets and message bytes (stored as the notification payload), same order. */
   offsets: readonly string[];
   values: readonly Buffer[];
+  /** Each event's trace context (stored on its notification: the webhook is sent in that trace), same order. */
+  traceparents?: readonly (string | null)[];
   /** The chunk's invalid messages: dead-lettered by the same statement. */
   invalid: readonly InvalidMessage[];
   /** Lease up to `lease.limit` of the new pending notifications for the dispatcher of this process (WebhookDispatcher.handOver). */
@@ -47,6 +49,8 @@ interface Columns {
   tickets: string[];
   offsets: string[];
   payloads: Buffer[];
+  /** '' for none (the binary array encoder takes no NULL elements). */
+  traceparents: string[];
   /** Further copies of the event in this chunk (a duplicate publish read in one fetch). */
   repeats: number[];
   /** The offsets of all valid messages, repeats included (replay counters). */
@@ -55,7 +59,7 @@ interface Columns {
 }
 
 function toColumns(input: RecordBatchInput): Columns {
-  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], repeats: [], validOffsets: input.offsets, invalid: [] };
+  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], traceparents: [], repeats: [], validOffsets: input.offsets, invalid: [] };
   for (const m of input.invalid) c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
   const first = new Map<string, { i: number; repeats: number }>();
   input.events.forEach((e, i) => {
@@ -75,6 +79,7 @@ function toColumns(input: RecordBatchInput): Columns {
     c.tickets.push(e.ticketId);
     c.offsets.push(input.offsets[i]);
     c.payloads.push(input.values[i]);
+    c.traceparents.push(input.traceparents?.[i] ?? '');
     c.repeats.push(repeats);
   }
   return c;
@@ -131,8 +136,8 @@ export class InboxRepository {
       WITH v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
-                             ${int4Array(c.repeats)}::int4[])
-          AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats)
+                             ${int4Array(c.repeats)}::int4[], ${textArray(c.traceparents)}::text[])
+          AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats, traceparent)
       ),
       -- Seen by this group before? One primary-key probe per event; OFFSET 0 keeps the EXISTS a per-row
       -- subplan (as a join, the planner may hash the whole inbox).
@@ -171,20 +176,20 @@ export class InboxRepository {
       ),
       notif AS (
         INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
-                                   status, next_attempt_at, last_error, payload, lease_token, attempts)
+                                   status, next_attempt_at, last_error, payload, traceparent, lease_token, attempts)
         SELECT ${groupId}, x.tenant_id, x.event_id, x.ticket_id, x.event_type, x.target,
                CASE WHEN x.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
                CASE WHEN x.target IS NULL THEN 'skipped' ELSE 'pending' END,
                CASE WHEN x.target IS NULL THEN NULL
                     WHEN x.leased THEN now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' ELSE now() END,
                CASE WHEN x.target IS NULL THEN ${NO_TARGET} END,
-               x.payload,
+               x.payload, NULLIF(x.traceparent, ''),
                CASE WHEN x.leased THEN ${lease?.token ?? null}::uuid END,
                CASE WHEN x.leased THEN 1 ELSE 0 END
         FROM x
         ORDER BY x.event_id
         ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
-        RETURNING id, event_id, event_type, target_url, target_source, tenant_id, status, lease_token
+        RETURNING id, event_id, event_type, target_url, target_source, traceparent, tenant_id, status, lease_token
       ),
       m AS (
         SELECT o, true AS ok FROM unnest(${int8Array(c.validOffsets)}::int8[]) AS o
@@ -215,7 +220,7 @@ export class InboxRepository {
              (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
              (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
              (SELECT json_agg(json_build_object('id', n.id, 'event_id', n.event_id, 'event_type', n.event_type, 'target_url', n.target_url,
-                                                'target_source', n.target_source, 'tenant_secret', t.webhook_secret))
+                                                'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret))
                 FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
       // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
       careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch');

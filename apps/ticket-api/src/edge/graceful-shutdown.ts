@@ -2,6 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Logger } from '@tickets/logger';
 import { RelayService } from '../relay/relay.service';
 import { beginDrain } from './http-edge';
+import { flushTelemetry } from '@tickets/telemetry';
 
 export interface DrainResult {
   /** Connections still open when the grace ran out (their requests were cut). */
@@ -61,6 +62,7 @@ export function installGracefulShutdown(app: NestFastifyApplication, graceMs: nu
         else log.info({ ...drain }, 'HTTP drained: every request in flight answered');
         await relayStopped;
         await app.close();
+        await flushTelemetry();
         log.info('ticket-api stopped');
         process.exit(0);
       })

@@ -3,9 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
+import { traceparentForRequest } from '@tickets/telemetry';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
 import type { Principal } from '../auth/api-key.resolver';
-import { traceparentFor } from '../common/request-context';
 import { parseOrThrow } from '../common/validation';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
 import { Metrics } from '../metrics/metrics';
@@ -42,7 +42,7 @@ export class TicketsController {
       tenantId: principal.tenantId,
       idempotencyKey,
       input,
-      traceparent: traceparentFor(req),
+      traceparent: traceparentForRequest(req.headers),
       correlationId: String(req.id),
     });
     this.send(reply, result);
@@ -64,7 +64,7 @@ export class TicketsController {
       ticketId,
       idempotencyKey,
       input,
-      traceparent: traceparentFor(req),
+      traceparent: traceparentForRequest(req.headers),
       correlationId: String(req.id),
     });
     this.send(reply, result);
