@@ -15,6 +15,7 @@ import { launchChromium } from '../support/browser';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, newWebhookSecret, uniqueName } from '../support/events-factory';
 import { startTestNotifier, type TestNotifier } from '../support/notifier';
+import { rawRequest } from '../support/raw-http';
 import { ROOT, post, startTestStack, type TestStack } from '../support/stack';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -234,6 +235,23 @@ it('log-out ends the session', async () => {
   expect((await context.cookies(consoleUrl)).find((c) => c.name === SESSION_COOKIE)).toBeUndefined();
   await page.goto(`${consoleUrl}/dead-letters`);
   expect(new URL(page.url()).pathname).toBe('/login');
+});
+
+it('a request target that is not a path is a 400 page; behind a TLS proxy (X-Forwarded-Proto: https) the cookie is Secure', async () => {
+  const bad = await rawRequest(consoleUrl, 'GET //[ HTTP/1.1\r\nHost: console\r\nConnection: close\r\n\r\n');
+  expect(bad.status).toBe(400);
+  const login = (proto?: string) =>
+    fetch(`${consoleUrl}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(proto ? { 'x-forwarded-proto': proto } : {}) },
+      body: new URLSearchParams({ token: ADMIN_TOKEN }).toString(),
+    });
+  const proxied = await login('https');
+  expect(proxied.status).toBe(303);
+  expect(proxied.headers.get('set-cookie')).toMatch(/; HttpOnly; SameSite=Strict; Secure$/);
+  const direct = await login();
+  expect(direct.headers.get('set-cookie')).toMatch(/; HttpOnly; SameSite=Strict$/);
 });
 
 it('a second API whose console port is taken serves its API without a console', async () => {

@@ -14,6 +14,7 @@ describe('loadTelemetryConfig', () => {
 
   it('OTEL_SDK_DISABLED=true turns it off even with an endpoint', () => {
     expect(loadTelemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracesUrl).toBeUndefined();
+    expect(loadTelemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' }).tracesUrl).toBeUndefined();
   });
 
   it('takes the service name and the export delay', () => {

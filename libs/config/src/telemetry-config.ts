@@ -9,8 +9,8 @@ const TelemetryEnvSchema = z.object({
   OTEL_SERVICE_NAME: z.string().min(1).optional(),
   /** Milliseconds finished spans wait to be sent together (the batch span processor's delay, as in the OTel spec). */
   OTEL_BSP_SCHEDULE_DELAY: z.coerce.number().int().min(0).max(600_000).default(5_000),
-  /** 'off' starts no SDK even with an endpoint set (the standard OTel switch). */
-  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  /** `true` starts no SDK even with an endpoint set (the standard OTel switch; case-insensitive, as the spec says). */
+  OTEL_SDK_DISABLED: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(['true', 'false']).default('false')),
 });
 
 export interface TelemetryConfig {

@@ -23,6 +23,17 @@ describe('parseEnvelope', () => {
     expect(p).toMatchObject({ kind: 'event', offset: '7', event: { id: e.id, type: 'ticket.created.v1' } });
   });
 
+  it("keeps a message's traceparent only when it is a W3C traceparent (a bad one would break the inbox statement or the webhook request)", () => {
+    const good = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const withHeader = (tp: string) => ({ ...msg(JSON.stringify(created())), headers: { traceparent: Buffer.from(tp) } });
+    expect(parseEnvelope(withHeader(good))).toMatchObject({ kind: 'event', traceparent: good });
+    for (const bad of ['garbage', `${good}\u0000`, `${good}\r\nx-evil: 1`, '00-00000000000000000000000000000000-b7ad6b7169203331-01']) {
+      const p = parseEnvelope(withHeader(bad));
+      expect(p.kind).toBe('event');
+      expect(p.kind === 'event' && p.traceparent).toBeUndefined();
+    }
+  });
+
   it('skips a well-formed envelope of a type or version it does not know', () => {
     expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.archived.v9' })))).toEqual({ kind: 'unknown', offset: '7', type: 'ticket.archived.v9' });
     expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.created.v2', data: 1 })))).toMatchObject({ kind: 'unknown', type: 'ticket.created.v2' });

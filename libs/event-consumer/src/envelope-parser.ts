@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { EVENT_TYPES, TicketEvent } from '@tickets/contracts';
+import { wellFormedTraceparent } from '@tickets/telemetry';
 
 /** The parts of a Kafka message the kit reads (kafkajs' KafkaMessage satisfies it). */
 export interface RawMessage {
@@ -65,7 +66,7 @@ export function parseEnvelope(message: RawMessage): ParsedEnvelope {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
     return invalid(`not a TicketEvent: ${issues.join('; ')}${parsed.error.issues.length > 5 ? '; ...' : ''}`);
   }
-  return { kind: 'event', offset: message.offset, event: parsed.data, value: bytes, traceparent: headerText(message.headers?.traceparent) };
+  return { kind: 'event', offset: message.offset, event: parsed.data, value: bytes, traceparent: wellFormedTraceparent(headerText(message.headers?.traceparent)) };
 }
 
 function headerText(v: NonNullable<RawMessage['headers']>[string]): string | undefined {

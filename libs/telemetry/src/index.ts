@@ -9,6 +9,7 @@ export {
   traceparentForRequest,
   traceparentOf,
   tracedSend,
+  wellFormedTraceparent,
   type ItemSpans,
   type TracedItems,
 } from './trace-context';

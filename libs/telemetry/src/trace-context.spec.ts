@@ -49,6 +49,9 @@ describe('tracing off (no SDK started): the trace context is only passed along',
     const none: Record<string, string> = {};
     inTraceOf(null, none, () => undefined);
     expect(none).toEqual({});
+    const bad: Record<string, string> = {};
+    inTraceOf(`${CALLER}\r\nx-evil: 1`, bad, () => undefined);
+    expect(bad).toEqual({});
   });
 
   it('log lines carry no trace fields', () => {

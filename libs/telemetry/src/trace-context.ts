@@ -39,6 +39,15 @@ export function traceparentOf(ctx: Context): string | undefined {
 }
 
 /**
+ * A received `traceparent` as the W3C propagator writes it, or undefined when it is not one (a
+ * producer other than the relay may send anything: NUL or CR/LF would break the statement that stores
+ * it or the webhook request that carries it).
+ */
+export function wellFormedTraceparent(v: string | null | undefined): string | undefined {
+  return v ? traceparentOf(contextOf(v)) : undefined;
+}
+
+/**
  * The W3C trace context to store with the work a request causes (its outbox event). Tracing on: the
  * active span's (the SDK continued the caller's trace or began one). Tracing off: the caller's trace
  * id from its `traceparent` with a new span id, or a new trace, so that receivers can still correlate
@@ -140,7 +149,8 @@ export async function tracedSend<T>(topic: string, messages: readonly { key?: un
 export function inTraceOf<T>(traceparent: string | null | undefined, headers: Record<string, string>, fn: () => T): T {
   if (!traceparent) return fn();
   if (!sdkTracer()) {
-    headers.traceparent = traceparent;
+    const valid = wellFormedTraceparent(traceparent);
+    if (valid) headers.traceparent = valid;
     return fn();
   }
   return context.with(contextOf(traceparent), fn);

@@ -80,9 +80,13 @@ describe('ConsoleRoutes', () => {
     expect(await post('/dead-letters/requeue', { back: '/dead-letters?kind=notification', note: 'receiver fixed' })).toMatchObject({ status: 303, location: '/dead-letters?kind=notification' });
     expect(s.flash).toEqual(['requeued: done']);
     expect(await post('/dead-letters/discard', { back: '//evil.example/x' })).toMatchObject({ status: 303, location: '/' });
+    // A browser drops a tab (`/<TAB>/evil` would be `//evil`); a newline cannot go into a Location header.
+    for (const back of ['/\t/evil.example/x', '/x\ny', '/x\u007f']) {
+      expect(await post('/dead-letters/discard', { back })).toMatchObject({ status: 303, location: '/' });
+    }
     expect(acted).toEqual([
       { action: 'requeue', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: 'receiver fixed' }, dryRun: false } },
-      { action: 'discard', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: null }, dryRun: false } },
+      ...Array.from({ length: 4 }, () => ({ action: 'discard', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: null }, dryRun: false } })),
     ]);
     expect((await post('/dead-letters/requeue', { kind: 'everything' })).status).toBe(400);
     expect((await post('/dead-letters/requeue', { id: 'not-a-uuid' })).status).toBe(400);

@@ -47,8 +47,12 @@ export interface ConsoleDeps {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const see = (location: string): ConsoleReply => ({ status: 303, location });
-/** Only a path of this console: never another site (an open redirect) or a scheme-relative URL. */
-const localPath = (p: string | null) => (p && p.startsWith('/') && !p.startsWith('//') && !p.includes('\\') ? p : '/');
+/**
+ * Only a path of this console: never another site (an open redirect), a scheme-relative URL, or a
+ * control character (a browser drops a tab, so `/<TAB>/evil.com` would be `//evil.com`; a newline
+ * cannot be put in a Location header at all).
+ */
+const localPath = (p: string | null) => (p && p.startsWith('/') && !p.startsWith('//') && !p.includes('\\') && !/[\x00-\x1f\x7f]/.test(p) ? p : '/');
 
 /**
  * The console's routes (a thin edge: validate, call one reader or the dead-letter code path of the

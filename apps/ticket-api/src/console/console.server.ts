@@ -123,7 +123,7 @@ export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutd
     let session: ConsoleSession | undefined;
     let reply: ConsoleReply;
     try {
-      const url = new URL(req.url ?? '/', 'http://console.invalid');
+      const url = requestUrl(req.url);
       session = this.sessions!.get(cookie(req.headers.cookie, SESSION_COOKIE));
       const form = req.method === 'POST' ? await readForm(req) : new URLSearchParams();
       reply = await this.routes!.handle({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, form, session, address });
@@ -138,7 +138,13 @@ export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutd
         reply = { status: 500, body: messagePage('Something failed', `Unexpected error ${errorId} (the API log has the details).`, session) };
       }
     }
-    this.send(req, res, reply);
+    try {
+      this.send(req, res, reply);
+    } catch (err) {
+      // A header node refuses (nothing here should produce one): end this connection, not the API.
+      this.log.error({ err, path: req.url }, 'console: could not send the answer');
+      res.destroy();
+    }
   }
 
   private send(req: IncomingMessage, res: ServerResponse, reply: ConsoleReply): void {
@@ -149,13 +155,32 @@ export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutd
     res.end(reply.body ?? '');
   }
 
-  /** HttpOnly (no script reads it), SameSite=Strict (no other site sends it), Secure over https or when configured. */
+  /**
+   * HttpOnly (no script reads it), SameSite=Strict (no other site sends it), Secure when configured or,
+   * with `auto`, when the browser's request was https: this listener speaks plain http, so that is a
+   * TLS proxy in front saying so with `X-Forwarded-Proto: https` (the flag only tightens the cookie).
+   */
   private sessionCookie(req: IncomingMessage, s: ConsoleSession | null): string {
     const mode = this.config.console.cookieSecure;
-    const secure = mode === 'always' || (mode === 'auto' && (req.socket as TLSSocket).encrypted === true);
+    const secure = mode === 'always' || (mode === 'auto' && overHttps(req));
     const value = s ? `${SESSION_COOKIE}=${s.id}; Max-Age=${Math.floor((s.expiresAt - Date.now()) / 1000)}` : `${SESSION_COOKIE}=; Max-Age=0`;
     return `${value}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
   }
+}
+
+/** The request target as a URL; one that is not a path (e.g. `//[`) is a bad request, not an error of ours. */
+function requestUrl(target: string | undefined): URL {
+  try {
+    return new URL(target ?? '/', 'http://console.invalid');
+  } catch {
+    throw new RequestProblem(400, 'The request target is not a valid path.');
+  }
+}
+
+function overHttps(req: IncomingMessage): boolean {
+  if ((req.socket as TLSSocket).encrypted === true) return true;
+  const proto = req.headers['x-forwarded-proto'];
+  return (Array.isArray(proto) ? proto[0] : proto)?.split(',')[0].trim().toLowerCase() === 'https';
 }
 
 function cookie(header: string | undefined, name: string): string | undefined {

@@ -44,7 +44,9 @@ describe('tickets_idempotency_outcomes_total, counted by IdempotentCommandRunner
     const first = await create.execute(command('k1', { title: 'one' }));
     await expect(create.execute(command('k1', { title: 'other' }))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
     store.keys.get(InMemoryStore.id(TENANT, 'k1'))!.replayUntil = new Date(Date.now() - 1);
-    await expect(ticketCommands(store).create.execute(command('k1', { title: 'one' }))).rejects.toMatchObject({ code: 'idempotency_key_expired' });
+    const later = ticketCommands(store);
+    await expect(later.create.execute(command('k1', { title: 'one' }))).rejects.toMatchObject({ code: 'idempotency_key_expired' });
+    expect(await outcomes(later.registry)).toEqual({ expired: 1 });
     await cancel.execute({ tenantId: TENANT, ticketId: first.answer.ticketId, idempotencyKey: 'c1', input: {}, traceparent: 'x', correlationId: 'r' } as never);
     expect(await outcomes(registry)).toEqual({ in_use: 1, new: 2, reused: 1 });
   });
