@@ -48,6 +48,18 @@ describe('CreateTicketUseCase (fake repositories, no database)', () => {
     expect(tickets.tryCreateCalls).toBe(1);
   });
 
+  it('wakes the relay once per create that wrote an event, after it returned; never for a replay or a deduplicated create', async () => {
+    const { create, relay } = ticketCommands(store);
+    await create.execute(command('k1', { title: 'Printer on fire', externalRef: 'INC-9' }));
+    expect(relay.wakes).toBe(1);
+    await create.execute(command('k1', { title: 'Printer on fire', externalRef: 'INC-9' })); // replay (cache)
+    const other = ticketCommands(store);
+    await other.create.execute(command('k1', { title: 'Printer on fire', externalRef: 'INC-9' })); // replay (store)
+    await other.create.execute(command('k2', { title: 'Printer on fire', externalRef: 'INC-9' })); // deduplicated
+    expect(relay.wakes + other.relay.wakes).toBe(1);
+    expect(store.events).toHaveLength(1);
+  });
+
   it('key in flight in another request: 409 idempotency_key_in_use with Retry-After, nothing written', async () => {
     store.heldLocks.add(InMemoryStore.id(TENANT, 'k1'));
     const { create } = ticketCommands(store, testConfig({ IDEMPOTENCY_IN_USE_RETRY_AFTER: '3' }));

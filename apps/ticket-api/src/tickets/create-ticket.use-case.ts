@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { TICKET_CREATED_V1, type CreateTicketInput, type TicketCreatedV1 } from '@tickets/contracts';
 import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
+import { RelayService } from '../relay/relay.service';
 import type { CommandAnswer, StatementAttempt } from '../idempotency/keyed-command.types';
 import { toTicket, type TicketRow } from './ticket.mapper';
 import { TicketsRepository } from './tickets.repository';
@@ -23,11 +24,12 @@ export class CreateTicketUseCase {
   constructor(
     private readonly tickets: TicketsRepository,
     private readonly idempotent: IdempotentCommandRunner,
+    private readonly relay: RelayService,
   ) {}
 
-  execute(cmd: CreateCommand): Promise<WriteResult> {
+  async execute(cmd: CreateCommand): Promise<WriteResult> {
     const request = cmd.input as unknown as Record<string, unknown>;
-    return this.idempotent.run<TicketOutcome>(
+    const result = await this.idempotent.run<TicketOutcome>(
       { tenantId: cmd.tenantId, key: cmd.idempotencyKey, operation: CREATE_OPERATION, request },
       {
         statement: async ({ now, keyFor }): Promise<StatementAttempt<TicketOutcome>> => {
@@ -77,5 +79,8 @@ export class CreateTicketUseCase {
         },
       },
     );
+    // Committed by now: the relay publishes the event without waiting for its poll.
+    if (!result.fromStore && result.answer.outcome === 'created') this.relay.eventsCommitted();
+    return result;
   }
 }

@@ -5,6 +5,7 @@ import { loadConfig, type AppConfig } from '@tickets/config';
 import type { IdempotencyKeysRepository, NewKey, StoredKey } from '@tickets/idempotency';
 import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
 import type { Database, Tx } from '../infra/database';
+import type { RelayService } from '../relay/relay.service';
 import { CancelTicketUseCase } from './cancel-ticket.use-case';
 import { CreateTicketUseCase } from './create-ticket.use-case';
 import type { TicketRow } from './ticket.mapper';
@@ -143,5 +144,8 @@ export function ticketCommands(store: InMemoryStore, config = testConfig()) {
     config,
   );
   const repo = tickets as unknown as TicketsRepository;
-  return { tickets, keys, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
+  // Counts the relay wake-ups the use cases ask for (after a commit that wrote an outbox row).
+  const relay = { wakes: 0, eventsCommitted: () => void relay.wakes++ };
+  const asRelay = relay as unknown as RelayService;
+  return { tickets, keys, relay, create: new CreateTicketUseCase(repo, runner, asRelay), cancel: new CancelTicketUseCase(repo, runner, asRelay) };
 }
