@@ -26,8 +26,8 @@
 //               counts 201s with Idempotent-Replayed: true. The API answers them from its in-process cache
 //               unless IDEMPOTENCY_REPLAY_CACHE_SIZE=0 is set (the child inherits the environment).
 //   (c'') replay through the database: the same keys, sent to a second API process (same database, started
-//               with IDEMPOTENCY_REPLAY_CACHE_SIZE=0): what a retry that reaches another instance, or comes
-//               after the cache evicted its key, costs.
+//               with IDEMPOTENCY_REPLAY_CACHE_SIZE=0 and DB_POOL_MAX=min(8, pool)): what a retry that reaches
+//               another instance, or comes after the cache evicted its key, costs.
 // Bars (issue #13): create >= 0.6x (a), replay >= 3x create (from the cache and through the database), API
 // peak RSS < 200 MB (the first API process, which serves (c) and (c')). The exit code is 0
 // whatever the bars say (1 only when the bench itself cannot run).
@@ -81,6 +81,9 @@ const autocannon = require('autocannon') as (opts: AcOptions, cb: (err: Error | 
 const DEFAULT_URL = 'postgresql://postgres@127.0.0.1:5432/tickets_bench';
 const env = process.env;
 const num = positiveNumberEnv;
+
+/** DB_POOL_MAX of the second API process, which serves (c''). */
+const DB_REPLAY_POOL = 8;
 
 /** The schema the bench creates for reference (a). */
 const PLAIN_SCHEMA = 'bench_plain';
@@ -268,8 +271,10 @@ export async function runCreateBench(): Promise<string> {
     const apiEnv = { DATABASE_URL: url, LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', DB_POOL_MAX: String(poolSize) };
     api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port, env: apiEnv });
     log(`API child pid ${api.pid} on ${api.baseUrl} (DB_POOL_MAX=${poolSize}), RSS ${mb(memoryOf(api.pid).rss)} MB`);
-    api2 = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port: port + 1, env: { ...apiEnv, IDEMPOTENCY_REPLAY_CACHE_SIZE: '0' } });
-    log(`second API child (replay cache off) pid ${api2.pid} on ${api2.baseUrl}`);
+    // A small pool: a replay is one statement, and three pools of `concurrency` would crowd max_connections.
+    const pool2 = Math.min(poolSize, DB_REPLAY_POOL);
+    api2 = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port: port + 1, env: { ...apiEnv, IDEMPOTENCY_REPLAY_CACHE_SIZE: '0', DB_POOL_MAX: String(pool2) } });
+    log(`second API child (replay cache off) pid ${api2.pid} on ${api2.baseUrl} (DB_POOL_MAX=${pool2})`);
     const rss = rssSampler(api.pid);
     // open the references' connections up front, like the API's pool after warm-up
     await Promise.all(Array.from({ length: concurrency }, () => pool.connect().then((c) => c.release())));
@@ -283,6 +288,8 @@ export async function runCreateBench(): Promise<string> {
     const w1 = await runHttp(ctx, 'create', warmup, 'warm-up create');
     createdTotal += w1.ok;
     log(`warm-up: API create   ${phaseLine(w1)}`);
+    // Opens the second process's pool too, so its backends are counted from the first measured (c'').
+    log(`warm-up: (c'') db replay ${phaseLine(await runHttp(ctx, 'replay', warmup, 'warm-up replay (db)', w1.created, ctx.dbReplay))}`);
     log(`warm-up: (a) plain, (b) schema ${warmup}s each`);
     log(`warm-up: (a) plain    ${phaseLine(await plain(warmup, 'warm-up plain'))}`);
     log(`warm-up: (b) schema   ${phaseLine(await schema(warmup, 'warm-up schema'))}`);

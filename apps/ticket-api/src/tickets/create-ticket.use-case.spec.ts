@@ -1,4 +1,4 @@
-import { CreateTicketInput, TICKET_CREATED_V1 } from '@tickets/contracts';
+import { CreateTicketInput, TICKET_CREATED_V1, TicketEvent } from '@tickets/contracts';
 import { CREATE_OPERATION, type CreateCommand } from './create-ticket.use-case';
 import { InMemoryStore, testConfig, ticketCommands } from './in-memory-store.fake';
 
@@ -27,6 +27,12 @@ describe('CreateTicketUseCase (fake repositories, no database)', () => {
     expect([...store.tickets.keys()]).toEqual([answer.ticketId]);
     expect(store.storedKey(TENANT, 'k1')).toMatchObject({ operation: CREATE_OPERATION, responseStatus: 201, responseBody: answer.body, outcome: 'created' });
     expect(store.events.map((e) => [e.eventType, e.ticketId])).toEqual([[TICKET_CREATED_V1, answer.ticketId]]);
+    // The event's payload is the envelope as JSON.stringify writes it, its `data` the ticket of the answer.
+    const payload = store.events[0].payload;
+    const envelope = TicketEvent.parse(JSON.parse(payload));
+    expect(payload).toBe(JSON.stringify(envelope));
+    expect(envelope).toMatchObject({ id: store.events[0].eventId, type: TICKET_CREATED_V1, ticketId: answer.ticketId, idempotencyKey: 'k1', correlationId: 'req-1' });
+    expect(envelope.data).toEqual(JSON.parse(answer.body));
   });
 
   it('same key, same request, another process: the stored answer byte for byte, nothing new written', async () => {
