@@ -100,7 +100,7 @@ if (svgFile) {
   const lay = (id, x, depth) => {
     const t = total.get(id) ?? 0;
     const w = (t / busyUs) * W;
-    if (w < 0.3) return;
+    if (w < 1) return; // narrower than a pixel: left out (the file stays small)
     const cf = byId.get(id).callFrame;
     depthMax = Math.max(depthMax, depth);
     const name = label(cf);

@@ -42,6 +42,9 @@ export class TicketsRepository {
    */
   async tryCreate(attempt: { row: TicketRow & { tenantId: string; idempotencyKey: string }; key: NewKey; event: NewEvent }): Promise<CreateAttempt> {
     const { row, key, event } = attempt;
+    // ISO text rather than Date objects: pg's local-time formatting of a Date showed in the profile.
+    const createdAt = row.createdAt.toISOString();
+    const updatedAt = row.updatedAt === row.createdAt ? createdAt : row.updatedAt.toISOString();
     const rows = await this.db.query<{ written: number; duplicate_id: string | null } & KeyGuardRow>(Prisma.sql`
       WITH ${Keys.keyGuardCtes(row.tenantId, key.key)},
       duplicate AS MATERIALIZED (
@@ -56,7 +59,7 @@ export class TicketsRepository {
                              idempotency_key, created_at, updated_at)
         SELECT ${row.id}::uuid, ${row.tenantId}::uuid, ${row.title}, ${row.description}, ${row.priority}, ${row.status},
                ${row.externalRef}, ${json(row.requester)}::jsonb, ${json(row.metadata)}::jsonb, ${row.idempotencyKey},
-               ${row.createdAt}::timestamptz, ${row.updatedAt}::timestamptz
+               ${createdAt}::timestamptz, ${updatedAt}::timestamptz
         FROM clear
         RETURNING id
       ),
@@ -64,7 +67,7 @@ export class TicketsRepository {
       new_event AS (
         INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
         SELECT ${event.eventId}::uuid, ${row.tenantId}::uuid, 'ticket', new_ticket.id, ${event.eventType}, ${event.payload}::jsonb,
-               ${event.headers}::jsonb, ${row.createdAt}::timestamptz
+               ${event.headers}::jsonb, ${createdAt}::timestamptz
         FROM new_ticket
         RETURNING 1
       )
