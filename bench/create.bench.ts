@@ -11,21 +11,26 @@
 // BENCH_API_NODE_ARGS (extra node options for the API child, e.g. "--max-old-space-size=128").
 //
 // Phases: warm-up (API creates, then both references), then BENCH_ROUNDS rounds of plain -> schema -> API
-// create -> API replay, interleaved so drift on a shared box hits all four alike. Reported: median req/s of
+// create -> API replay -> replay through the database, interleaved so drift on a shared box hits all alike. Reported: median req/s of
 // the rounds with their spread, median p50/p99, the per-round ratios (median), CPU per request per process,
 // and the API child's peak RSS.
 //   (a) plain   in-process loop, `concurrency` workers on a pg.Pool of the same size: BEGIN; INSERT tickets;
 //               INSERT idempotency_keys; INSERT outbox_events; COMMIT (same columns and payload sizes as the API)
 //               into the schema bench_plain: the same column types, primary keys only, no trigger, no
 //               secondary index (bench/support/three-inserts.ts).
-//   (b) schema  the same transaction on the project's tables (public, built by the migrations: the outbox's
-//               NOTIFY trigger and every secondary index fire).
+//   (b) schema  the same transaction on the project's tables (public, built by the migrations: every
+//               secondary index fires).
 //   (c) create  autocannon, `concurrency` connections, POST /v1/tickets, a new Idempotency-Key per request;
 //               counts 201s without Idempotent-Replayed.
-//   (c') replay the same, cycling through the keys the round's create phase got a 201 for (same body);
+//   (c') replay the same, cycling through the newest of the keys the round's create phase got a 201 for (at
+//               most half the API's IDEMPOTENCY_REPLAY_CACHE_SIZE, so that they are all in its cache; same body);
 //               counts 201s with Idempotent-Replayed: true. The API answers them from its in-process cache
 //               unless IDEMPOTENCY_REPLAY_CACHE_SIZE=0 is set (the child inherits the environment).
-// Bars (issue #13): create >= 0.6x (a), replay >= 3x create, API peak RSS < 200 MB. The exit code is 0
+//   (c'') replay through the database: the same keys, sent to a second API process (same database, started
+//               with IDEMPOTENCY_REPLAY_CACHE_SIZE=0 and DB_POOL_MAX=min(8, pool)): what a retry that reaches
+//               another instance, or comes after the cache evicted its key, costs.
+// Bars (issue #13): create >= 0.6x (a), replay >= 3x create (from the cache and through the database), API
+// peak RSS < 200 MB (the first API process, which serves (c) and (c')). The exit code is 0
 // whatever the bars say (1 only when the bench itself cannot run).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -34,6 +39,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
+import { loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
@@ -78,6 +84,9 @@ const DEFAULT_URL = 'postgresql://postgres@127.0.0.1:5432/tickets_bench';
 const env = process.env;
 const num = positiveNumberEnv;
 
+/** DB_POOL_MAX of the second API process, which serves (c''). */
+const DB_REPLAY_POOL = 8;
+
 /** The schema the bench creates for reference (a). */
 const PLAIN_SCHEMA = 'bench_plain';
 
@@ -98,6 +107,8 @@ interface Ctx {
   baseUrl: string;
   apiKey: string;
   apiPid: number;
+  /** The second API process (replay cache off) for (c''). */
+  dbReplay: { baseUrl: string; pid: number };
   /** The references' pool (also used to find the bench database's backends). */
   pool: Pool;
   concurrency: number;
@@ -123,7 +134,14 @@ const header = (h: Record<string, string | string[]>, name: string): string | un
 let createSeq = 0;
 
 /** create: a new key per request (returns the keys that got a fresh 201); replay: cycles through `replayKeys`. */
-async function runHttp(ctx: Ctx, kind: 'create' | 'replay', seconds: number, name: string, replayKeys: string[] = []): Promise<Phase & { created: string[] }> {
+async function runHttp(
+  ctx: Ctx,
+  kind: 'create' | 'replay',
+  seconds: number,
+  name: string,
+  replayKeys: string[] = [],
+  target: { baseUrl: string; pid: number } = { baseUrl: ctx.baseUrl, pid: ctx.apiPid },
+): Promise<Phase & { created: string[] }> {
   const created: string[] = [];
   const lat: number[] = [];
   const badCodes = new Map<string, number>();
@@ -131,12 +149,12 @@ async function runHttp(ctx: Ctx, kind: 'create' | 'replay', seconds: number, nam
   let bad = 0;
   let next = 0;
   if (kind === 'replay' && replayKeys.length === 0) throw new Error('no keys to replay (the create phase got no 201)');
-  const meter = await cpuMeter(ctx.pool, ctx.apiPid);
+  const meter = await cpuMeter(ctx.pool, target.pid);
   const t0 = performance.now();
   const res = await new Promise<AcResult>((resolve, reject) => {
     const inst = autocannon(
       {
-        url: `${ctx.baseUrl}/v1/tickets`,
+        url: `${target.baseUrl}/v1/tickets`,
         connections: ctx.concurrency,
         duration: seconds,
         method: 'POST',
@@ -219,6 +237,8 @@ export async function runCreateBench(): Promise<string> {
   const warmup = num('BENCH_WARMUP_SECONDS', 2);
   const poolSize = num('BENCH_POOL', concurrency);
   const cpuProfDir = env.BENCH_CPU_PROF;
+  // The API child's IDEMPOTENCY_REPLAY_CACHE_SIZE (it inherits this environment).
+  const cacheSize = loadConfig({ IDEMPOTENCY_REPLAY_CACHE_SIZE: env.IDEMPOTENCY_REPLAY_CACHE_SIZE }).idempotency.replayCacheSize;
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
   const apiNodeArgs = env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : HEAP_CAP;
   const url = benchDatabaseUrl();
@@ -233,6 +253,7 @@ export async function runCreateBench(): Promise<string> {
 
   const pool = new Pool({ connectionString: url, max: concurrency, application_name: 'bench-references', idleTimeoutMillis: 0 });
   let api: ApiChild | undefined;
+  let api2: ApiChild | undefined;
   try {
     const info = await pool.query(
       `SELECT version() AS v, current_setting('synchronous_commit') AS sc, current_setting('max_connections') AS mc,
@@ -251,18 +272,18 @@ export async function runCreateBench(): Promise<string> {
     const nodeArgs = [...requireHooks(), ...apiNodeArgs];
     if (cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js'));
     const port = 20_000 + Math.floor(Math.random() * 20_000);
-    api = await startApi({
-      mainJs: apiMainJs(distRoot),
-      nodeArgs,
-      port,
-      env: { DATABASE_URL: url, LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', DB_POOL_MAX: String(poolSize) },
-    });
+    const apiEnv = { DATABASE_URL: url, LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', DB_POOL_MAX: String(poolSize) };
+    api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port, env: apiEnv });
     log(`API child pid ${api.pid} on ${api.baseUrl} (DB_POOL_MAX=${poolSize}), RSS ${mb(memoryOf(api.pid).rss)} MB`);
+    // A small pool: a replay is one statement, and three pools of `concurrency` would crowd max_connections.
+    const pool2 = Math.min(poolSize, DB_REPLAY_POOL);
+    api2 = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port: port + 1, env: { ...apiEnv, IDEMPOTENCY_REPLAY_CACHE_SIZE: '0', DB_POOL_MAX: String(pool2) } });
+    log(`second API child (replay cache off) pid ${api2.pid} on ${api2.baseUrl} (DB_POOL_MAX=${pool2})`);
     const rss = rssSampler(api.pid);
     // open the references' connections up front, like the API's pool after warm-up
     await Promise.all(Array.from({ length: concurrency }, () => pool.connect().then((c) => c.release())));
 
-    const ctx: Ctx = { baseUrl: api.baseUrl, apiKey: tenant.apiKey, apiPid: api.pid, pool, concurrency, runId, log };
+    const ctx: Ctx = { baseUrl: api.baseUrl, apiKey: tenant.apiKey, apiPid: api.pid, dbReplay: { baseUrl: api2.baseUrl, pid: api2.pid }, pool, concurrency, runId, log };
     let createdTotal = 0;
     const plain = (secs: number, name: string) => runReference(ctx, PLAIN_SCHEMA, refTenant.tenantId, secs, name);
     const schema = (secs: number, name: string) => runReference(ctx, 'public', refTenant.tenantId, secs, name);
@@ -271,11 +292,13 @@ export async function runCreateBench(): Promise<string> {
     const w1 = await runHttp(ctx, 'create', warmup, 'warm-up create');
     createdTotal += w1.ok;
     log(`warm-up: API create   ${phaseLine(w1)}`);
+    // Opens the second process's pool too, so its backends are counted from the first measured (c'').
+    log(`warm-up: (c'') db replay ${phaseLine(await runHttp(ctx, 'replay', warmup, 'warm-up replay (db)', w1.created, ctx.dbReplay))}`);
     log(`warm-up: (a) plain, (b) schema ${warmup}s each`);
     log(`warm-up: (a) plain    ${phaseLine(await plain(warmup, 'warm-up plain'))}`);
     log(`warm-up: (b) schema   ${phaseLine(await schema(warmup, 'warm-up schema'))}`);
 
-    const perRound: Array<{ plain: Phase; schema: Phase; create: Phase; replay: Phase }> = [];
+    const perRound: Array<{ plain: Phase; schema: Phase; create: Phase; replay: Phase; dbReplay: Phase }> = [];
     for (let r = 1; r <= rounds; r++) {
       const a = await plain(seconds, 'plain');
       log(`round ${r}/${rounds}: (a) plain    ${phaseLine(a)}`);
@@ -284,9 +307,14 @@ export async function runCreateBench(): Promise<string> {
       const create = await runHttp(ctx, 'create', seconds, 'create');
       createdTotal += create.ok;
       log(`round ${r}/${rounds}: (c) create   ${phaseLine(create)}`);
-      const replay = await runHttp(ctx, 'replay', seconds, 'replay', create.created);
-      log(`round ${r}/${rounds}: (c') replay  ${phaseLine(replay)} (${create.created.length} keys)`);
-      perRound.push({ plain: a, schema: b, create, replay });
+      // The API's cache keeps the newest `cacheSize` answers and evicts the oldest: cycling through more keys
+      // than it holds would miss on every request (each miss evicts the key needed next) and measure (c'').
+      const cachedKeys = create.created.slice(-Math.max(1, Math.floor(cacheSize / 2)));
+      const replay = await runHttp(ctx, 'replay', seconds, 'replay', cachedKeys);
+      log(`round ${r}/${rounds}: (c') replay  ${phaseLine(replay)} (${cachedKeys.length} of the round's ${create.created.length} keys)`);
+      const dbReplay = await runHttp(ctx, 'replay', seconds, 'replay (db)', create.created, ctx.dbReplay);
+      log(`round ${r}/${rounds}: (c'') db replay ${phaseLine(dbReplay)}`);
+      perRound.push({ plain: a, schema: b, create, replay, dbReplay });
     }
 
     rss.stop();
@@ -298,8 +326,8 @@ export async function runCreateBench(): Promise<string> {
               (SELECT count(*) FROM outbox_events WHERE tenant_id = $1)::int AS events`,
       [tenant.tenantId],
     );
-    await api.stop();
-    api = undefined;
+    await Promise.all([api.stop(), api2.stop()]);
+    api = api2 = undefined;
 
     // ---------- report ----------
     const col = <K extends keyof (typeof perRound)[number]>(k: K) => perRound.map((x) => x[k]);
@@ -316,6 +344,7 @@ export async function runCreateBench(): Promise<string> {
     const createToPlain = ratio((x) => x.create.rate / x.plain.rate);
     const createToSchema = ratio((x) => x.create.rate / x.schema.rate);
     const replayRatio = ratio((x) => x.replay.rate / x.create.rate);
+    const dbReplayRatio = ratio((x) => x.dbReplay.rate / x.create.rate);
     const rateCell = (s: ReturnType<typeof summary>) => `${int(s.rate)} (${int(s.min)}–${int(s.max)}, spread ${fixed(s.spread, 0)}%)`;
     const row = (what: string, ps: Phase[], ratios: string) => {
       const s = summary(ps);
@@ -324,7 +353,7 @@ export async function runCreateBench(): Promise<string> {
     const bar = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
     const peakMb = mb(peakRss);
     const integrityOk = cnt[0].tickets === cnt[0].keys && cnt[0].keys === cnt[0].events && cnt[0].tickets >= createdTotal;
-    const unexpected = perRound.reduce((n, x) => n + x.plain.bad + x.schema.bad + x.create.bad + x.replay.bad, 0);
+    const unexpected = perRound.reduce((n, x) => n + x.plain.bad + x.schema.bad + x.create.bad + x.replay.bad + x.dbReplay.bad, 0);
     const cpuInfo = cpus();
     const replayCache = env.IDEMPOTENCY_REPLAY_CACHE_SIZE === '0' ? 'through the database (IDEMPOTENCY_REPLAY_CACHE_SIZE=0)' : "from the API's in-process cache";
     let commit = 'unknown';
@@ -339,7 +368,7 @@ export async function runCreateBench(): Promise<string> {
     lines.push(
       `Node ${process.version}, ${cpuInfo.length} CPUs (${cpuInfo[0]?.model.trim() ?? '?'}), load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ` +
         `${String(info.rows[0].v).split(' on ')[0]}, synchronous_commit=${info.rows[0].sc}, max_connections=${info.rows[0].mc}, ` +
-        `outbox_events trigger ${info.rows[0].outbox_trigger ? 'present' : 'ABSENT (dropped from this database)'}; ` +
+        `outbox_events trigger ${info.rows[0].outbox_trigger ? 'PRESENT (not the migrated schema: it has none since 20261201010000_outbox_wakeup)' : 'none'}; ` +
         `concurrency ${concurrency}, pool size ${poolSize} (API DB_POOL_MAX) and ${concurrency} (references' pg.Pool); ${rounds} rounds of ${seconds} s per phase, ` +
         `${apiNodeArgs.length ? `API node options ${apiNodeArgs.join(' ')}, ` : ''}` +
         `warm-up ${warmup} s; commit ${commit}.`,
@@ -350,18 +379,19 @@ export async function runCreateBench(): Promise<string> {
     lines.push(row("(b) schema: the same transaction on the project's tables", col('schema'), `b/a ${fixed(schemaToPlain, 2)}`));
     lines.push(row('(c) API create: POST /v1/tickets, new key', col('create'), `**c/a ${fixed(createToPlain, 2)}**, c/b ${fixed(createToSchema, 2)}`));
     lines.push(row(`(c') API replay: same key again (201, Idempotent-Replayed), ${replayCache}`, col('replay'), `c'/c ${fixed(replayRatio, 2)}`));
+    lines.push(row("(c'') API replay through the database: the same keys to a second API process (replay cache off)", col('dbReplay'), `c''/c ${fixed(dbReplayRatio, 2)}`));
     lines.push('');
-    lines.push('Each round runs (a), (b), (c) and (c\') back to back; a ratio is taken within a round, then the median over the rounds.', '');
+    lines.push("Each round runs (a), (b), (c), (c') and (c'') back to back; a ratio is taken within a round, then the median over the rounds.", '');
     const perReq = (ps: Phase[], k: keyof CpuShares) => median(ps.map((p) => (p.cpu[k] * 10) / p.rate));
     const cpuMs = (ps: Phase[]) => median(ps.map(cpuMsPerReq));
     lines.push('CPU ms per request (median of the rounds; "bench" is the references\' in-process `pg` client, or autocannon for (c) and (c\'); "pg" is the bench database\'s Postgres processes):', '');
     lines.push('| what | API | bench | pg | total | other processes (% of one core) |', '|---|---|---|---|---|---|');
-    for (const [what, ps] of [['(a) plain', col('plain')], ['(b) schema', col('schema')], ['(c) create', col('create')], ["(c') replay", col('replay')]] as const) {
+    for (const [what, ps] of [['(a) plain', col('plain')], ['(b) schema', col('schema')], ['(c) create', col('create')], ["(c') replay", col('replay')], ["(c'') replay (db)", col('dbReplay')]] as const) {
       lines.push(
         `| ${what} | ${fixed(perReq(ps, 'api'), 2)} | ${fixed(perReq(ps, 'bench'), 2)} | ${fixed(perReq(ps, 'pg'), 2)} | ${fixed(cpuMs(ps), 2)} | ${int(median(ps.map((p) => p.cpu.other)))}% |`,
       );
     }
-    const others = median(perRound.flatMap((x) => [x.plain.cpu.other, x.schema.cpu.other, x.create.cpu.other, x.replay.cpu.other]));
+    const others = median(perRound.flatMap((x) => [x.plain.cpu.other, x.schema.cpu.other, x.create.cpu.other, x.replay.cpu.other, x.dbReplay.cpu.other]));
     lines.push('');
     lines.push(
       `If CPU were the only limit and the box did nothing else: (a) ~${int((cpuInfo.length * 1000) / cpuMs(col('plain')))}/s, ` +
@@ -372,12 +402,13 @@ export async function runCreateBench(): Promise<string> {
     lines.push('| bar (issue #13) | measured | result |', '|---|---|---|');
     lines.push(`| create >= 0.6x (a) | ${fixed(createToPlain, 2)}x | ${bar(createToPlain >= 0.6)} |`);
     lines.push(`| replay >= 3x create (${replayCache}) | ${fixed(replayRatio, 2)}x | ${bar(replayRatio >= 3)} |`);
+    lines.push(`| replay through the database >= 3x create (second process) | ${fixed(dbReplayRatio, 2)}x | ${bar(dbReplayRatio >= 3)} |`);
     lines.push(`| API peak RSS < 200 MB | ${peakMb} MB (VmHWM) | ${bar(peakMb < 200)} |`);
     lines.push('');
     lines.push(`Per round (cpu: % of ONE core during the phase, the box has ${cpuInfo.length}; "other" is every other process on the box, e.g. concurrent jobs):`, '');
     lines.push('| round | phase | req/s | p50 ms | p99 ms | cpu api | cpu bench | cpu postgres | cpu other | CPU ms/req (api+bench+pg) | unexpected |', '|---|---|---|---|---|---|---|---|---|---|---|');
     perRound.forEach((x, i) => {
-      for (const p of [x.plain, x.schema, x.create, x.replay]) {
+      for (const p of [x.plain, x.schema, x.create, x.replay, x.dbReplay]) {
         lines.push(
           `| ${i + 1} | ${p.name} | ${int(p.rate)} | ${fixed(p.p50)} | ${fixed(p.p99)} | ${int(p.cpu.api)}% | ${int(p.cpu.bench)}% | ${int(p.cpu.pg)}% | ${int(p.cpu.other)}% | ${fixed(cpuMsPerReq(p), 2)} | ${p.bad ? `${p.bad} (${p.badDetail})` : 0} |`,
         );
@@ -401,9 +432,10 @@ export async function runCreateBench(): Promise<string> {
     if (cpuProfDir) log(`CPU profile of the API in ${cpuProfDir}`);
     return report;
   } finally {
-    if (api) {
-      process.stderr.write(`API stderr (tail):\n${api.stderrTail()}\n`);
-      await api.stop();
+    for (const child of [api, api2]) {
+      if (!child) continue;
+      process.stderr.write(`API ${child.pid} stderr (tail):\n${child.stderrTail()}\n`);
+      await child.stop();
     }
     await pool.end();
   }

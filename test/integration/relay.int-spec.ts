@@ -1,11 +1,12 @@
 // The outbox relay against the real PostgreSQL and the real Kafka broker: what a message looks
-// like, marking only after the ack, NOTIFY wake-up, crash between publish and mark, retention.
+// like, marking only after the ack, the NOTIFY wake-up from another connection (OutboxNotifier), crash
+// between publish and mark, retention.
 import { randomUUID } from 'node:crypto';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { createLogger } from '@tickets/logger';
-import { OutboxRelay, type OutboxRelayOptions } from '@tickets/outbox';
+import { OutboxNotifier, OutboxRelay, type OutboxRelayOptions } from '@tickets/outbox';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import {
   createRelayTestDatabase,
@@ -53,6 +54,9 @@ async function unpublished(seqs?: string[]): Promise<number> {
 beforeAll(async () => {
   database = await createRelayTestDatabase('basic');
   db = new Pool({ connectionString: database.url, max: 2 });
+  // The teardown's DROP DATABASE ... WITH (FORCE) can reach a connection whose end() has not closed its
+  // socket yet (seen under load): that 57P01 is expected then, not a failure of the test.
+  db.on('error', () => undefined);
 });
 
 afterEach(async () => {
@@ -66,9 +70,9 @@ afterAll(async () => {
 });
 
 describe('OutboxRelay', () => {
-  it('publishes each row with key = ticket id, the envelope as value and the event headers, and marks it only after the ack; NOTIFY wakes it', async () => {
+  it('publishes each row with key = ticket id, the envelope as value and the event headers, and marks it only after the ack; the notifier of another connection wakes it', async () => {
     const publishedAtHookTime: number[] = [];
-    // A poll interval far longer than the test: only the NOTIFY trigger can wake the relay in time.
+    // A poll interval far longer than the test: only the writer's NOTIFY can wake the relay in time.
     const relay = newRelay({
       pollIntervalMs: 60_000,
       faults: {
@@ -87,9 +91,14 @@ describe('OutboxRelay', () => {
 
     const rows = Array.from({ length: 5 }, () => ticketLifecycle(tenantId)).flat();
     const seqs = await insertOutboxRows(db, rows);
-    const t0 = Date.now();
-    await waitFor('all rows published', async () => (await unpublished(seqs)) === 0, 10_000);
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    // The writer, after its commit: a coalesced pg_notify from a connection of its own.
+    const notifier = new OutboxNotifier({ databaseUrl: database.url, intervalMs: 10, logger });
+    try {
+      notifier.committed();
+      await waitFor('all rows published', async () => (await unpublished(seqs)) === 0, 30_000);
+    } finally {
+      await notifier.close();
+    }
 
     // Marked only after the broker acknowledged: at hook time (ack received) nothing was marked yet.
     expect(publishedAtHookTime.length).toBeGreaterThan(0);

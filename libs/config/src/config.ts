@@ -54,6 +54,8 @@ const EnvSchema = z.object({
   RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(5000).default(500),
   /** Relay poll when no NOTIFY arrives; also how often a standby relay retries the leader lock. */
   RELAY_POLL_INTERVAL: duration('1s'),
+  /** A process that wrote outbox rows NOTIFYs relays in other processes at most once per this interval (outside its transactions). */
+  RELAY_NOTIFY_INTERVAL: duration('10ms'),
   /** Cap of the relay's full-jitter backoff for rows the broker rejects (outage retries are capped at RELAY_TUNING.outageRetryMaxMs). */
   RELAY_RETRY_MAX_DELAY: duration('30s'),
   /** Attempts before an outbox row the broker rejects is moved to outbox_dead_letters. */
@@ -201,6 +203,7 @@ export interface AppConfig {
     enabled: boolean;
     batchSize: number;
     pollIntervalMs: number;
+    notifyIntervalMs: number;
     retryMaxDelayMs: number;
     maxAttempts: number;
     retentionMs: number;
@@ -271,6 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       enabled: e.RELAY_ENABLED,
       batchSize: e.RELAY_BATCH_SIZE,
       pollIntervalMs: e.RELAY_POLL_INTERVAL,
+      notifyIntervalMs: e.RELAY_NOTIFY_INTERVAL,
       retryMaxDelayMs: e.RELAY_RETRY_MAX_DELAY,
       maxAttempts: e.OUTBOX_MAX_ATTEMPTS,
       retentionMs: e.OUTBOX_RETENTION,

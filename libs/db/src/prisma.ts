@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { TrackedPool } from './tracked-pool';
-import { PrismaClient } from '../../../generated/prisma/client';
+import { Prisma, PrismaClient } from '../../../generated/prisma/client';
 
-export { Prisma, PrismaClient } from '../../../generated/prisma/client';
+export { Prisma, PrismaClient };
 
 const MAX_NAMED_STATEMENTS = 500;
 
@@ -27,11 +27,26 @@ function statementNames(): (query: { sql: string }) => string {
   };
 }
 
+/** A Prisma client, and one-statement queries on the same pool without Prisma's query layer. */
+export interface DatabaseClients {
+  prisma: PrismaClient;
+  /**
+   * Runs ONE `Prisma.sql` statement (so its own implicit transaction) over `pg` directly, prepared once
+   * per connection under the same name the client would give it. For the hot paths only (the create
+   * and its replay): Prisma's `$queryRaw` costs several times the CPU of the `pg` call underneath it
+   * (docs/benchmarks.md, "The API's CPU per create"). Rows come back as `pg` parses them (timestamptz:
+   * Date, jsonb: parsed, int8: string); errors are `pg`'s, with the pool's phase stamps (databaseFailure).
+   * `name`: for a statement whose text never changes (every value a parameter): its text is built once
+   * and its prepared-statement name is `name`, saving the text's concatenation and hashing per call.
+   */
+  query<T>(sql: Prisma.Sql, name?: string): Promise<T[]>;
+}
+
 /**
  * A Prisma client on a `pg` pool of `poolMax` connections (driver adapter, no native engine). The pool
  * is a TrackedPool, so errors of a lost session say whether the statement was sent (databaseFailure).
  */
-export function createPrismaClient(url: string, poolMax: number, applicationName = 'tickets'): PrismaClient {
+export function createDatabaseClients(url: string, poolMax: number, applicationName = 'tickets'): DatabaseClients {
   const pool = new TrackedPool({
     connectionString: url,
     max: poolMax,
@@ -39,6 +54,23 @@ export function createPrismaClient(url: string, poolMax: number, applicationName
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   });
-  const adapter = new PrismaPg(pool, { statementNameGenerator: statementNames(), disposeExternalPool: true });
-  return new PrismaClient({ adapter });
+  const names = statementNames();
+  const adapter = new PrismaPg(pool, { statementNameGenerator: names, disposeExternalPool: true });
+  const staticTexts = new Map<string, string>();
+  return {
+    prisma: new PrismaClient({ adapter }),
+    query: async <T>(sql: Prisma.Sql, name?: string) => {
+      let text = name === undefined ? undefined : staticTexts.get(name);
+      if (text === undefined) {
+        text = sql.text; // a getter that builds the string
+        if (name !== undefined) staticTexts.set(name, text);
+      }
+      const res = await pool.query({ name: name ?? names({ sql: text }), text, values: sql.values });
+      return res.rows as T[];
+    },
+  };
+}
+
+export function createPrismaClient(url: string, poolMax: number, applicationName = 'tickets'): PrismaClient {
+  return createDatabaseClients(url, poolMax, applicationName).prisma;
 }

@@ -1,4 +1,5 @@
 import { Prisma, type PrismaClient } from '@tickets/db';
+import { OUTBOX_NOTIFY_CHANNEL } from '@tickets/outbox';
 import type { Actor } from './dead-letter.types';
 import type { OutboxDeadRow } from './outbox-requeue-plan';
 
@@ -87,6 +88,11 @@ export class DeadLetterActionsRepository {
       )
       SELECT event_id::text AS "eventId" FROM back ORDER BY seq`);
     return rows.map((r) => r.eventId);
+  }
+
+  /** Runs alone, after the commit of requeued rows: wakes the leading relay (in whichever process) now rather than at its next poll. */
+  async wakeRelay(): Promise<void> {
+    await this.prisma.$executeRaw(Prisma.sql`SELECT pg_notify(${OUTBOX_NOTIFY_CHANNEL}, '')`);
   }
 
   /** Deletes one outbox dead letter, keeping it whole in its audit row's snapshot (one statement, own transaction). */

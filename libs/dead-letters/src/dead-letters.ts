@@ -87,6 +87,7 @@ export class DeadLetters {
       const moved = plan.kind === 'requeue' && !req.dryRun ? await this.writes.moveOutboxBack(tx, plan.rows.map((row) => row.seq), req.actor) : [];
       return { plan, moved };
     });
+    if (moved.length) await this.writes.wakeRelay().catch(() => undefined); // a lost wake-up costs one poll interval, nothing else
     if (plan.kind === 'not-dead') {
       const state = await this.writes.outboxState(id);
       return r('not-dead', `outbox event ${id} is not dead-lettered: ${state.state}${since(state)}; nothing done`);

@@ -54,7 +54,7 @@ const KEY_GUARD_JOIN = Prisma.sql`LEFT JOIN prior_key ON true`;
 /** The values of one key row; `ticketId` is SQL so a composed statement can take it from its own insert. */
 const keyValues = (key: NewKey, ticketId: Prisma.Sql) => Prisma.sql`${key.tenantId}::uuid, ${key.key}, ${key.operation}, ${key.fingerprint},
   ${JSON.stringify(key.requestBody)}::jsonb, ${key.responseStatus}::int, ${key.responseBody}, ${key.outcome}, ${ticketId},
-  ${key.createdAt}::timestamptz, ${key.replayUntil}::timestamptz, ${key.expiresAt}::timestamptz`;
+  ${key.createdAt.toISOString()}::timestamptz, ${key.replayUntil.toISOString()}::timestamptz, ${key.expiresAt.toISOString()}::timestamptz`;
 
 /**
  * The idempotency_keys table: reads, the in-flight lock, inserts, the retention purge, and the SQL

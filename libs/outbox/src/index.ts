@@ -1,5 +1,6 @@
 export { OutboxRelay, OUTBOX_NOTIFY_CHANNEL } from './outbox-relay';
 export type { RelayStats } from './outbox-relay';
+export { OutboxNotifier, CoalescedSignal } from './outbox-notifier';
 export { relayOptionsFromConfig, DEFAULT_RELAY_LOCK_KEY } from './relay-options';
 export type { OutboxRelayOptions } from './relay-options';
 export { buildOutboundMessage, chunkMessages } from './outbox-message';

@@ -11,7 +11,7 @@ import { RelayMetrics } from './relay-metrics';
 import { resolveRelayOptions, type OutboxRelayOptions, type ResolvedRelayOptions } from './relay-options';
 import { RelayPipeline, SimulatedCrash } from './relay-pipeline';
 
-/** Channel of the AFTER INSERT trigger on outbox_events (migration `outbox_relay`). */
+/** The channel relays LISTEN on; OutboxNotifier sends on it after rows were committed. */
 export const OUTBOX_NOTIFY_CHANNEL = 'outbox_events';
 
 export interface RelayStats {
@@ -150,6 +150,14 @@ export class OutboxRelay {
       broker: this.leader ? this.broker.current() : { state: 'up', unreachableForMs: 0 },
       database: this.database.current(),
     };
+  }
+
+  /**
+   * Rows were committed to outbox_events in this process: a leader sleeping between rounds claims at
+   * once (a NOTIFY does the same for writers in other processes). No effect on a standby.
+   */
+  wake(): void {
+    if (this.leader) this.sleeper.wake();
   }
 
   /** Deletes published rows older than the retention now, in batches (the leader also runs this every cleanupIntervalMs). */

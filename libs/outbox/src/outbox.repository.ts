@@ -130,6 +130,11 @@ export class OutboxRepository {
     return res.rowCount ?? 0;
   }
 
+  /** Runs alone (its own transaction, never a writer's): NOTIFY the relays listening on `channel`. */
+  async notify(db: Queryable, channel: string): Promise<void> {
+    await db.query('SELECT pg_notify($1, $2)', [channel, '']);
+  }
+
   async counts(db: Queryable): Promise<OutboxCounts> {
     const { rows } = await db.query<{ pending: number; oldestPendingAgeMs: number | null; deadLetters: number }>(
       `SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,

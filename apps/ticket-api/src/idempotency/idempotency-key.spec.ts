@@ -33,6 +33,22 @@ describe('parseIdempotencyKey', () => {
 });
 
 describe('fingerprint', () => {
+  it('keeps the text and digest that stored keys carry (a change would turn every retry across a deploy into a 422)', () => {
+    const req = {
+      title: 'Printer on fire',
+      priority: 'high',
+      description: 'x"\\ü\u2028',
+      requester: { email: 'a@example.com', name: 'A' },
+      metadata: { z: [1, { b: null, a: '2' }], a: true, n: 1.5, u: undefined, é: {}, '': [] },
+      externalRef: 'INC-1',
+    };
+    expect(canonicalJson(req)).toBe(
+      '{"description":"x\\"\\\\ü\u2028","externalRef":"INC-1","metadata":{"":[],"a":true,"n":1.5,"z":[1,{"a":"2","b":null}],"é":{}},"priority":"high","requester":{"email":"a@example.com","name":"A"},"title":"Printer on fire"}',
+    );
+    // sha256 of 'ticket.create', '\n' and that text, as computed before the function was rewritten.
+    expect(fingerprint('ticket.create', req)).toBe('4bc58c94c28a05a084c07bc1a28be906eac3416b673b4066a6f4852304c2a956');
+  });
+
   it('ignores key order at every level', () => {
     const a = { title: 't', requester: { name: 'n', email: 'e@x.io' }, metadata: { b: 1, a: [1, { y: 2, x: 1 }] } };
     const b = { metadata: { a: [1, { x: 1, y: 2 }], b: 1 }, requester: { email: 'e@x.io', name: 'n' }, title: 't' };

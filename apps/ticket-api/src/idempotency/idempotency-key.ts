@@ -37,19 +37,35 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
 
 const invalid = (why: string) => new DomainError('idempotency_key_invalid', `Idempotency-Key is malformed: ${why}.`);
 
-/** JSON with object keys sorted at every level: equivalent bodies give the same text. */
+/**
+ * JSON with object keys sorted at every level: equivalent bodies give the same text. Runs on every keyed
+ * request, so it builds one string instead of arrays of entries; the output is unchanged (stored
+ * fingerprints stay valid).
+ */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + canonicalJson(value[i]);
+    return out + ']';
+  }
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  let out = '{';
+  let first = true;
+  for (const k of keys) {
+    const v = obj[k];
+    if (v === undefined) continue;
+    out += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(v);
+    first = false;
+  }
+  return out + '}';
 }
 
 /** The request fingerprint stored with a key: operation + target + the validated, normalised body. */
 export function fingerprint(operation: string, normalisedRequest: unknown): string {
-  return createHash('sha256').update(operation).update('\n').update(canonicalJson(normalisedRequest)).digest('hex');
+  // One update of the same bytes as operation, '\n', body in three: the same digest, fewer native calls.
+  return createHash('sha256').update(`${operation}\n${canonicalJson(normalisedRequest)}`).digest('hex');
 }
 
 /** Dotted paths of the fields that differ between two normalised requests (top level and one level down). */

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { createPrismaClient, type Prisma, type PrismaClient } from '@tickets/db';
+import { createDatabaseClients, type Prisma, type PrismaClient } from '@tickets/db';
 import type { AppConfig } from '@tickets/config';
 import { APP_CONFIG } from '../common/tokens';
 
@@ -9,9 +9,13 @@ export type Tx = Prisma.TransactionClient;
 @Injectable()
 export class Database implements OnModuleDestroy {
   readonly prisma: PrismaClient;
+  /** One statement over the same pool, without Prisma's query layer: for the create path only (see DatabaseClients.query). */
+  readonly query: <T>(sql: Prisma.Sql, name?: string) => Promise<T[]>;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'ticket-api');
+    const clients = createDatabaseClients(config.database.url, config.database.poolMax, 'ticket-api');
+    this.prisma = clients.prisma;
+    this.query = clients.query;
   }
 
   /** The one way to run a multi-statement write: an interactive Prisma transaction. */

@@ -50,6 +50,16 @@ describe('CancelTicketUseCase (fake repositories, no database)', () => {
     expect(store.storedKey(TENANT, 'c2')).toMatchObject({ outcome: 'already_cancelled' });
   });
 
+  it('wakes the relay once for the cancel that wrote an event; not for an already-cancelled ticket, a replay or a failure', async () => {
+    const commands = ticketCommands(store);
+    await commands.cancel.execute(cancelCommand('c1', ticketId));
+    expect(commands.relay.wakes).toBe(1);
+    await commands.cancel.execute(cancelCommand('c1', ticketId));
+    await commands.cancel.execute(cancelCommand('c2', ticketId));
+    await expect(commands.cancel.execute(cancelCommand('c3', UNKNOWN))).rejects.toMatchObject({ code: 'ticket_not_found' });
+    expect(commands.relay.wakes).toBe(1);
+  });
+
   it('unknown ticket: 404 ticket_not_found, and the key stays unused (the transaction left nothing)', async () => {
     await expect(ticketCommands(store).cancel.execute(cancelCommand('c1', UNKNOWN))).rejects.toMatchObject({
       code: 'ticket_not_found',

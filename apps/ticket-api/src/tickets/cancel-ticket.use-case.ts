@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { TICKET_CANCELLED_V1, type CancelTicketInput, type TicketCancelledV1 } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
+import { RelayService } from '../relay/relay.service';
 import type { CommandAnswer } from '../idempotency/keyed-command.types';
 import { toTicket } from './ticket.mapper';
 import { TicketsRepository } from './tickets.repository';
@@ -28,11 +29,12 @@ export class CancelTicketUseCase {
   constructor(
     private readonly tickets: TicketsRepository,
     private readonly idempotent: IdempotentCommandRunner,
+    private readonly relay: RelayService,
   ) {}
 
-  execute(cmd: CancelCommand): Promise<WriteResult> {
+  async execute(cmd: CancelCommand): Promise<WriteResult> {
     const request = { ticketId: cmd.ticketId, ...cmd.input } as Record<string, unknown>;
-    return this.idempotent.run<TicketOutcome>(
+    const result = await this.idempotent.run<TicketOutcome>(
       { tenantId: cmd.tenantId, key: cmd.idempotencyKey, operation: CANCEL_OPERATION, request },
       {
         transaction: async (tx, { now }): Promise<CommandAnswer<TicketOutcome>> => {
@@ -58,5 +60,8 @@ export class CancelTicketUseCase {
         },
       },
     );
+    // Committed by now (the transaction has ended): the relay publishes the event without waiting for its poll.
+    if (!result.fromStore && result.answer.outcome === 'cancelled') this.relay.eventsCommitted();
+    return result;
   }
 }

@@ -1,4 +1,4 @@
-import { CreateTicketInput, TICKET_CREATED_V1 } from '@tickets/contracts';
+import { CreateTicketInput, TICKET_CREATED_V1, TicketEvent } from '@tickets/contracts';
 import { CREATE_OPERATION, type CreateCommand } from './create-ticket.use-case';
 import { InMemoryStore, testConfig, ticketCommands } from './in-memory-store.fake';
 
@@ -27,6 +27,12 @@ describe('CreateTicketUseCase (fake repositories, no database)', () => {
     expect([...store.tickets.keys()]).toEqual([answer.ticketId]);
     expect(store.storedKey(TENANT, 'k1')).toMatchObject({ operation: CREATE_OPERATION, responseStatus: 201, responseBody: answer.body, outcome: 'created' });
     expect(store.events.map((e) => [e.eventType, e.ticketId])).toEqual([[TICKET_CREATED_V1, answer.ticketId]]);
+    // The event's payload is the envelope as JSON.stringify writes it, its `data` the ticket of the answer.
+    const payload = store.events[0].payload;
+    const envelope = TicketEvent.parse(JSON.parse(payload));
+    expect(payload).toBe(JSON.stringify(envelope));
+    expect(envelope).toMatchObject({ id: store.events[0].eventId, type: TICKET_CREATED_V1, ticketId: answer.ticketId, idempotencyKey: 'k1', correlationId: 'req-1' });
+    expect(envelope.data).toEqual(JSON.parse(answer.body));
   });
 
   it('same key, same request, another process: the stored answer byte for byte, nothing new written', async () => {
@@ -46,6 +52,18 @@ describe('CreateTicketUseCase (fake repositories, no database)', () => {
     const again = await create.execute(command('k1', { title: 'Printer on fire' }));
     expect(again).toEqual({ answer: first.answer, fromStore: true });
     expect(tickets.tryCreateCalls).toBe(1);
+  });
+
+  it('wakes the relay once per create that wrote an event, after it returned; never for a replay or a deduplicated create', async () => {
+    const { create, relay } = ticketCommands(store);
+    await create.execute(command('k1', { title: 'Printer on fire', externalRef: 'INC-9' }));
+    expect(relay.wakes).toBe(1);
+    await create.execute(command('k1', { title: 'Printer on fire', externalRef: 'INC-9' })); // replay (cache)
+    const other = ticketCommands(store);
+    await other.create.execute(command('k1', { title: 'Printer on fire', externalRef: 'INC-9' })); // replay (store)
+    await other.create.execute(command('k2', { title: 'Printer on fire', externalRef: 'INC-9' })); // deduplicated
+    expect(relay.wakes + other.relay.wakes).toBe(1);
+    expect(store.events).toHaveLength(1);
   });
 
   it('key in flight in another request: 409 idempotency_key_in_use with Retry-After, nothing written', async () => {

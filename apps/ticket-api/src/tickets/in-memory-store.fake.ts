@@ -8,6 +8,7 @@ import { Registry } from 'prom-client';
 import { IdempotencyMetrics } from '../idempotency/idempotency.metrics';
 import { IdempotentCommandRunner } from '../idempotency/idempotent-command.runner';
 import type { Database, Tx } from '../infra/database';
+import type { RelayService } from '../relay/relay.service';
 import { CancelTicketUseCase } from './cancel-ticket.use-case';
 import { CreateTicketUseCase, type CreateCommand } from './create-ticket.use-case';
 import type { TicketRow } from './ticket.mapper';
@@ -160,5 +161,8 @@ export function ticketCommands(store: InMemoryStore, config = testConfig()) {
     new IdempotencyMetrics(registry),
   );
   const repo = tickets as unknown as TicketsRepository;
-  return { tickets, keys, registry, create: new CreateTicketUseCase(repo, runner), cancel: new CancelTicketUseCase(repo, runner) };
+  // Counts the relay wake-ups the use cases ask for (after a commit that wrote an outbox row).
+  const relay = { wakes: 0, eventsCommitted: () => void relay.wakes++ };
+  const asRelay = relay as unknown as RelayService;
+  return { tickets, keys, registry, relay, create: new CreateTicketUseCase(repo, runner, asRelay), cancel: new CancelTicketUseCase(repo, runner, asRelay) };
 }

@@ -26,7 +26,7 @@ const TICKET_COLUMNS = Prisma.sql`id, title, description, priority, status, exte
 export class TicketsRepository {
   private readonly prisma: PrismaClient;
 
-  constructor(db: Database) {
+  constructor(private readonly db: Database) {
     this.prisma = db.prisma;
   }
 
@@ -36,11 +36,16 @@ export class TicketsRepository {
    * the key), a look for a ticket with the same externalRef, and only if all is clear insert the ticket,
    * its idempotency record (with the answer to give back on a retry) and its outbox event. A unique
    * violation (a race the snapshot could not see) aborts the whole statement; the caller runs it again
-   * and then sees the winner.
+   * and then sees the winner. Sent with `Database.query` (pg directly) as a named statement: this is the
+   * hot path of every create and of every replay the in-process cache cannot answer. Its text must stay
+   * static (every value a parameter); a change of the text needs a new name (`ticket_create_v<n>`).
    */
   async tryCreate(attempt: { row: TicketRow & { tenantId: string; idempotencyKey: string }; key: NewKey; event: NewEvent }): Promise<CreateAttempt> {
     const { row, key, event } = attempt;
-    const rows = await this.prisma.$queryRaw<Array<{ written: number; duplicate_id: string | null } & KeyGuardRow>>(Prisma.sql`
+    // ISO text rather than Date objects: pg's local-time formatting of a Date showed in the profile.
+    const createdAt = row.createdAt.toISOString();
+    const updatedAt = row.updatedAt === row.createdAt ? createdAt : row.updatedAt.toISOString();
+    const rows = await this.db.query<{ written: number; duplicate_id: string | null } & KeyGuardRow>(Prisma.sql`
       WITH ${Keys.keyGuardCtes(row.tenantId, key.key)},
       duplicate AS MATERIALIZED (
         SELECT id FROM tickets
@@ -54,7 +59,7 @@ export class TicketsRepository {
                              idempotency_key, created_at, updated_at)
         SELECT ${row.id}::uuid, ${row.tenantId}::uuid, ${row.title}, ${row.description}, ${row.priority}, ${row.status},
                ${row.externalRef}, ${json(row.requester)}::jsonb, ${json(row.metadata)}::jsonb, ${row.idempotencyKey},
-               ${row.createdAt}::timestamptz, ${row.updatedAt}::timestamptz
+               ${createdAt}::timestamptz, ${updatedAt}::timestamptz
         FROM clear
         RETURNING id
       ),
@@ -62,14 +67,14 @@ export class TicketsRepository {
       new_event AS (
         INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
         SELECT ${event.eventId}::uuid, ${row.tenantId}::uuid, 'ticket', new_ticket.id, ${event.eventType}, ${event.payload}::jsonb,
-               ${event.headers}::jsonb, ${row.createdAt}::timestamptz
+               ${event.headers}::jsonb, ${createdAt}::timestamptz
         FROM new_ticket
         RETURNING 1
       )
       SELECT ((SELECT count(*) FROM new_ticket) + (SELECT count(*) FROM new_key) + (SELECT count(*) FROM new_event))::int AS written,
              (SELECT id FROM duplicate LIMIT 1)::text AS duplicate_id,
              ${Keys.keyGuardColumns()}
-      FROM (SELECT 1) AS one ${Keys.keyGuardJoin()}`);
+      FROM (SELECT 1) AS one ${Keys.keyGuardJoin()}`, 'ticket_create_v1');
     const result = rows[0];
     return { guard: Keys.readKeyGuard(result), created: result.written === 3, duplicateTicketId: result.duplicate_id };
   }
