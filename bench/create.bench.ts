@@ -46,7 +46,7 @@ import { apiMainJs, memoryOf, rssSampler, startApi, type ApiChild } from './supp
 import { cpuMeter, type CpuShares } from './support/cpu-meter';
 import { BODY_TEXT, plainTablesDdl, runThreeInsertLoop } from './support/three-inserts';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
-import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv } from './support/paths';
+import { API_HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcRequest {
@@ -240,7 +240,7 @@ export async function runCreateBench(): Promise<string> {
   // The API child's IDEMPOTENCY_REPLAY_CACHE_SIZE (it inherits this environment).
   const cacheSize = loadConfig({ IDEMPOTENCY_REPLAY_CACHE_SIZE: env.IDEMPOTENCY_REPLAY_CACHE_SIZE }).idempotency.replayCacheSize;
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
-  const apiNodeArgs = env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : HEAP_CAP;
+  const apiNodeArgs = env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : API_HEAP_CAP;
   const url = benchDatabaseUrl();
   const root = repoRoot();
   const distRoot = join(__dirname, '..');

@@ -40,7 +40,7 @@ import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
-import { HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
+import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcResult {
@@ -584,8 +584,12 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const nodeArgs = requireHooks();
   const cpuProfDir = env.EVENTS_CPU_PROF;
   // API and consumer run as the project runs them (heap capped).
-  const childArgs = (name: string) =>
-    cpuProfDir ? [...nodeArgs, ...HEAP_CAP, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : [...nodeArgs, ...HEAP_CAP];
+  const childArgs = (name: string) => {
+    const cap = name === 'api' ? API_HEAP_CAP : HEAP_CAP;
+    return cpuProfDir
+      ? [...nodeArgs, ...cap, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')]
+      : [...nodeArgs, ...cap];
+  };
   const settings: Record<string, string> = Object.fromEntries(knobs().map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : `${d} (app default)`]));
 
   let api: ApiChild | undefined;

@@ -76,7 +76,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-supervise api node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
+supervise api node --max-old-space-size=192 --max-semi-space-size=8 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
 pids+=($!)
 SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then

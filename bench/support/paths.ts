@@ -23,12 +23,19 @@ export function requireHooks(): string[] {
 }
 
 /**
- * The V8 heap cap the API and the consumer run with (npm run start:api / start:consumer, scripts/start.sh,
- * the Docker image). Without it V8 sizes old space from the machine's RAM and lets
+ * The V8 heap cap the consumer, relay and stats consumer run with (npm run start:consumer, scripts/start.sh;
+ * the API: API_HEAP_CAP). Without it V8 sizes old space from the machine's RAM and lets
  * garbage pile up to hundreds of MB before a full collection; the semi-space cap keeps Node 24's larger
  * young generation from adding 40-55 MB of peak RSS (docs/benchmarks.md).
  */
 export const HEAP_CAP = ['--max-old-space-size=192', '--max-semi-space-size=16'];
+
+/**
+ * The API's heap cap (npm run start:api, scripts/start.sh, the Docker image): a young generation half
+ * HEAP_CAP's: the API's peak RSS under bench:create 200-211 MB against 213-229 MB with 16, at the same CPU
+ * per create (docs/benchmarks.md, "Memory").
+ */
+export const API_HEAP_CAP = ['--max-old-space-size=192', '--max-semi-space-size=8'];
 
 /** A positive number from the environment, or `dflt` when unset; anything else stops the bench with the name. */
 export function positiveNumberEnv(name: string, dflt: number): number {
