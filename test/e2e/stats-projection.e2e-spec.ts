@@ -66,10 +66,11 @@ describe('stats projection consumer and GET /v1/stats', () => {
   };
 
   beforeAll(async () => {
-    process.env.STATS_GROUP_ID = groupId; // the API serves this group's projection
+    process.env.STATS_GROUP_ID = groupId; // the stats consumer's group (it reads the process environment)
     fx = await kafkaFixture(topic, 3);
     stack = await startTestStack({
-      env: { KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, RELAY_ENABLED: 'true', RELAY_POLL_INTERVAL: '200ms' },
+      // STATS_GROUP_ID: the API serves this group's projection.
+      env: { KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, RELAY_ENABLED: 'true', RELAY_POLL_INTERVAL: '200ms', STATS_GROUP_ID: groupId },
     });
     tenants = [stack, await stack.newTenant('stats')];
     for (const [ti, t] of tenants.entries()) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration';
 import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-config';
-import { durationEnv as duration } from './env-schemas';
+import { durationEnv as duration, statsGroupIdEnv } from './env-schemas';
 
 const bool = (fallback: boolean) =>
   z
@@ -84,6 +84,7 @@ const EnvSchema = z.object({
   /** ... and counts an unpublished event or a pending notification once it is this old (--grace). */
   RECONCILE_GRACE: duration('5m'),
   NOTIFIER_GROUP_ID: z.string().min(1).default('ticket-notifier'),
+  STATS_GROUP_ID: statsGroupIdEnv,
   NOTIFY_WEBHOOK_URL: z.string().url().optional(),
   NOTIFY_WEBHOOK_SECRET: z.string().min(1).optional(),
   /** Delivery attempts per notification before it is marked dead. */
@@ -225,6 +226,8 @@ export interface AppConfig {
   } & typeof NOTIFIER_TUNING;
   consumer: { partitionsConcurrency: number };
   inbox: { retentionMs: number; purgeIntervalMs: number };
+  /** The statistics projection's consumer group (GET /v1/stats serves its rows; the console shows its lag). */
+  stats: { groupId: string };
   /** The scheduled reconciliation: intervalMs 0 means never. */
   reconcile: { intervalMs: number; windowMs: number; graceMs: number };
   edge: EdgeConfig;
@@ -297,6 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     consumer: { partitionsConcurrency: e.CONSUMER_PARTITIONS_CONCURRENCY },
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
+    stats: { groupId: e.STATS_GROUP_ID },
     reconcile: { intervalMs: e.RECONCILE_INTERVAL, windowMs: e.RECONCILE_WINDOW, graceMs: e.RECONCILE_GRACE },
     edge: edgeConfig(e),
     console: consoleConfig(e),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from './config';
-import { durationEnv as duration } from './env-schemas';
+import { durationEnv as duration, statsGroupIdEnv } from './env-schemas';
 
 /** Settings of a consumer built on @tickets/event-consumer (the kit), and of the stats projection consumer. */
 const EventConsumerEnv = z.object({
@@ -33,7 +33,7 @@ const EventConsumerEnv = z.object({
   /** Same variables as the notifier: the inbox must outlive the topic's retention.ms (checked at start). */
   INBOX_RETENTION: duration('30d'),
   INBOX_PURGE_INTERVAL: duration('1h'),
-  STATS_GROUP_ID: z.string().min(1).default('ticket-stats'),
+  STATS_GROUP_ID: statsGroupIdEnv,
 });
 
 export interface EventConsumerConfig {

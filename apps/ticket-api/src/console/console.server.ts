@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { loadEventConsumerConfig, type AppConfig } from '@tickets/config';
+import type { AppConfig } from '@tickets/config';
 import { isDatabaseUnavailable } from '@tickets/db';
 import { DeadLetters, kafkaRepublisher, type MessageRepublisher } from '@tickets/dead-letters';
 import { createKafkaClient } from '@tickets/kafka';
@@ -83,7 +83,7 @@ export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutd
       deadLetters: new DeadLetters(this.db.prisma, this.republisher),
       lag: this.lag,
       sampler,
-      groups: { notifier: notifier.groupId, all: [...new Set([notifier.groupId, loadEventConsumerConfig().stats.groupId])] },
+      groups: { notifier: notifier.groupId, all: [...new Set([notifier.groupId, this.config.stats.groupId])] },
       outboxRetentionMs: this.config.relay.retentionMs,
       log: this.log,
     });
