@@ -75,15 +75,21 @@ export class ReconcileSchedule {
     return done;
   }
 
+  private async ranRecently(): Promise<boolean> {
+    const last = await this.runs.latest('schedule');
+    return last !== null && Date.now() - last.finishedAt.getTime() < this.settings.intervalMs;
+  }
+
   private async lookAndRun(): Promise<StoredReconcileRun | null> {
+    // Most looks find a recent run: answer those from the pool, without opening the lock's connection.
+    if (await this.ranRecently()) return null;
     const db = new Client({ connectionString: this.settings.databaseUrl, application_name: 'reconcile-schedule', connectionTimeoutMillis: 5_000 });
     db.on('error', () => undefined); // a dropped connection frees the lock; the query in flight rejects
     await db.connect();
     try {
       if (!(await this.lock.tryLock(db))) return null;
       try {
-        const last = await this.runs.latest('schedule');
-        if (last && Date.now() - last.finishedAt.getTime() < this.settings.intervalMs) return null;
+        if (await this.ranRecently()) return null; // again under the lock: another process may just have run it
         const now = Date.now();
         const report = await reconcileReport(this.prisma, {
           since: new Date(now - this.settings.windowMs),
