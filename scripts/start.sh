@@ -40,12 +40,13 @@ BASE="http://127.0.0.1:$PORT"
 # dispatcher releases its leases), then exits.
 RESTART_MAX_DELAY=30
 supervise() {
-  local name=$1 child='' code delay=1 started stopping=0
+  local name=$1 child='' code delay=1 started stopping=0 interrupted=0
   shift
-  # Ctrl-C reaches the whole process group: the supervisor only notes it (the cleanup below then
-  # sends SIGTERM), and passes SIGTERM on to its child.
-  trap 'stopping=1' INT
-  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
+  # Ctrl-C reaches the whole process group, the child included: the supervisor only notes it, and
+  # does not pass on the SIGTERM the cleanup below sends next (a second signal would cut the child's
+  # graceful stop short). A SIGTERM alone (kill <pid of npm start>) is passed on to the child.
+  trap 'stopping=1; interrupted=1' INT
+  trap 'stopping=1; [ -z "$child" ] || [ "$interrupted" = 1 ] || kill -TERM "$child" 2>/dev/null || true' TERM
   while :; do
     started=$SECONDS
     "$@" &
