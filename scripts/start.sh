@@ -40,13 +40,15 @@ BASE="http://127.0.0.1:$PORT"
 # dispatcher releases its leases), then exits.
 RESTART_MAX_DELAY=30
 supervise() {
-  local name=$1 child='' code delay=1 started stopping=0 interrupted=0
+  local name=$1 child='' code delay=1 started stopping=0
   shift
-  # Ctrl-C reaches the whole process group, the child included: the supervisor only notes it, and
-  # does not pass on the SIGTERM the cleanup below sends next (a second signal would cut the child's
-  # graceful stop short). A SIGTERM alone (kill <pid of npm start>) is passed on to the child.
-  trap 'stopping=1; interrupted=1' INT
-  trap 'stopping=1; [ -z "$child" ] || [ "$interrupted" = 1 ] || kill -TERM "$child" 2>/dev/null || true' TERM
+  # The child runs in a process group of its own (job control on: set -m), so Ctrl-C, which reaches
+  # the terminal's whole foreground group, does not reach it: the supervisor only notes the SIGINT,
+  # and the child gets exactly one signal, the SIGTERM that the cleanup below sends and the supervisor
+  # passes on (a second signal would cut the child's graceful stop short).
+  set -m
+  trap 'stopping=1' INT
+  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
   while :; do
     started=$SECONDS
     "$@" &
