@@ -31,3 +31,30 @@ it('reads a pg error\'s own code', async () => {
   expect(sqlState(fromPg)).toBe('23505');
   expect(isUniqueViolation(fromPg)).toBe(true);
 });
+
+it('an idle connection the server closes does not crash the process, whether Prisma or the one-statement path used it first', async () => {
+  const admin = new Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+  const { createDatabaseClients, Prisma } = await import('@tickets/db');
+  try {
+    for (const first of ['query', 'prisma'] as const) {
+      const app = `db-errors-idle-${first}`;
+      const closed: Error[] = [];
+      const clients = createDatabaseClients(TEST_DATABASE_URL, 1, app, (err) => closed.push(err));
+      try {
+        // Before Prisma has connected, its adapter has put no listener on the pool: only the pool's own one catches the error.
+        if (first === 'query') await clients.query(Prisma.sql`SELECT 1`);
+        else await clients.prisma.$queryRaw`SELECT 1`;
+        const { rows } = await admin.query('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1', [app]);
+        expect(rows).toEqual([{ ok: true }]);
+        for (let i = 0; i < 100 && closed.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(closed.map((e) => (e as { code?: string }).code)).toEqual(['57P01']);
+        // The next statement opens a new connection.
+        expect(await clients.query<{ n: number }>(Prisma.sql`SELECT 2 AS n`)).toEqual([{ n: 2 }]);
+      } finally {
+        await clients.close();
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+});

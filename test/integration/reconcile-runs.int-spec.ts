@@ -128,3 +128,27 @@ it('the API runs it on RECONCILE_INTERVAL and serves the newest run as metrics',
     await app.close();
   }
 });
+
+it('closing the API while a scheduled look is running lets it finish on the open pool, then closes the pool: no connection left behind', async () => {
+  const config = testConfig({ DATABASE_URL: scratch.url, RECONCILE_INTERVAL: '200ms' });
+  const app = await createApiApp(config, createLogger('silent', 'reconcile-runs-test'));
+  await app.listen(0, '127.0.0.1');
+  const apiSessions = async () =>
+    (await db.query<{ state: string; wait: string | null }>("SELECT state, wait_event_type AS wait FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ticket-api'")).rows;
+  // Hold the next look on its first statement (reading the newest run) with a lock on reconcile_runs.
+  const holder = await db.connect();
+  let closing: Promise<void> | undefined;
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE reconcile_runs IN ACCESS EXCLUSIVE MODE');
+    await eventually(apiSessions, (s) => s.some((x) => x.wait === 'Lock'), 20_000, "the API's scheduled look waiting on reconcile_runs");
+    closing = app.close();
+    await new Promise((r) => setTimeout(r, 300)); // the close reaches its hooks while the look waits
+  } finally {
+    await holder.query('COMMIT');
+    holder.release();
+  }
+  await closing;
+  // Had the pool closed before the look finished, the look's next statement would have made Prisma open a new pool that nothing closes.
+  await eventually(apiSessions, (s) => s.length === 0, 10_000, "no session of the closed API's pool");
+});

@@ -40,25 +40,34 @@ export interface DatabaseClients {
    * and its prepared-statement name is `name`, saving the text's concatenation and hashing per call.
    */
   query<T>(sql: Prisma.Sql, name?: string): Promise<T[]>;
+  /** Disconnects Prisma and ends the pool (`prisma.$disconnect()` alone leaves it open when only `query` used it). */
+  close(): Promise<void>;
 }
 
 /**
  * A Prisma client on a `pg` pool of `poolMax` connections (driver adapter, no native engine). The pool
- * is a TrackedPool, so errors of a lost session say whether the statement was sent (databaseFailure).
+ * is a TrackedPool, so errors of a lost session say whether the statement was sent (databaseFailure),
+ * and an idle connection the server closes never crashes the process, whichever path used it first
+ * (Prisma's adapter listens only once Prisma has connected; `query` can run before that).
+ * `onIdleError`: told of each such closed idle connection (the API logs it).
  */
-export function createDatabaseClients(url: string, poolMax: number, applicationName = 'tickets'): DatabaseClients {
-  const pool = new TrackedPool({
-    connectionString: url,
-    max: poolMax,
-    application_name: applicationName,
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
-  });
+export function createDatabaseClients(url: string, poolMax: number, applicationName = 'tickets', onIdleError?: (err: Error) => void): DatabaseClients {
+  const pool = new TrackedPool(
+    {
+      connectionString: url,
+      max: poolMax,
+      application_name: applicationName,
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+    },
+    onIdleError,
+  );
   const names = statementNames();
   const adapter = new PrismaPg(pool, { statementNameGenerator: names, disposeExternalPool: true });
   const staticTexts = new Map<string, string>();
+  const prisma = new PrismaClient({ adapter });
   return {
-    prisma: new PrismaClient({ adapter }),
+    prisma,
     query: async <T>(sql: Prisma.Sql, name?: string) => {
       let text = name === undefined ? undefined : staticTexts.get(name);
       if (text === undefined) {
@@ -67,6 +76,10 @@ export function createDatabaseClients(url: string, poolMax: number, applicationN
       }
       const res = await pool.query({ name: name ?? names({ sql: text }), text, values: sql.values });
       return res.rows as T[];
+    },
+    close: async () => {
+      await prisma.$disconnect();
+      if (!pool.ending) await pool.end();
     },
   };
 }

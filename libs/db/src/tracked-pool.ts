@@ -55,10 +55,16 @@ const lostState = (err: unknown): boolean => {
   return code === '57P01' || code === '57P02' || code === '57P05';
 };
 
-/** A pg Pool of TrackedClients whose connect errors say that nothing was sent. */
+/**
+ * A pg Pool of TrackedClients whose connect errors say that nothing was sent. An idle connection the
+ * server closes (a restart, pg_terminate_backend, DROP DATABASE ... WITH (FORCE)) makes a pg Pool emit
+ * 'error', which crashes the process when nobody listens; this pool always listens (pg has already
+ * dropped that client, the next checkout opens a new one) and passes the error to `onIdleError`.
+ */
 export class TrackedPool extends Pool {
-  constructor(config: PoolConfig = {}) {
+  constructor(config: PoolConfig = {}, onIdleError: (err: Error) => void = () => undefined) {
     super({ ...config, Client: TrackedClient } as PoolConfig);
+    this.on('error', onIdleError);
   }
 
   override connect(): Promise<PoolClient>;

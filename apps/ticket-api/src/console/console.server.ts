@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,7 +38,7 @@ class RequestProblem extends Error {
  * "Operating it".
  */
 @Injectable()
-export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private server?: Server;
   private routes?: ConsoleRoutes;
   private sessions?: ConsoleSessions;
@@ -100,14 +100,14 @@ export class ConsoleServer implements OnApplicationBootstrap, OnApplicationShutd
       // The console is for operators; the API serves agents: a second API process on this host (the
       // port taken) or a wrong ADMIN_HOST must not stop it. Say so once and serve without a console.
       this.log.warn({ err, host: c.host, port: c.port }, `ops console not started: cannot listen on ${c.host}:${c.port} (${(err as Error).message}); set ADMIN_PORT to a free port`);
-      await this.onApplicationShutdown();
+      await this.beforeApplicationShutdown();
       return;
     }
     this.server = server;
     this.log.info({ url: this.url() }, 'ops console listening');
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.sampleTimer);
     const server = this.server;
     this.server = undefined;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import { APP_CONFIG, LOGGER } from '../common/tokens';
@@ -6,7 +6,7 @@ import { IdempotencyKeysRepository } from '@tickets/idempotency';
 
 /** Runs the idempotency purge every IDEMPOTENCY_PURGE_INTERVAL inside the API process. */
 @Injectable()
-export class PurgeService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class PurgeService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private running?: Promise<unknown>;
 
@@ -21,7 +21,7 @@ export class PurgeService implements OnApplicationBootstrap, OnApplicationShutdo
     this.timer.unref();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
   }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type BeforeApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import { ReconcileRunsRepository, ReconcileSchedule } from '@tickets/reconcile';
@@ -13,7 +13,7 @@ import { ReconcileMetrics } from './reconcile.metrics';
  * reconcile_runs; its findings are metrics of every API process (ReconcileMetrics).
  */
 @Injectable()
-export class ReconcileScheduleService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class ReconcileScheduleService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly schedule: ReconcileSchedule;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(LOGGER) logger: Logger, db: Database, metrics: Metrics) {
@@ -31,7 +31,7 @@ export class ReconcileScheduleService implements OnApplicationBootstrap, OnAppli
     this.schedule.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  async beforeApplicationShutdown(): Promise<void> {
     await this.schedule.stop();
   }
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, BeforeApplicationShutdown } from '@nestjs/common';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import { OutboxNotifier, OutboxRelay, relayOptionsFromConfig, type RelayStats } from '@tickets/outbox';
@@ -11,7 +11,7 @@ import { Metrics } from '../metrics/metrics';
  * whichever relay leads after a write committed outbox rows (`eventsCommitted`).
  */
 @Injectable()
-export class RelayService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RelayService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private relay?: OutboxRelay;
   private stopping?: Promise<void>;
   private readonly notifier: OutboxNotifier;
@@ -45,7 +45,7 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
     await this.relay.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  async beforeApplicationShutdown(): Promise<void> {
     await this.stop();
   }
 
