@@ -23,7 +23,7 @@
 //   (c) create  autocannon, `concurrency` connections, POST /v1/tickets, a new Idempotency-Key per request;
 //               counts 201s without Idempotent-Replayed.
 //   (c') replay the same, cycling through the newest of the keys the round's create phase got a 201 for (at
-//               most half the API's IDEMPOTENCY_REPLAY_CACHE_SIZE, so that they are all in its cache; same body);
+//               most half of what the API's cache holds (IDEMPOTENCY_REPLAY_CACHE_SIZE, IDEMPOTENCY_REPLAY_CACHE_MB), so that they are all in its cache; same body);
 //               counts 201s with Idempotent-Replayed: true. The API answers them from its in-process cache
 //               unless IDEMPOTENCY_REPLAY_CACHE_SIZE=0 is set (the child inherits the environment).
 //   (c'') replay through the database: the same keys, sent to a second API process (same database, started
@@ -238,7 +238,10 @@ export async function runCreateBench(): Promise<string> {
   const poolSize = num('BENCH_POOL', concurrency);
   const cpuProfDir = env.BENCH_CPU_PROF;
   // The API child's IDEMPOTENCY_REPLAY_CACHE_SIZE (it inherits this environment).
-  const cacheSize = loadConfig({ IDEMPOTENCY_REPLAY_CACHE_SIZE: env.IDEMPOTENCY_REPLAY_CACHE_SIZE }).idempotency.replayCacheSize;
+  const cacheConfig = loadConfig({ IDEMPOTENCY_REPLAY_CACHE_SIZE: env.IDEMPOTENCY_REPLAY_CACHE_SIZE, IDEMPOTENCY_REPLAY_CACHE_MB: env.IDEMPOTENCY_REPLAY_CACHE_MB }).idempotency;
+  // Entries the cache holds: its count bound, or its bound on body characters over a created ticket's
+  // JSON (the request's fields plus id, status and timestamps: BODY_TEXT + ~200 characters).
+  const cacheSize = Math.min(cacheConfig.replayCacheSize, Math.floor(cacheConfig.replayCacheChars / (BODY_TEXT.length + 200)));
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
   const apiNodeArgs = env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : API_HEAP_CAP;
   const url = benchDatabaseUrl();
@@ -307,7 +310,7 @@ export async function runCreateBench(): Promise<string> {
       const create = await runHttp(ctx, 'create', seconds, 'create');
       createdTotal += create.ok;
       log(`round ${r}/${rounds}: (c) create   ${phaseLine(create)}`);
-      // The API's cache keeps the newest `cacheSize` answers and evicts the oldest: cycling through more keys
+      // The API's cache keeps the newest ~`cacheSize` answers and evicts the oldest: cycling through more keys
       // than it holds would miss on every request (each miss evicts the key needed next) and measure (c'').
       const cachedKeys = create.created.slice(-Math.max(1, Math.floor(cacheSize / 2)));
       const replay = await runHttp(ctx, 'replay', seconds, 'replay', cachedKeys);

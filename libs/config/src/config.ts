@@ -35,6 +35,7 @@ const EnvSchema = z.object({
   IDEMPOTENCY_PURGE_INTERVAL: duration('10m'),
   /** Committed answers kept in each API process so a replay needs no database round trip (0: off). */
   IDEMPOTENCY_REPLAY_CACHE_SIZE: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
+  IDEMPOTENCY_REPLAY_CACHE_MB: z.coerce.number().min(0).max(4096).default(4),
   /** Seconds a caller is told to wait (Retry-After) when its key is in flight elsewhere. */
   IDEMPOTENCY_IN_USE_RETRY_AFTER: z.coerce.number().int().min(1).max(60).default(1),
   // How long a write whose connection died mid-statement may spend finding out whether it committed.
@@ -197,7 +198,7 @@ export interface AppConfig {
   logLevel: Env['LOG_LEVEL'];
   http: { host: string; port: number; bodyLimitBytes: number };
   database: { url: string; poolMax: number };
-  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number; replayCacheSize: number; settleTimeoutMs: number };
+  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number; replayCacheSize: number; replayCacheChars: number; settleTimeoutMs: number };
   auth: { cacheTtlMs: number };
   kafka: { brokers: string[]; clientId: string; topic: string; partitions: number; retentionMs: number };
   relay: {
@@ -263,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       purgeIntervalMs: e.IDEMPOTENCY_PURGE_INTERVAL,
       inUseRetryAfterSeconds: e.IDEMPOTENCY_IN_USE_RETRY_AFTER,
       replayCacheSize: e.IDEMPOTENCY_REPLAY_CACHE_SIZE,
+      replayCacheChars: Math.floor(e.IDEMPOTENCY_REPLAY_CACHE_MB * 1024 * 1024),
       settleTimeoutMs: e.IDEMPOTENCY_SETTLE_TIMEOUT,
     },
     auth: { cacheTtlMs: e.AUTH_CACHE_TTL },

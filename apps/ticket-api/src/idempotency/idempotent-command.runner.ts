@@ -44,7 +44,7 @@ export class IdempotentCommandRunner {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: IdempotencyMetrics,
   ) {
-    this.cache = new ResponseCache(config.idempotency.replayCacheSize);
+    this.cache = new ResponseCache(config.idempotency.replayCacheSize, config.idempotency.replayCacheChars);
   }
 
   run<O extends string>(cmd: KeyedCommand, plan: KeyedPlan<O>): Promise<KeyedResult<O>> {

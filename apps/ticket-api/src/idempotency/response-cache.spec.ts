@@ -37,4 +37,24 @@ describe('ResponseCache', () => {
     off.remember('t', 'a', entry());
     expect(off.answer('t', 'a', 'ticket.create', 'f1', 0)).toBeUndefined();
   });
+
+  it('is bounded by the characters of the bodies it holds too: large answers push the oldest out; one larger than the bound is not kept', () => {
+    const body = (n: number) => ({ ...ANSWER, body: 'x'.repeat(n) });
+    const c = new ResponseCache(100, 1_000);
+    c.remember('t', 'a', entry({ answer: body(400) }));
+    c.remember('t', 'b', entry({ answer: body(400) }));
+    expect(c.size()).toEqual({ entries: 2, chars: 800 });
+    c.remember('t', 'c', entry({ answer: body(400) })); // 1,200 > 1,000: 'a' goes
+    expect(c.answer('t', 'a', 'ticket.create', 'f1', 0)).toBeUndefined();
+    expect(c.answer('t', 'b', 'ticket.create', 'f1', 0)).toBeDefined();
+    expect(c.size()).toEqual({ entries: 2, chars: 800 });
+    c.remember('t', 'huge', entry({ answer: body(1_001) }));
+    expect(c.answer('t', 'huge', 'ticket.create', 'f1', 0)).toBeUndefined();
+    expect(c.size()).toEqual({ entries: 2, chars: 800 });
+    // Remembering a key again replaces its entry and its count; an expired entry gives its count back.
+    c.remember('t', 'b', entry({ answer: body(100) }));
+    expect(c.size()).toEqual({ entries: 2, chars: 500 });
+    expect(c.answer('t', 'b', 'ticket.create', 'f1', 1_000)).toBeUndefined();
+    expect(c.size()).toEqual({ entries: 1, chars: 400 });
+  });
 });
