@@ -374,6 +374,7 @@ export async function runCreateBench(): Promise<string> {
         `outbox_events trigger ${info.rows[0].outbox_trigger ? 'PRESENT (not the migrated schema: it has none since 20261201010000_outbox_wakeup)' : 'none'}; ` +
         `concurrency ${concurrency}, pool size ${poolSize} (API DB_POOL_MAX) and ${concurrency} (references' pg.Pool); ${rounds} rounds of ${seconds} s per phase, ` +
         `${apiNodeArgs.length ? `API node options ${apiNodeArgs.join(' ')}, ` : ''}` +
+        `API replay cache ${cacheConfig.replayCacheSize} entries and ${fixed(cacheConfig.replayCacheChars / 1024 / 1024)} MB of bodies (~${cacheSize} of these tickets), ` +
         `warm-up ${warmup} s; commit ${commit}.`,
       '',
     );
