@@ -1,4 +1,5 @@
 import type { ClientBase } from 'pg';
+import { RELAY_SESSION_SQL } from './outbox.repository';
 
 /**
  * The relay's leadership SQL, on its dedicated lock connection (raw `pg`: Prisma cannot hold a
@@ -10,11 +11,12 @@ export class LeaderLockRepository {
    * for the kernel's default 2 h. synchronous_commit off: this session only writes published marks,
    * parks and dead-letter moves. A commit lost to a PostgreSQL crash just undoes one of those, so the
    * row is published again (a duplicate, which at-least-once allows) or re-examined; no row can be
-   * lost. It saves a WAL flush per batch.
+   * lost. It saves a WAL flush per batch. And the relay's planner setting (RELAY_SESSION_SQL): this
+   * session runs the claim folded into each mark.
    */
   async configureSession(db: ClientBase): Promise<void> {
     await db.query(
-      'SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3; SET synchronous_commit = off',
+      `SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3; SET synchronous_commit = off; ${RELAY_SESSION_SQL}`,
     );
   }
 
