@@ -652,7 +652,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     const brokerPid = kafkaBrokerPid();
     const loops: OpenLoopResult[] = [];
     for (let loop = 1; loop <= openLoops; loop++) {
-      log(`open loop ${loop}/${openLoops}: ${rate} req/s (half the max) for ${openSeconds} s`);
+      log(`open loop ${loop}/${openLoops}: ${rate} req/s (${env.EVENTS_RATE ? `EVENTS_RATE; the max was ${int(max.rate)}` : 'half the max'}) for ${openSeconds} s`);
       const r = await measureOpenLoop(ctx, rate, openSeconds, {
         db,
         kafka,
