@@ -6,7 +6,7 @@ import { OutageLog, WakeableSleep, type DependencyState } from '@tickets/sleep';
 import { fullJitterBackoff } from './backoff';
 import { KafkaPublisher } from './kafka-publisher';
 import { LeaderLock } from './leader-lock';
-import { OutboxRepository, RELAY_SESSION_SQL } from './outbox.repository';
+import { OutboxRepository, withRelaySessionOptions } from './outbox.repository';
 import { RelayMetrics } from './relay-metrics';
 import { resolveRelayOptions, type OutboxRelayOptions, type ResolvedRelayOptions } from './relay-options';
 import { RelayPipeline, SimulatedCrash } from './relay-pipeline';
@@ -239,12 +239,10 @@ export class OutboxRelay {
   private getPool(): Pool {
     // Claims, stats and retention cleanup (never more than one of each at a time).
     if (!this.pool) {
-      this.pool = new Pool({ connectionString: this.options.databaseUrl, max: 3, application_name: 'outbox-relay-aux', idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+      this.pool = new Pool({ connectionString: withRelaySessionOptions(this.options.databaseUrl), max: 3, application_name: 'outbox-relay-aux', idleTimeoutMillis: 30_000, allowExitOnIdle: true });
       // An idle connection that PostgreSQL closes (restart, admin termination) emits 'error' on the
       // pool; without a listener that would crash the whole process (the relay runs inside the API).
       this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'idle relay connection closed by the server; it will be replaced'));
-      // Queued before any statement on the new connection (pg runs a client's queries in order).
-      this.pool.on('connect', (client) => void client.query(RELAY_SESSION_SQL).catch(() => undefined));
     }
     return this.pool;
   }

@@ -29,6 +29,24 @@ export interface OutboxCounts {
  */
 export const RELAY_SESSION_SQL = 'SET enable_bitmapscan = off';
 
+/**
+ * `url` with RELAY_SESSION_SQL's setting as a startup option (`options=-c enable_bitmapscan=off`, kept
+ * after any `options` the URL already has), for the relay's pool: every connection starts with it, no
+ * statement needed. (pg gives a connection string's parameters precedence over the config object's, so
+ * it goes into the URL.) A string that is not a URL is returned as it is.
+ */
+export function withRelaySessionOptions(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  const own = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', [own, '-c enable_bitmapscan=off'].filter(Boolean).join(' '));
+  return parsed.toString();
+}
+
 /** The oldest unpublished rows (see OutboxRepository.claim); $1: limit, $2: seqs to skip. */
 const CLAIM_SQL = `SELECT o.seq::text AS seq, o.event_id AS "eventId", o.aggregate_id AS "aggregateId", o.event_type AS "eventType",
               o.payload::text AS payload, o.headers, o.attempts, b.event_id AS "blockedBy"
