@@ -122,7 +122,25 @@ export async function createRelayTestDatabase(label: string): Promise<RelayTestD
     env: { ...process.env, DATABASE_URL: target.toString() },
     stdio: 'pipe',
   });
-  return { url: target.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`) };
+  const drop = async () => {
+    // A pool's end() resolves before its connections' sockets have closed: a DROP ... WITH (FORCE) at once
+    // terminates those sessions, and a pool with no 'error' listener then throws 57P01 into the test file.
+    // So wait (up to 10 s) for the sessions of a test that closed its clients to go, then drop, forcing
+    // only what is still connected after that.
+    const c = new Client({ connectionString: admin.toString() });
+    await c.connect();
+    try {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        const { rows } = await c.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'", [name]);
+        if (rows[0].n === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await c.query(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  };
+  return { url: target.toString(), drop };
 }
 
 export interface ReceivedMessage {
