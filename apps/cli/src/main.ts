@@ -2,6 +2,7 @@ import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { purgeIdempotencyKeys } from '@tickets/idempotency';
 import { createApiKey } from '@tickets/tenants';
+import { quietKafkajsTimeoutWarning } from '@tickets/telemetry';
 import { apiKeysCli } from './api-keys.command';
 import { runCli } from './cli';
 import type { CliContext } from './command-line';
@@ -10,6 +11,8 @@ import { purgeCli } from './purge.command';
 import { reconcileCli } from './reconcile.command';
 import { replayCli } from './replay.command';
 import { webhooksCli } from './webhooks.command';
+
+quietKafkajsTimeoutWarning();
 
 // `npm run cli -- <command> [options]`; `npm run cli -- --help` lists the commands.
 const commands = [

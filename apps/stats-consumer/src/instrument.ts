@@ -1,4 +1,5 @@
 // Imported first by main.ts: tracing (when configured) must patch http, pg, kafkajs and Fastify before anything requires them.
-import { startTelemetry } from '@tickets/telemetry';
+import { quietKafkajsTimeoutWarning, startTelemetry } from '@tickets/telemetry';
 
+quietKafkajsTimeoutWarning();
 startTelemetry('stats-consumer');

@@ -1,4 +1,5 @@
 export { startTelemetry, flushTelemetry } from './start';
+export { quietKafkajsTimeoutWarning, isKafkajsNegativeTimeout } from './kafkajs-warning';
 export {
   contextOf,
   inTraceOf,
