@@ -88,3 +88,15 @@ describe('tickets_idempotency_keys_in_flight', () => {
     }
   });
 });
+
+describe('the replay cache gauges', () => {
+  it("read the runner's cache at scrape time: entries and body characters", async () => {
+    const { create, registry } = ticketCommands(new InMemoryStore());
+    const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;
+    expect(await value('tickets_idempotency_replay_cache_entries')).toBe(0);
+    const first = await create.execute(command('k1', { title: 'one' }));
+    const second = await create.execute(command('k2', { title: 'a longer title' }));
+    expect(await value('tickets_idempotency_replay_cache_entries')).toBe(2);
+    expect(await value('tickets_idempotency_replay_cache_body_chars')).toBe(first.answer.body.length + second.answer.body.length);
+  });
+});

@@ -28,7 +28,10 @@ export class IdempotencyMetrics {
   private readonly outcomes: Record<IdempotencyOutcome, Counter.Internal>;
   private readonly statusQueries: Record<StatusState, Counter.Internal>;
 
-  constructor(registry: Registry, inFlight?: { countKeysInFlight(): Promise<number> }) {
+  constructor(
+    private readonly registry: Registry,
+    inFlight?: { countKeysInFlight(): Promise<number> },
+  ) {
     const registers = [registry];
     const outcomes = new Counter({
       name: 'tickets_idempotency_outcomes_total',
@@ -62,6 +65,27 @@ export class IdempotencyMetrics {
           await reading;
         }
         if (last) this.set(last.value);
+      },
+    });
+  }
+
+  /** How full the in-process replay cache is, read at scrape time (for sizing IDEMPOTENCY_REPLAY_CACHE_SIZE and _MB). */
+  watchReplayCache(cache: { size(): { entries: number; chars: number } }): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'tickets_idempotency_replay_cache_entries',
+      help: 'Committed answers held in this API process for replays without a database round trip (bounded by IDEMPOTENCY_REPLAY_CACHE_SIZE)',
+      registers,
+      collect() {
+        this.set(cache.size().entries);
+      },
+    });
+    new Gauge({
+      name: 'tickets_idempotency_replay_cache_body_chars',
+      help: 'Characters of the response bodies that cache holds (bounded by IDEMPOTENCY_REPLAY_CACHE_MB x 2^20); about 4 bytes of peak RSS each',
+      registers,
+      collect() {
+        this.set(cache.size().chars);
       },
     });
   }

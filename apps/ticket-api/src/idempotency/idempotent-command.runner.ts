@@ -45,6 +45,7 @@ export class IdempotentCommandRunner {
     private readonly metrics: IdempotencyMetrics,
   ) {
     this.cache = new ResponseCache(config.idempotency.replayCacheSize, config.idempotency.replayCacheChars);
+    metrics.watchReplayCache(this.cache);
   }
 
   run<O extends string>(cmd: KeyedCommand, plan: KeyedPlan<O>): Promise<KeyedResult<O>> {
