@@ -107,17 +107,17 @@ export async function createRelayTestDatabase(label: string): Promise<RelayTestD
   admin.pathname = '/postgres';
   const target = new URL(TEST_DATABASE_URL);
   target.pathname = `/${name}`;
-  const run = async (sql: string) => {
+  const asAdmin = async <T>(work: (c: Client) => Promise<T>): Promise<T> => {
     const c = new Client({ connectionString: admin.toString() });
     await c.connect();
     try {
-      await c.query(sql);
+      return await work(c);
     } finally {
       await c.end();
     }
   };
   const ident = `"${name.replace(/"/g, '""')}"`;
-  await run(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`);
+  await asAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`));
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy'], {
     env: { ...process.env, DATABASE_URL: target.toString() },
     stdio: 'pipe',
@@ -127,18 +127,14 @@ export async function createRelayTestDatabase(label: string): Promise<RelayTestD
     // terminates those sessions, and a pool with no 'error' listener then throws 57P01 into the test file.
     // So wait (up to 10 s) for the sessions of a test that closed its clients to go, then drop, forcing
     // only what is still connected after that.
-    const c = new Client({ connectionString: admin.toString() });
-    await c.connect();
-    try {
+    await asAdmin(async (c) => {
       for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
         const { rows } = await c.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'", [name]);
         if (rows[0].n === 0) break;
         await new Promise((r) => setTimeout(r, 50));
       }
       await c.query(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`);
-    } finally {
-      await c.end();
-    }
+    });
   };
   return { url: target.toString(), drop };
 }

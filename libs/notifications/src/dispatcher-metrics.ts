@@ -50,26 +50,22 @@ export class DispatcherMetrics {
       await inflight;
       return cached.value;
     };
-    new Gauge({
-      name: 'notifications_pending',
-      help: 'Notifications of the group not yet delivered and not given up (due now, or waiting for a retry)',
-      labelNames: ['group'],
-      registers,
-      async collect() {
-        const c = await read();
-        if (c) this.set({ group: groupId }, c.pending);
-      },
-    });
-    new Gauge({
-      name: 'notifications_dead',
-      help: 'Notifications of the group given up on (status dead): requeue with npm run cli -- dead-letters requeue --kind notification',
-      labelNames: ['group'],
-      registers,
-      async collect() {
-        const c = await read();
-        if (c) this.set({ group: groupId }, c.dead);
-      },
-    });
+    const gauges = [
+      { name: 'notifications_pending', field: 'pending', help: 'Notifications of the group not yet delivered and not given up (due now, or waiting for a retry)' },
+      { name: 'notifications_dead', field: 'dead', help: 'Notifications of the group given up on (status dead): requeue with npm run cli -- dead-letters requeue --kind notification' },
+    ] as const;
+    for (const { name, field, help } of gauges) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['group'],
+        registers,
+        async collect() {
+          const c = await read();
+          if (c) this.set({ group: groupId }, c[field]);
+        },
+      });
+    }
   }
 
   /** One recorded attempt: its outcome and how long the HTTP request took. */

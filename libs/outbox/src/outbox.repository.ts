@@ -27,7 +27,8 @@ export interface OutboxCounts {
  * and the next claims skip them. The relay's other statements read by primary key, by `published_at`'s
  * index or count the partial index: none needs a bitmap.
  */
-export const RELAY_SESSION_SQL = 'SET enable_bitmapscan = off';
+const RELAY_PLANNER_SETTING = { name: 'enable_bitmapscan', value: 'off' } as const;
+export const RELAY_SESSION_SQL = `SET ${RELAY_PLANNER_SETTING.name} = ${RELAY_PLANNER_SETTING.value}`;
 
 /**
  * `url` with RELAY_SESSION_SQL's setting as a startup option (`options=-c enable_bitmapscan=off`, kept
@@ -43,7 +44,7 @@ export function withRelaySessionOptions(url: string): string {
     return url;
   }
   const own = parsed.searchParams.get('options');
-  parsed.searchParams.set('options', [own, '-c enable_bitmapscan=off'].filter(Boolean).join(' '));
+  parsed.searchParams.set('options', [own, `-c ${RELAY_PLANNER_SETTING.name}=${RELAY_PLANNER_SETTING.value}`].filter(Boolean).join(' '));
   return parsed.toString();
 }
 
