@@ -12,4 +12,4 @@ WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0
 COPY --from=build /app /app
 EXPOSE 3000
-CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "-r", "./scripts/register-aliases.js", "dist/apps/ticket-api/src/main.js"]
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "apps/ticket-api/dist/main.js"]

@@ -13,13 +13,22 @@ const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
   ...(nativeEsm ? {} : { '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-to-cjs.js' }),
 };
+// Each workspace package by its name, read from its sources (the build is for the processes the tests start).
+const { readdirSync, existsSync } = require('node:fs');
+const packages = ['libs', 'apps'].flatMap((top) => readdirSync(`${__dirname}/${top}`).filter((d) => existsSync(`${__dirname}/${top}/${d}/package.json`)).map((d) => [d, `${top}/${d}`]));
+const moduleNameMapper = Object.fromEntries(
+  packages.flatMap(([name, dir]) => [
+    [`^@tickets/${name}$`, `<rootDir>/${dir}/src`],
+    [`^@tickets/${name}/(.*)$`, `<rootDir>/${dir}/src/$1`],
+  ]),
+);
 const common = {
   transform,
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
-  moduleNameMapper: { '^@tickets/(.*)$': '<rootDir>/libs/$1/src' },
+  moduleNameMapper,
   transformIgnorePatterns: nativeEsm ? ['/node_modules/'] : [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
-  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/libs/agent-client/dist/'],
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/libs/[^/]+/dist/', '<rootDir>/apps/[^/]+/dist/', '<rootDir>/examples/'],
 };
 module.exports = {
   testTimeout: 120_000,

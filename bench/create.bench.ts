@@ -1,6 +1,6 @@
 // POST /v1/tickets against two references measured in the same run (issue #13).
 //
-//   npm run bench:create          (build, then node -r ./scripts/register-aliases.js dist/bench/create.bench.js)
+//   npm run bench:create          (build, then node dist/bench/create.bench.js)
 //
 // Env: BENCH_DATABASE_URL (default: DATABASE_URL if its database is *_bench, else DATABASE_URL's server with
 // database tickets_bench, else postgresql://postgres@127.0.0.1:5432/tickets_bench; the name must end in

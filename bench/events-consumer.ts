@@ -32,7 +32,7 @@ import { createPrismaClient, uuidArray } from '@tickets/db';
 import { benchTicketCreated } from './support/ticket-event';
 import { TicketEvent } from '@tickets/contracts';
 import { createLogger } from '@tickets/logger';
-import { createConsumerApp, notifierOptions, type NotifierApp } from '../apps/consumer/src/consumer.app';
+import { createConsumerApp, notifierOptions, type NotifierApp } from '@tickets/consumer';
 import { scratchDatabase } from './support/paths';
 import { mb, median } from './support/stats';
 import { HAND_NOTIFIER_APPLICATION_NAME, startHandNotifier } from './support/hand-notifier';

@@ -1,12 +1,12 @@
 // POST-to-webhook latency over the whole event path, as it runs in production (issue #3, part 3).
 //
 // Used by bench/events.bench.ts (`runLatencyBench()`); also runs alone:
-//   node -r ./scripts/register-aliases.js dist/bench/events-latency.js
+//   node dist/bench/events-latency.js
 //
 // Starts, on a fresh database (<DATABASE_URL's name>_bench_events, migrated, dropped afterwards) and a
 // fresh 6-partition topic (deleted afterwards):
-//   API       dist/apps/ticket-api/src/main.js as a child process, RELAY_ENABLED=true (the relay runs inside it);
-//   consumer  dist/apps/consumer/src/main.js as a child process, a unique NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL =
+//   API       apps/ticket-api/dist/main.js as a child process, RELAY_ENABLED=true (the relay runs inside it);
+//   consumer  apps/consumer/dist/main.js as a child process, a unique NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL =
 //   receiver  a webhook endpoint in this process (checks every Standard Webhooks signature, answers 204).
 // Then:
 //   1. warm-up: POSTs for 2 s at concurrency 8 (autocannon), until their webhooks arrived;
@@ -615,7 +615,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     const common = { DATABASE_URL: url, LOG_LEVEL: 'warn', KAFKA_BROKERS: config.kafka.brokers.join(','), TICKET_EVENTS_TOPIC: topic };
     api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs: childArgs('api'), port, env: { ...common, RELAY_ENABLED: 'true' } });
     latencyChildren.add(api.proc);
-    consumer = startChild(join(distRoot, 'apps', 'consumer', 'src', 'main.js'), childArgs('consumer'), {
+    consumer = startChild(join(distRoot, '..', 'apps', 'consumer', 'dist', 'main.js'), childArgs('consumer'), {
       ...common,
       NOTIFIER_GROUP_ID: groupId,
       NOTIFIER_METRICS_PORT: '0',

@@ -1,6 +1,6 @@
 // The event path's benchmark (issues #3 and #13), in one run on the real PostgreSQL and Kafka:
 //
-//   npm run bench:events     (build, then node -r ./scripts/register-aliases.js dist/bench/events.bench.js)
+//   npm run bench:events     (build, then node dist/bench/events.bench.js)
 //
 //   1. relay: drain of a 50 000-row outbox vs a raw kafkajs producer sending the same messages with the
 //      same acks (runRelayBench, 3 rounds, medians), in a child process of its own; and drain rate vs the

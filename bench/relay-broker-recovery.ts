@@ -1,7 +1,7 @@
 // Broker back -> first publish: how long the relay takes to notice that the broker answers again,
 // after outages of several lengths, on the real PostgreSQL and Kafka.
 //
-//   npm run build && bash scripts/node.sh -r ./scripts/register-aliases.js dist/bench/relay-broker-recovery.js
+//   npm run build && bash scripts/node.sh dist/bench/relay-broker-recovery.js
 //
 // The relay (default settings: RELAY_RETRY_MAX_DELAY 30 s, outage retries capped at 1 s) reaches the
 // broker through a TcpCutProxy (kafkajs socketFactory), so the shared broker keeps running. Rounds:

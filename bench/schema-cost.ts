@@ -1,6 +1,6 @@
 // What the project's schema costs the create transaction, one suspect at a time (issue #13).
 //
-//   npm run bench:schema-cost     (build, then node -r ./scripts/register-aliases.js dist/bench/schema-cost.js)
+//   npm run bench:schema-cost     (build, then node dist/bench/schema-cost.js)
 //
 // The three-insert transaction of bench:create (BEGIN; INSERT tickets; INSERT idempotency_keys; INSERT
 // outbox_events; COMMIT over `pg`, bench/support/three-inserts.ts) runs against variants of the schema, each

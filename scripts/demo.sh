@@ -19,4 +19,4 @@ fi
 build
 say "migrating $DATABASE_URL"
 node scripts/db-migrate.mjs deploy
-exec node -r ./scripts/register-aliases.js dist/scripts/demo.js "$@"
+exec node dist/scripts/demo.js "$@"

@@ -23,7 +23,7 @@ import { TicketClient, TicketClientError, RetryableError, type CreateTicketResul
 import { FaultProxy } from '@tickets/fault-proxy';
 import { verifyWebhook } from '@tickets/notifications';
 
-const DIST = join(__dirname, '..'); // dist/ (this file is dist/scripts/demo.js)
+const ROOT = join(__dirname, '..', '..'); // the repository (this file is dist/scripts/demo.js)
 const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/tickets';
 
 function num(name: string, fallback: number): number {
@@ -66,8 +66,8 @@ let stopping = false;
 function startChild(name: string, script: string, env: Record<string, string>): { name: string; proc: ChildProcess; log: string } {
   const log = join(logDir, `${name}.log`);
   const out = createWriteStream(log);
-  // The same preload (-r scripts/register-aliases.js) this process was started with.
-  const proc = spawn(process.execPath, [...process.execArgv, join(DIST, script)], {
+  // The same Node flags this process was started with.
+  const proc = spawn(process.execPath, [...process.execArgv, join(ROOT, script)], {
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -148,7 +148,7 @@ async function waitForApi(baseUrl: string, api: { proc: ChildProcess; log: strin
 
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...process.execArgv, join(DIST, 'apps/cli/src/main.js'), ...args], { env: process.env }, (error, stdout, stderr) => {
+    execFile(process.execPath, [...process.execArgv, join(ROOT, 'apps/cli/dist/main.js'), ...args], { env: process.env }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
@@ -353,9 +353,9 @@ async function main(): Promise<void> {
     baseUrl = `http://127.0.0.1:${port}`;
     const common = { DATABASE_URL: settings.databaseUrl };
     say(`starting the API on ${baseUrl} (logs: ${logDir})`);
-    const api = startChild('api', 'apps/ticket-api/src/main.js', { ...common, PORT: String(port), HOST: '127.0.0.1' });
+    const api = startChild('api', 'apps/ticket-api/dist/main.js', { ...common, PORT: String(port), HOST: '127.0.0.1' });
     if (!notificationsNote) {
-      consumer = startChild('consumer', 'apps/consumer/src/main.js', { ...common, NOTIFIER_METRICS_PORT: '0' });
+      consumer = startChild('consumer', 'apps/consumer/dist/main.js', { ...common, NOTIFIER_METRICS_PORT: '0' });
     }
     await waitForApi(baseUrl, api);
   }

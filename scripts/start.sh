@@ -29,7 +29,7 @@ if port_open 127.0.0.1 "$ADMIN_PORT"; then
 fi
 
 say "creating the demo tenant's API key"
-KEY_JSON=$(node -r ./scripts/register-aliases.js dist/apps/cli/src/main.js api-keys create --tenant demo --json)
+KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --json)
 API_KEY=$(node -pe 'JSON.parse(process.argv[1]).apiKey' "$KEY_JSON")
 BASE="http://127.0.0.1:$PORT"
 
@@ -79,7 +79,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-supervise api node --max-old-space-size=192 --max-semi-space-size=8 -r ./scripts/register-aliases.js dist/apps/ticket-api/src/main.js &
+supervise api node --max-old-space-size=192 --max-semi-space-size=8 apps/ticket-api/dist/main.js &
 pids+=($!)
 SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
@@ -87,14 +87,14 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
   export NOTIFY_WEBHOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64)"
   export NOTIFY_WEBHOOK_URL="http://127.0.0.1:$WEBHOOK_SINK_PORT/webhooks"
-  supervise webhook-sink node -r ./scripts/register-aliases.js dist/scripts/webhook-sink.js &
+  supervise webhook-sink node dist/scripts/webhook-sink.js &
   pids+=($!)
   SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
-supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/consumer/src/main.js &
+supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 apps/consumer/dist/main.js &
 pids+=($!)
 # The statistics projection behind GET /v1/stats (a second consumer group on the same topic).
-supervise stats node --max-old-space-size=192 --max-semi-space-size=16 -r ./scripts/register-aliases.js dist/apps/stats-consumer/src/main.js &
+supervise stats node --max-old-space-size=192 --max-semi-space-size=16 apps/stats-consumer/dist/main.js &
 pids+=($!)
 
 ready=0

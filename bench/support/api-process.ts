@@ -1,4 +1,4 @@
-// The compiled API (dist/apps/ticket-api/src/main.js) as a child process, plus /proc readings of it.
+// The compiled API (apps/ticket-api/dist/main.js) as a child process, plus /proc readings of it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ export interface ApiChild {
 }
 
 /**
- * Starts the API the way production does (`node -r <alias hook> dist/.../main.js`). `nodeArgs` are the
+ * Starts the API the way production does (`node apps/ticket-api/dist/main.js`). `nodeArgs` are the
  * bench's own `-r` hooks (so a private outDir's alias hook carries over), plus e.g. `--cpu-prof`.
  */
 export async function startApi(opts: { mainJs: string; nodeArgs: string[]; env: Record<string, string>; port: number }): Promise<ApiChild> {
@@ -108,5 +108,5 @@ export function rssSampler(pid: number, everyMs = 200): { peak: () => number; st
   return { peak: () => peak, stop: () => clearInterval(t) };
 }
 
-/** dist/<...>/main.js of the API, next to this compiled file (dist/bench/support/ -> dist/apps/...). */
-export const apiMainJs = (distRoot: string) => join(distRoot, 'apps', 'ticket-api', 'src', 'main.js');
+/** apps/ticket-api/dist/main.js, found from the root of the scripts' build (dist/ -> ../apps/...). */
+export const apiMainJs = (distRoot: string) => join(distRoot, '..', 'apps', 'ticket-api', 'dist', 'main.js');

@@ -39,7 +39,7 @@ export class ChaosProcess {
     this.expectingExit = false;
     this.starts++;
     this.log.write(`\n----- chaos: start #${this.starts} at ${new Date().toISOString()} -----\n`);
-    const proc = spawn(process.execPath, ['--max-old-space-size=192', '--max-semi-space-size=16', '-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, this.entry)], {
+    const proc = spawn(process.execPath, ['--max-old-space-size=192', '--max-semi-space-size=16', join(ROOT, this.entry)], {
       cwd: ROOT,
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'pipe', 'pipe'],

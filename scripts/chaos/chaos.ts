@@ -275,7 +275,7 @@ async function prepare(): Promise<{ apiKey: string; tenantId: string }> {
   const dbEnv = { ...process.env, DATABASE_URL: databaseUrl };
   await run(process.execPath, [join(ROOT, 'scripts/db-migrate.mjs'), 'create-db'], { env: dbEnv });
   await run(process.execPath, [join(ROOT, 'scripts/db-migrate.mjs'), 'deploy'], { env: dbEnv });
-  const { stdout } = await run(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/cli/src/main.js'), 'api-keys', 'create', '--tenant', runId, '--json'], { env: dbEnv });
+  const { stdout } = await run(process.execPath, [join(ROOT, 'apps/cli/dist/main.js'), 'api-keys', 'create', '--tenant', runId, '--json'], { env: dbEnv });
   const { apiKey } = JSON.parse(stdout.trim().split('\n').pop()!) as { apiKey: string };
   const db = new Pool({ connectionString: databaseUrl, max: 1 });
   const { rows } = await db.query<{ id: string }>('SELECT id::text FROM tenants WHERE slug = $1', [runId]);
@@ -287,10 +287,10 @@ async function prepare(): Promise<{ apiKey: string; tenantId: string }> {
 async function startStack(): Promise<void> {
   const webhookUrl = await recorder.start(knobs.webhookPort);
   for (let i = 0; i < knobs.apis; i++) {
-    apis.push(new ChaosProcess(`api-${i + 1}`, 'dist/apps/ticket-api/src/main.js', { ...commonEnv(), PORT: String(knobs.apiPort + i), HOST: '127.0.0.1', RELAY_ENABLED: 'true' }, join(runDir, `api-${i + 1}.log`), onUnexpectedExit));
+    apis.push(new ChaosProcess(`api-${i + 1}`, 'apps/ticket-api/dist/main.js', { ...commonEnv(), PORT: String(knobs.apiPort + i), HOST: '127.0.0.1', RELAY_ENABLED: 'true' }, join(runDir, `api-${i + 1}.log`), onUnexpectedExit));
   }
   for (let i = 0; i < knobs.consumers; i++) {
-    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'dist/apps/consumer/src/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFY_TIMEOUT: '5s', NOTIFY_LEASE: '15s', NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
+    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'apps/consumer/dist/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFY_TIMEOUT: '5s', NOTIFY_LEASE: '15s', NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
   }
   const s0 = Date.now();
   apis.forEach((a) => a.start());
@@ -381,7 +381,7 @@ async function main(): Promise<number> {
   rows.push({ name: 'faults fired and completed', value: `${knobs.faults.length - missing.length} / ${knobs.faults.length}`, ok: missing.length === 0 });
   rows.push({ name: 'intents abandoned by agents (0)', value: String(storm.abandoned.length), ok: storm.abandoned.length === 0 });
 
-  const reconcileOut = await run(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/cli/src/main.js'), 'reconcile', '--tenant', runId, '--group', groupId, '--grace', '0m', '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl } }).then(
+  const reconcileOut = await run(process.execPath, [join(ROOT, 'apps/cli/dist/main.js'), 'reconcile', '--tenant', runId, '--group', groupId, '--grace', '0m', '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl } }).then(
     (r) => r.stdout,
     (e: { stdout?: string }) => e.stdout ?? '',
   );

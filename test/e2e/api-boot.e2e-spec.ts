@@ -4,7 +4,7 @@ import { ROOT } from '../support/stack';
 
 /** The API process refuses to start on bad configuration, saying what to fix. Needs `npm run build`. */
 function boot(env: Record<string, string>) {
-  const r = spawnSync(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/ticket-api/src/main.js')], {
+  const r = spawnSync(process.execPath, [join(ROOT, 'apps/ticket-api/dist/main.js')], {
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', RELAY_ENABLED: 'false', ...env },
     encoding: 'utf8',
     timeout: 30_000,

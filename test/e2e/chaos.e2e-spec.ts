@@ -72,7 +72,7 @@ describe('chaos run (shortened)', () => {
     delete env.CHAOS_DATABASE_URL;
     delete env.CHAOS_KEEP_CLUSTER;
     let out = '';
-    child = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/scripts/chaos/chaos.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [join(ROOT, 'dist/scripts/chaos/chaos.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const code = await new Promise<number | null>((resolve) => child!.once('exit', (c) => resolve(c)));

@@ -38,7 +38,7 @@ describe('the standalone relay', () => {
 
   it('serves /metrics and /health/ready on RELAY_METRICS_PORT: leader, published rows, lag; exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    relay = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/relay/src/main.js')], {
+    relay = spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
       env: { ...process.env, DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, LOG_LEVEL: 'warn', RELAY_METRICS_PORT: String(port) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });

@@ -24,7 +24,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
 /** A compiled app as its own OS process; its log (stdout and stderr, last 16 KB) for failure messages. */
 function startDistProcess(main: string, env: Record<string, string>): { proc: ChildProcess; output(): string; stop(): Promise<void> } {
-  const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist', main)], {
+  const proc = spawn(process.execPath, [join(ROOT, main)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -71,8 +71,8 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     };
     api = await startApiProcess({ ...env, RELAY_ENABLED: 'false' });
     procs.push({ stop: api.stop, output: () => '' });
-    procs.push(startDistProcess('apps/relay/src/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms' }));
-    procs.push(startDistProcess('apps/consumer/src/main.js', { ...env, NOTIFIER_GROUP_ID: groupId, NOTIFIER_METRICS_PORT: '0', NOTIFY_RETRY_BASE: '50ms' }));
+    procs.push(startDistProcess('apps/relay/dist/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms' }));
+    procs.push(startDistProcess('apps/consumer/dist/main.js', { ...env, NOTIFIER_GROUP_ID: groupId, NOTIFIER_METRICS_PORT: '0', NOTIFY_RETRY_BASE: '50ms' }));
   });
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop()));

@@ -37,7 +37,7 @@ interface RelayProcess {
 }
 
 function startRelay(name: string): RelayProcess {
-  const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/relay/src/main.js')], {
+  const proc = spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
     env: {
       ...process.env,
       DATABASE_URL: database.url,

@@ -37,7 +37,7 @@ export interface KitChild {
 /** The kit example consumer as a real OS process. */
 export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx?: boolean }): KitChild {
   const entry = compileChild();
-  const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), entry], {
+  const proc = spawn(process.execPath, [entry], {
     env: {
       ...process.env,
       TOPIC: env.topic,

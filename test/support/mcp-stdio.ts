@@ -6,8 +6,7 @@ import { ROOT } from './stack';
 // The MCP server as an agent host runs it: a child process on stdio (compiled dist/, built before
 // the tests), spoken to by the SDK's own Client.
 
-export const MCP_MAIN = join(ROOT, 'dist/apps/mcp-server/src/main.js');
-export const ALIASES = join(ROOT, 'scripts/register-aliases.js');
+export const MCP_MAIN = join(ROOT, 'apps/mcp-server/dist/main.js');
 
 export interface McpStdio {
   client: Client;
@@ -19,7 +18,7 @@ export interface McpStdio {
 export async function startMcpStdio(env: Record<string, string>): Promise<McpStdio> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['-r', ALIASES, MCP_MAIN],
+    args: [MCP_MAIN],
     cwd: ROOT,
     env: { ...getDefaultEnvironment(), LOG_LEVEL: 'warn', ...env },
     stderr: 'pipe',

@@ -84,7 +84,7 @@ export function freePort(): Promise<number> {
 export async function startApiProcess(env: Record<string, string> = {}): Promise<{ baseUrl: string; proc: ChildProcess; stop(): Promise<void> }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/ticket-api/src/main.js')], {
+    const proc = spawn(process.execPath, [join(ROOT, 'apps/ticket-api/dist/main.js')], {
       env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -33,4 +33,4 @@ export type { IdempotencyKeyStore } from './key-store';
 export { FileKeyStore } from './file-key-store';
 export { systemClock } from './clock';
 export type { Clock } from './clock';
-export { ticketClientMetrics } from './prometheus-metrics';
+export { ticketClientMetrics, type MetricsRegistry } from './prometheus-metrics';

@@ -1,5 +1,13 @@
-import type { Registry } from 'prom-client';
 import type { ClientOperation, TicketClientEvent, TicketClientEventHandler } from './ticket-client.events';
+
+/**
+ * A prom-client `Registry`, described by the part this module uses, so that the client's type
+ * declarations compile without prom-client installed (it is an optional peer dependency).
+ */
+export interface MetricsRegistry {
+  registerMetric(metric: never): void;
+  getSingleMetric(name: string): unknown;
+}
 
 const OPERATIONS: readonly ClientOperation[] = ['create', 'cancel', 'get', 'find', 'status'];
 
@@ -12,9 +20,9 @@ const OPERATIONS: readonly ClientOperation[] = ['create', 'cancel', 'get', 'find
  *
  * Register it once per registry (the metric names are fixed); several clients may share the handler.
  */
-export function ticketClientMetrics(registry: Registry): TicketClientEventHandler {
+export function ticketClientMetrics(registry: MetricsRegistry): TicketClientEventHandler {
   const { Counter, Gauge } = require('prom-client') as typeof import('prom-client');
-  const registers = [registry];
+  const registers = [registry as import('prom-client').Registry];
   const byOperation = (name: string, help: string) => {
     const c = new Counter({ name, help, labelNames: ['operation'], registers });
     return Object.fromEntries(OPERATIONS.map((o) => [o, c.labels(o)])) as Record<ClientOperation, ReturnType<typeof c.labels>>;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { TrackedPool } from './tracked-pool';
-import { Prisma, PrismaClient } from '../../../generated/prisma/client';
+import { Prisma, PrismaClient } from './generated/prisma/client';
 
 export { Prisma, PrismaClient };
 

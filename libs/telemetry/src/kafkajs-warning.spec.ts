@@ -14,7 +14,7 @@ describe('quietKafkajsTimeoutWarning', () => {
     proc.on('warning', (w: Error) => printed.push(w));
     quietKafkajsTimeoutWarning(proc);
     quietKafkajsTimeoutWarning(proc); // once per process
-    const ours = warning('TimeoutNegativeWarning', 'TimeoutNegativeWarning: -5 is a negative number.\n    at Object.<anonymous> (/app/dist/libs/sleep/src/sleep.js:3:1)');
+    const ours = warning('TimeoutNegativeWarning', 'TimeoutNegativeWarning: -5 is a negative number.\n    at Object.<anonymous> (/app/libs/sleep/dist/sleep.js:3:1)');
     const other = warning('DeprecationWarning', 'DeprecationWarning: something\n    at /app/node_modules/kafkajs/src/index.js:1:1');
     for (const w of [fromKafkajs, ours, other]) proc.emit('warning', w);
     expect(printed).toEqual([ours, other]);

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { DomainError } from '@tickets/errors';
-import { InMemoryStore, createCommand, ticketCommands } from '../tickets/in-memory-store.fake';
+import { InMemoryStore, createCommand, ticketCommands } from '../../test/in-memory-store.fake';
 import { IDEMPOTENCY_OUTCOMES, IdempotencyMetrics } from './idempotency.metrics';
 
 // Every outcome of a keyed command is counted once under its own label (fake repositories, the

@@ -1,7 +1,7 @@
 import { CreateTicketInput } from '@tickets/contracts';
 import { DomainError, WriteOutcomeUnknownError } from '@tickets/errors';
 import type { CreateCommand } from '../tickets/create-ticket.use-case';
-import { InMemoryStore, testConfig, ticketCommands } from '../tickets/in-memory-store.fake';
+import { InMemoryStore, testConfig, ticketCommands } from '../../test/in-memory-store.fake';
 
 // A write whose connection died mid-statement (SQLSTATE 57P01, the server ended the session): its
 // outcome is unknown to the API until it looks at the key on a fresh connection.

@@ -1,6 +1,6 @@
 import { CancelTicketInput, CreateTicketInput, TICKET_CANCELLED_V1 } from '@tickets/contracts';
 import type { CancelCommand } from './cancel-ticket.use-case';
-import { InMemoryStore, ticketCommands } from './in-memory-store.fake';
+import { InMemoryStore, ticketCommands } from '../../test/in-memory-store.fake';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
 const UNKNOWN = '00000000-0000-4000-8000-0000000000ff';

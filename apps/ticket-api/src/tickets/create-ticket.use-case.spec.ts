@@ -1,6 +1,6 @@
 import { CreateTicketInput, TICKET_CREATED_V1, TicketEvent } from '@tickets/contracts';
 import { CREATE_OPERATION, type CreateCommand } from './create-ticket.use-case';
-import { InMemoryStore, testConfig, ticketCommands } from './in-memory-store.fake';
+import { InMemoryStore, testConfig, ticketCommands } from '../../test/in-memory-store.fake';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
 
