@@ -10,3 +10,4 @@ export {
   TICKET_CANCELLED_V1,
 } from './events';
 export type { EventType } from './events';
+export { ticketEventJsonSchema } from './json-schema';
