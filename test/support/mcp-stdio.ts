@@ -6,7 +6,8 @@ import { ROOT } from './stack';
 // The MCP server as an agent host runs it: a child process on stdio (compiled dist/, built before
 // the tests), spoken to by the SDK's own Client.
 
-export const MCP_MAIN = join(ROOT, 'dist/apps/mcp-server/src/main.js');
+/** The compiled tickets-mcp bin (libs/mcp-server/src/bin/tickets-mcp.ts). */
+export const MCP_MAIN = join(ROOT, 'dist/libs/mcp-server/src/bin/tickets-mcp.js');
 export const ALIASES = join(ROOT, 'scripts/register-aliases.js');
 
 export interface McpStdio {
