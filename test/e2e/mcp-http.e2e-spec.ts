@@ -94,6 +94,10 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     const delta = (series: string) => sample(after, series) - sample(before, series);
     expect(delta('tickets_mcp_tool_calls_total{tool="create_ticket",outcome="ok"}')).toBe(2);
     expect(delta('tickets_mcp_tool_calls_total{tool="cancel_ticket",outcome="ok"}')).toBe(3);
+    expect(delta('tickets_write_outcomes_total{outcome="created"}')).toBe(1);
+    expect(delta('tickets_write_outcomes_total{outcome="replayed"}')).toBe(2);
+    expect(delta('tickets_write_outcomes_total{outcome="cancelled"}')).toBe(1);
+    expect(delta('tickets_write_outcomes_total{outcome="already_cancelled"}')).toBe(1);
     expect(delta('tickets_http_request_duration_seconds_count{method="POST",route="/mcp",status="200"}')).toBeGreaterThanOrEqual(10);
   });
 

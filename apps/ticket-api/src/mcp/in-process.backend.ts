@@ -25,6 +25,8 @@ export interface InProcessDeps {
   logger: Logger;
   /** How long a write waits out idempotency_key_in_use (another call of the same intent still running). */
   toolDeadlineMs: number;
+  /** Counts a write's outcome as the REST routes do (tickets_write_outcomes_total). */
+  countWrite(result: WriteResult): void;
 }
 
 /** Who asked, for one /mcp request: the tenant of its API key, and the ids that follow the write into its event. */
@@ -110,7 +112,9 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
       for (;;) {
         attempts += 1;
         try {
-          return { result: await run(), attempts };
+          const result = await run();
+          this.deps.countWrite(result);
+          return { result, attempts };
         } catch (e) {
           const waitMs = e instanceof DomainError && e.code === 'idempotency_key_in_use' ? (e.retryAfterSeconds ?? 1) * 1000 : undefined;
           if (waitMs === undefined || Date.now() + waitMs > deadline || write.signal?.aborted) throw e;

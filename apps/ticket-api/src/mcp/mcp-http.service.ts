@@ -36,7 +36,16 @@ export class McpHttpService {
     @Inject(LOGGER) logger: Logger,
   ) {
     this.log = logger.child({ component: 'mcp' });
-    this.deps = { create, cancel, tickets, keyStatus, logger: this.log, toolDeadlineMs: config.mcp.toolDeadlineMs };
+    this.deps = {
+      create,
+      cancel,
+      tickets,
+      keyStatus,
+      logger: this.log,
+      toolDeadlineMs: config.mcp.toolDeadlineMs,
+      // The label keeps its public name, "replayed", for an answer from the key's store (as TicketsController counts it).
+      countWrite: ({ answer, fromStore }) => metrics.writes.inc({ outcome: fromStore ? 'replayed' : answer.outcome }),
+    };
   }
 
   /** Hands the request to the SDK's transport; resolves once the answer is written (or the client has gone). */
