@@ -173,6 +173,8 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     const noAccept = await postMcp(api.baseUrl, { ...auth, accept: 'application/json' });
     expect(noAccept.status).toBe(406);
     expect(await noAccept.json()).toMatchObject({ code: 'not_acceptable', retryable: false });
+    const doc = (await (await fetch(`${api.baseUrl}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(doc.paths['/mcp']).toBeDefined();
     const batch = await postMcp(api.baseUrl, auth, [{ jsonrpc: '2.0', id: 1, method: 'ping' }]);
     expect(batch.status).toBe(400);
     expect(await batch.json()).toMatchObject({ code: 'validation_failed' });

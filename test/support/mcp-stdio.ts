@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -21,7 +22,9 @@ export async function startMcpStdio(env: Record<string, string>): Promise<McpStd
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: ['-r', ALIASES, MCP_MAIN],
-    cwd: ROOT,
+    // As a host starts it: from a folder of its own, not from this checkout (@tickets/* still resolve
+    // through the checkout's alias hook until the package installs from its tarball).
+    cwd: tmpdir(),
     env: { ...getDefaultEnvironment(), LOG_LEVEL: 'warn', ...env },
     stderr: 'pipe',
   });
