@@ -47,12 +47,14 @@ describe('layering rules, each proven on fixtures', () => {
     ).toEqual([{ path: 'libs/a/src/long.ts', line: MAX_LINES + 1, rule: 'file-too-long' }]);
   });
 
-  it('process.env outside libs/config is a violation; inside it, in specs, in comments and outside apps/libs it is not', () => {
+  it('process.env outside libs/config is a violation; inside it, in a public package\'s one config file, in specs, in comments and outside apps/libs it is not', () => {
     const env = "export const port = process.env.PORT;\nconst { env } = process;\nconst y = process['env'];\n";
     expect(
       check(
         { path: 'apps/mcp-server/src/main.ts', text: env },
         { path: 'libs/config/src/config.ts', text: env },
+        { path: 'libs/mcp-server/src/mcp-server.config.ts', text: env },
+        { path: 'libs/mcp-server/src/stdio-server.ts', text: env },
         { path: 'apps/mcp-server/src/main.spec.ts', text: env },
         { path: 'libs/a/src/commented.ts', text: '// never read process.env here\n/* process.env */\n' },
         { path: 'test/support/env.ts', text: env },
@@ -61,6 +63,9 @@ describe('layering rules, each proven on fixtures', () => {
       { path: 'apps/mcp-server/src/main.ts', line: 1, rule: 'process-env' },
       { path: 'apps/mcp-server/src/main.ts', line: 2, rule: 'process-env' },
       { path: 'apps/mcp-server/src/main.ts', line: 3, rule: 'process-env' },
+      { path: 'libs/mcp-server/src/stdio-server.ts', line: 1, rule: 'process-env' },
+      { path: 'libs/mcp-server/src/stdio-server.ts', line: 2, rule: 'process-env' },
+      { path: 'libs/mcp-server/src/stdio-server.ts', line: 3, rule: 'process-env' },
     ]);
   });
 

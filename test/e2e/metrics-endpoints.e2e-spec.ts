@@ -58,7 +58,7 @@ describe('the standalone relay', () => {
 });
 
 describe('the MCP server', () => {
-  it('serves the agent client metrics on TICKETS_METRICS_PORT: one create_ticket call, one attempt, no retry', async () => {
+  it('serves the agent client and tool-call metrics on TICKETS_METRICS_PORT: one create_ticket call, one attempt, no retry', async () => {
     const stack = await startTestStack();
     const port = await freePort();
     const { client } = await startMcpStdio({ TICKETS_API_URL: stack.baseUrl, TICKETS_API_KEY: stack.apiKey, TICKETS_METRICS_PORT: String(port) });
@@ -70,6 +70,7 @@ describe('the MCP server', () => {
       expect(sample(text, 'agent_client_attempts_total{operation="create"}')).toBe(1);
       expect(text).not.toMatch(/^agent_client_retries_total\{/m);
       expect(text).toMatch(/^# TYPE agent_client_circuit_breaker_trips_total counter$/m);
+      expect(sample(text, 'tickets_mcp_tool_calls_total{tool="create_ticket",outcome="ok"}')).toBe(1);
     } finally {
       await client.close();
       await stack.stop();

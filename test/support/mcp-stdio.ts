@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -6,7 +7,8 @@ import { ROOT } from './stack';
 // The MCP server as an agent host runs it: a child process on stdio (compiled dist/, built before
 // the tests), spoken to by the SDK's own Client.
 
-export const MCP_MAIN = join(ROOT, 'apps/mcp-server/dist/main.js');
+/** The compiled tickets-mcp bin (libs/mcp-server/src/bin/tickets-mcp.ts). */
+export const MCP_MAIN = join(ROOT, 'libs/mcp-server/dist/bin/tickets-mcp.js');
 
 export interface McpStdio {
   client: Client;
@@ -19,7 +21,8 @@ export async function startMcpStdio(env: Record<string, string>): Promise<McpStd
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [MCP_MAIN],
-    cwd: ROOT,
+    // As a host starts it: from a folder of its own, not from this checkout's root.
+    cwd: tmpdir(),
     env: { ...getDefaultEnvironment(), LOG_LEVEL: 'warn', ...env },
     stderr: 'pipe',
   });

@@ -9,6 +9,7 @@ import { DocsModule } from './docs/docs.module';
 import { EdgeModule } from './edge/edge.module';
 import { HealthModule } from './health/health.module';
 import { IdempotencyModule } from './idempotency/idempotency.module';
+import { McpModule } from './mcp/mcp.module';
 import { CoreModule } from './infra/core.module';
 import { ReconcileModule } from './reconcile/reconcile.module';
 import { RelayModule } from './relay/relay.module';
@@ -20,7 +21,7 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, ReconcileModule, HealthModule, DocsModule, StatsModule, ConsoleModule],
+      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, ReconcileModule, HealthModule, DocsModule, StatsModule, ConsoleModule, McpModule],
       providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseDuration } from './duration';
 import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-config';
 import { durationEnv as duration, statsGroupIdEnv } from './env-schemas';
+import { McpHttpEnvSchema, mcpHttpConfig, type McpHttpConfig } from './mcp-http-config';
 
 const bool = (fallback: boolean) =>
   z
@@ -154,7 +155,7 @@ function edgeConfig(e: EdgeEnv): EdgeConfig {
   };
 }
 
-type Env = z.infer<typeof EnvSchema> & z.infer<typeof ConsoleEnvSchema>;
+type Env = z.infer<typeof EnvSchema> & z.infer<typeof ConsoleEnvSchema> & z.infer<typeof McpHttpEnvSchema>;
 
 /**
  * Relay tuning without an environment variable (measured; docs/relay.md). The one place these
@@ -234,6 +235,8 @@ export interface AppConfig {
   edge: EdgeConfig;
   /** The ops console on the admin listener (ADMIN_*). */
   console: ConsoleConfig;
+  /** MCP over Streamable HTTP at /mcp (MCP_*). */
+  mcp: McpHttpConfig;
 }
 
 export class ConfigError extends Error {
@@ -246,7 +249,7 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).extend(ConsoleEnvSchema.shape).safeParse(cleaned);
+  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).extend(ConsoleEnvSchema.shape).extend(McpHttpEnvSchema.shape).safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see README, "Configuration").`);
@@ -306,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     reconcile: { intervalMs: e.RECONCILE_INTERVAL, windowMs: e.RECONCILE_WINDOW, graceMs: e.RECONCILE_GRACE },
     edge: edgeConfig(e),
     console: consoleConfig(e),
+    mcp: mcpHttpConfig(e),
   };
 }
 

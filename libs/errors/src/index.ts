@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'unauthorized'
   | 'not_found'
   | 'method_not_allowed'
+  | 'origin_not_allowed'
+  | 'not_acceptable'
   | 'ticket_not_found'
   | 'idempotency_key_missing'
   | 'idempotency_key_invalid'

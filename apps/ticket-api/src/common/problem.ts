@@ -17,6 +17,8 @@ export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
   unauthorized: { status: 401, title: 'Missing or invalid API key', retryable: false },
   not_found: { status: 404, title: 'No such resource', retryable: false },
   method_not_allowed: { status: 405, title: 'Method not allowed', retryable: false },
+  origin_not_allowed: { status: 403, title: 'Requests from this Origin are not allowed', retryable: false },
+  not_acceptable: { status: 406, title: 'The Accept header rules out every answer this endpoint gives', retryable: false },
   ticket_not_found: { status: 404, title: 'Ticket not found', retryable: false },
   idempotency_key_missing: { status: 400, title: 'Idempotency-Key header is required', retryable: false },
   idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is malformed', retryable: false },
@@ -68,6 +70,9 @@ export const PROBLEM_ADVICE: Record<ErrorCode, string> = {
   unauthorized: 'Send Authorization: Bearer <api key>. Create a key with `npm run cli -- api-keys create --tenant <slug>`.',
   not_found: 'Check the path; the API lives under /v1.',
   method_not_allowed: 'Check the HTTP method for this path in /openapi.json.',
+  origin_not_allowed:
+    "A browser page from this Origin may not call /mcp (DNS-rebinding protection). Agent hosts send no Origin; to allow a web client, add its origin to the API's MCP_ALLOWED_ORIGINS.",
+  not_acceptable: 'POST /mcp answers JSON or an event stream: send Accept: application/json, text/event-stream.',
   ticket_not_found: 'No ticket with this id exists in your tenant.',
   idempotency_key_missing: 'Make one key per intent (e.g. a UUID) and send it as Idempotency-Key on the first try and every retry.',
   idempotency_key_invalid: 'Use 1-255 printable ASCII characters, as a quoted sf-string ("...") or a bare token without spaces.',

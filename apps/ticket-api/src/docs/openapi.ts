@@ -118,6 +118,22 @@ export function buildOpenApi(retention: { replayWindowMs: number; keyRetentionMs
           },
         },
       },
+      '/mcp': {
+        post: {
+          summary: 'MCP over Streamable HTTP (stateless): the ticket tools for agent hosts; see docs/mcp.md',
+          description:
+            'One JSON-RPC message per POST (initialize, tools/list, tools/call, ...), answered with JSON. Send Accept: application/json, text/event-stream. A browser Origin must be on MCP_ALLOWED_ORIGINS.',
+          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['jsonrpc'] } } } },
+          responses: {
+            '200': { description: 'the JSON-RPC response' },
+            '202': { description: 'a notification, accepted' },
+            '400': problem('validation_failed: not one JSON-RPC 2.0 message'),
+            '403': problem('origin_not_allowed'),
+            '406': problem('not_acceptable'),
+            ...guarded,
+          },
+        },
+      },
       ...STATS_OPENAPI_PATHS,
       '/health/live': { get: { summary: 'Liveness', security: [], responses: { '200': { description: 'alive' } } } },
       '/health/ready': {

@@ -26,6 +26,6 @@ import { PurgeService } from './purge.service';
     KeyStatusUseCase,
     PurgeService,
   ],
-  exports: [IdempotentCommandRunner],
+  exports: [IdempotentCommandRunner, KeyStatusUseCase],
 })
 export class IdempotencyModule {}

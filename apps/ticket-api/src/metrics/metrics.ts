@@ -17,6 +17,12 @@ export class Metrics {
     labelNames: ['code'],
     registers: [this.registry],
   });
+  readonly mcpToolCalls = new Counter({
+    name: 'tickets_mcp_tool_calls_total',
+    help: 'MCP tool calls over /mcp by tool and outcome (ok, or error: a tool error the model saw)',
+    labelNames: ['tool', 'outcome'],
+    registers: [this.registry],
+  });
   readonly httpDuration = new Histogram({
     name: 'tickets_http_request_duration_seconds',
     help: 'HTTP request duration by route and status',

@@ -11,5 +11,7 @@ import { TicketsRepository } from './tickets.repository';
   imports: [AuthModule, IdempotencyModule, RelayModule],
   controllers: [TicketsController],
   providers: [TicketsRepository, CreateTicketUseCase, CancelTicketUseCase],
+  // The MCP endpoint's tools call the same use cases in process.
+  exports: [TicketsRepository, CreateTicketUseCase, CancelTicketUseCase],
 })
 export class TicketsModule {}

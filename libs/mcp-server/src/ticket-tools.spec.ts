@@ -4,7 +4,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TicketClient } from '@tickets/agent-client';
-import { createTicketsMcpServer, type TicketToolsOptions } from './ticket-tools';
+import { clientBackend } from './client-backend';
+import { toolIdempotencyKey } from './backend';
+import { createTicketsMcpServer } from './ticket-tools';
 
 // The tools through a real MCP client/server pair (in-memory transport) and a real HTTP server
 // that plays the ticket API.
@@ -33,9 +35,11 @@ describe('ticket MCP tools', () => {
   let handler: Handler;
   let seen: { method: string; url: string; key?: string }[];
   let mcp: Client;
+  let toolCalls: string[];
 
   beforeEach(async () => {
     seen = [];
+    toolCalls = [];
     api = createServer((req, res) => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
@@ -48,14 +52,14 @@ describe('ticket MCP tools', () => {
     mcp = await connect();
   });
 
-  async function connect(options: TicketToolsOptions = {}): Promise<Client> {
+  async function connect(options: { toolDeadlineMs?: number } = {}): Promise<Client> {
     const client = new TicketClient({
       baseUrl: `http://127.0.0.1:${(api.address() as AddressInfo).port}`,
       apiKey: 'k',
       maxAttempts: 2,
       backoff: { baseMs: 1, capMs: 5 },
     });
-    const server = createTicketsMcpServer(client, 'test', options);
+    const server = createTicketsMcpServer(clientBackend(client, options), 'test', { onToolCall: (tool, outcome) => toolCalls.push(`${tool}:${outcome}`) });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const connected = new Client({ name: 'spec', version: '1' });
     await Promise.all([server.connect(serverSide), connected.connect(clientSide)]);
@@ -94,6 +98,9 @@ describe('ticket MCP tools', () => {
     expect(second.structuredContent?.idempotency_key).toBe(first.structuredContent?.idempotency_key);
     expect(seen.map((s) => s.key)).toEqual([`"${String(first.structuredContent?.idempotency_key)}"`, `"${String(first.structuredContent?.idempotency_key)}"`]);
     expect(text(first)).toMatch(/^Created ticket/);
+    // The key is the one rule both servers share (the API's /mcp derives the same one).
+    expect(first.structuredContent?.idempotency_key).toBe(toolIdempotencyKey('create', 'email-4711'));
+    expect(toolCalls).toEqual(['create_ticket:ok', 'create_ticket:ok']);
   });
 
   it('a 422 comes back as a tool error that says retrying will not help and what to do', async () => {
@@ -104,6 +111,7 @@ describe('ticket MCP tools', () => {
     expect(text(result)).toMatch(/idempotency_key_reused \(retrying will not help\)/);
     expect(text(result)).toMatch(/new intent_id/);
     expect(seen).toHaveLength(1);
+    expect(toolCalls).toEqual(['create_ticket:error']);
   });
 
   it('an unknown outcome tells the model to retry with the same intent_id and names the key', async () => {

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 
+// The one file of this package that reads the environment (an exception in scripts/layering.ts): a
+// public package cannot depend on the service's libs/config.
+
 const ms = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
 
 const McpEnvSchema = z.object({

@@ -1,15 +1,13 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import {
-  PermanentError,
-  RetryableError,
-  TicketClient,
-  TicketClientError,
-  UnknownOutcomeError,
-  type RequestStatus,
-  type Ticket,
-} from '@tickets/agent-client';
+import type { RequestStatus, Ticket } from '@tickets/agent-client';
+import { toolIdempotencyKey, type TicketToolsBackend } from './backend';
+import { toolError } from './tool-errors';
+
+// The tool definitions of both MCP servers (stdio: the tickets-mcp bin; Streamable HTTP: the API's
+// /mcp): names, input and output schemas, descriptions, the intent_id -> key rule, result wording.
+// Only the backend differs.
 
 const TicketShape = z.object({
   id: z.string(),
@@ -31,17 +29,17 @@ The result's outcome is "created" (made now), "replayed" (this intent_id had alr
 
 type Text = { type: 'text'; text: string };
 
+/** The names of the tools, as hosts list them. */
+export const TICKET_TOOL_NAMES = ['create_ticket', 'find_ticket', 'get_ticket', 'cancel_ticket', 'check_request'] as const;
+export type TicketToolName = (typeof TICKET_TOOL_NAMES)[number];
+
 function ok(text: string, structured: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text } satisfies Text], structuredContent: structured };
 }
 
 export interface TicketToolsOptions {
-  /**
-   * How long one create_ticket / cancel_ticket call keeps working on its intent (resends under the
-   * same key, status queries, Retry-After and open-circuit waits) before it hands the model a
-   * "call again with the same intent_id" error. Unset: the client's own per-call limits.
-   */
-  toolDeadlineMs?: number;
+  /** Called once per tool call with how it ended: `ok`, or `error` (a tool error the model sees). */
+  onToolCall?: (tool: TicketToolName, outcome: 'ok' | 'error') => void;
 }
 
 /**
@@ -49,8 +47,18 @@ export interface TicketToolsOptions {
  * output schema) and one short sentence; failures are tool errors that say the code, whether a
  * retry can help and what to do next.
  */
-export function registerTicketTools(server: McpServer, client: TicketClient, options: TicketToolsOptions = {}): void {
-  const finishWithinMs = options.toolDeadlineMs;
+export function registerTicketTools(server: McpServer, backend: TicketToolsBackend, options: TicketToolsOptions = {}): void {
+  /** Runs one tool call: its result, or its failure as a tool error; counted either way. */
+  const run = async (tool: TicketToolName, work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+    let result: CallToolResult;
+    try {
+      result = await work();
+    } catch (error) {
+      result = toolError(tool, error);
+    }
+    options.onToolCall?.(tool, result.isError ? 'error' : 'ok');
+    return result;
+  };
   server.registerTool(
     'create_ticket',
     {
@@ -84,19 +92,18 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
       },
       annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    async (args, extra) => {
-      try {
-        const result = await client.createTicket(
-          {
-            title: args.title,
-            description: args.description,
-            priority: args.priority,
-            externalRef: args.external_ref,
-            requester: args.requester,
-            metadata: args.metadata,
-          },
-          { intentId: args.intent_id, signal: extra.signal, finishWithinMs },
-        );
+    async (args, extra) =>
+      run('create_ticket', async () => {
+        const input = {
+          title: args.title,
+          description: args.description,
+          priority: args.priority,
+          externalRef: args.external_ref,
+          requester: args.requester,
+          metadata: args.metadata,
+        };
+        const idempotencyKey = toolIdempotencyKey('create', args.intent_id);
+        const result = await backend.createTicket(input, { intentId: args.intent_id, idempotencyKey, signal: extra.signal });
         const t = result.ticket;
         const sentence = {
           created: `Created ticket ${t.id} ("${t.title}") now.`,
@@ -111,10 +118,7 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
           attempts: result.attempts,
           ticket: t,
         });
-      } catch (error) {
-        return toolError('create_ticket', error);
-      }
-    },
+      }),
   );
 
   server.registerTool(
@@ -127,14 +131,10 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
       outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    async ({ external_ref }, extra) => {
-      try {
-        const ticket = await client.findByExternalRef(external_ref, { signal: extra.signal });
-        return found(ticket, `No ticket has external_ref "${external_ref}".`);
-      } catch (error) {
-        return toolError('find_ticket', error);
-      }
-    },
+    async ({ external_ref }, extra) =>
+      run('find_ticket', async () =>
+        found(await backend.findByExternalRef(external_ref, { signal: extra.signal }), `No ticket has external_ref "${external_ref}".`),
+      ),
   );
 
   server.registerTool(
@@ -146,13 +146,10 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
       outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    async ({ ticket_id }, extra) => {
-      try {
-        return found(await client.getTicket(ticket_id, { signal: extra.signal }), `No ticket ${ticket_id} (in this API key's tenant).`);
-      } catch (error) {
-        return toolError('get_ticket', error);
-      }
-    },
+    async ({ ticket_id }, extra) =>
+      run('get_ticket', async () =>
+        found(await backend.getTicket(ticket_id, { signal: extra.signal }), `No ticket ${ticket_id} (in this API key's tenant).`),
+      ),
   );
 
   server.registerTool(
@@ -176,9 +173,10 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
       },
       annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    async ({ ticket_id, intent_id, reason }, extra) => {
-      try {
-        const result = await client.cancelTicket(ticket_id, { intentId: intent_id, reason, signal: extra.signal, finishWithinMs });
+    async ({ ticket_id, intent_id, reason }, extra) =>
+      run('cancel_ticket', async () => {
+        const idempotencyKey = toolIdempotencyKey('cancel', intent_id, ticket_id);
+        const result = await backend.cancelTicket(ticket_id, reason, { intentId: intent_id, idempotencyKey, signal: extra.signal });
         const sentence =
           result.outcome === 'cancelled'
             ? `Ticket ${ticket_id} is cancelled.`
@@ -191,10 +189,7 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
           attempts: result.attempts,
           ticket: result.ticket,
         });
-      } catch (error) {
-        return toolError('cancel_ticket', error);
-      }
-    },
+      }),
   );
 
   server.registerTool(
@@ -213,9 +208,9 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
       },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    async ({ idempotency_key }, extra) => {
-      try {
-        const status = await client.getRequestStatus(idempotency_key, { signal: extra.signal });
+    async ({ idempotency_key }, extra) =>
+      run('check_request', async () => {
+        const status = await backend.getRequestStatus(idempotency_key, { signal: extra.signal });
         const next = nextStepForStatus(status);
         return ok(`Request ${idempotency_key}: ${status.state}. ${next}`, {
           idempotency_key,
@@ -224,10 +219,7 @@ export function registerTicketTools(server: McpServer, client: TicketClient, opt
           ...(status.response ? { response_status: status.response.status } : {}),
           next_step: next,
         });
-      } catch (error) {
-        return toolError('check_request', error);
-      }
-    },
+      }),
   );
 }
 
@@ -252,106 +244,12 @@ function nextStepForStatus(status: RequestStatus): string {
   }
 }
 
-/** A tool error the model can act on: the code, whether retrying can help, what to do next. */
-export function toolError(tool: string, error: unknown): CallToolResult {
-  const details = describeError(tool, error);
-  const lines = [
-    `${tool} failed: ${details.code} (${details.retryable ? 'retrying can help' : 'retrying will not help'}).`,
-    details.message,
-    `Next: ${details.next}`,
-    JSON.stringify({ code: details.code, retryable: details.retryable, ...details.extra }),
-  ];
-  return { isError: true, content: [{ type: 'text', text: lines.join('\n') } satisfies Text] };
-}
-
-interface ErrorDetails {
-  code: string;
-  retryable: boolean;
-  message: string;
-  next: string;
-  extra: Record<string, unknown>;
-}
-
-function describeError(tool: string, error: unknown): ErrorDetails {
-  const sameIntent = (intentId: string | undefined): string =>
-    intentId === undefined ? 'the same arguments' : `the same intent_id "${intentId}"`;
-  if (error instanceof UnknownOutcomeError) {
-    return {
-      code: error.code,
-      retryable: true,
-      message: `No definite answer for idempotency key ${error.idempotencyKey}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}; the write may or may not have happened.`,
-      next: `call ${tool} again with ${sameIntent(error.intentId)} (safe: it returns what was done, never a second one), or call check_request with idempotency_key "${error.idempotencyKey}" to see whether it was done. Never retry with a new intent_id.`,
-      extra: { idempotency_key: error.idempotencyKey, intent_id: error.intentId },
-    };
-  }
-  if (error instanceof RetryableError) {
-    const wait = error.retryAfterMs !== undefined ? `about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s` : 'a few seconds';
-    if (error.idempotencyKey !== undefined) {
-      // A write that ran out of time: an earlier call of the same intent may have done it, so never say "nothing was written".
-      return {
-        code: error.code,
-        retryable: true,
-        message: `${error.message}.`,
-        next: `wait ${wait}, then call ${tool} again with ${sameIntent(error.intentId)} (safe: it cannot make a second one); check_request with idempotency_key "${error.idempotencyKey}" tells whether an earlier call already did it.`,
-        extra: {
-          idempotency_key: error.idempotencyKey,
-          intent_id: error.intentId,
-          ...(error.retryAfterMs !== undefined ? { retry_after_ms: error.retryAfterMs } : {}),
-        },
-      };
-    }
-    return {
-      code: error.code,
-      retryable: true,
-      message: `${error.message}. Nothing was written.`,
-      next: `wait ${wait}, then call again with the same intent_id.`,
-      extra: error.retryAfterMs !== undefined ? { retry_after_ms: error.retryAfterMs } : {},
-    };
-  }
-  if (error instanceof PermanentError) {
-    const p = error.problem;
-    const extra: Record<string, unknown> = {};
-    let next = 'do not retry unchanged; tell the user what failed.';
-    switch (error.code) {
-      case 'validation_failed':
-        extra.errors = p?.errors;
-        next = `fix these arguments and call again: ${(p?.errors ?? []).map((e) => `${e.path}: ${e.message}`).join('; ') || error.message}.`;
-        break;
-      case 'idempotency_key_reused':
-        extra.differing_fields = p?.differingFields;
-        next = `this intent_id was already used for a request with different ${(p?.differingFields ?? []).join(', ') || 'fields'}. For a new request use a new intent_id; to retry the original, send its original fields.`;
-        break;
-      case 'idempotency_key_expired':
-        extra.ticket_id = p?.ticketId;
-        next = `this intent_id already created ticket ${p?.ticketId ?? '(unknown)'} long ago; use get_ticket instead of creating another.`;
-        break;
-      case 'ticket_not_found':
-        next = 'check the ticket_id (find_ticket looks tickets up by external_ref).';
-        break;
-      case 'unauthorized':
-        next = "the MCP server's TICKETS_API_KEY is not accepted; a human must fix the configuration.";
-        break;
-      case 'payload_too_large':
-        next = 'shorten the description or metadata and call again.';
-        break;
-    }
-    return { code: error.code, retryable: false, message: error.message, next, extra };
-  }
-  if (error instanceof TicketClientError) {
-    return { code: error.code, retryable: error.retryable, message: error.message, next: 'see the message.', extra: {} };
-  }
-  return {
-    code: 'internal_error',
-    retryable: false,
-    message: error instanceof Error ? error.message : 'unexpected failure',
-    next: 'report this to the operator of the MCP server.',
-    extra: {},
-  };
-}
-
-/** The MCP server with the ticket tools registered. */
-export function createTicketsMcpServer(client: TicketClient, version: string, options: TicketToolsOptions = {}): McpServer {
-  const server = new McpServer({ name: 'tickets', version }, { instructions: 'Create, find, read and cancel support tickets. Retrying is safe when you reuse the same intent_id.' });
-  registerTicketTools(server, client, options);
+/** An MCP server (one per connection, or per request in stateless HTTP) with the ticket tools registered. */
+export function createTicketsMcpServer(backend: TicketToolsBackend, version: string, options: TicketToolsOptions = {}): McpServer {
+  const server = new McpServer(
+    { name: 'tickets', version },
+    { instructions: 'Create, find, read and cancel support tickets. Retrying is safe when you reuse the same intent_id.' },
+  );
+  registerTicketTools(server, backend, options);
   return server;
 }

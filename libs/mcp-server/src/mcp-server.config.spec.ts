@@ -1,4 +1,4 @@
-import { loadMcpServerConfig, McpConfigError } from './mcp-config';
+import { loadMcpServerConfig, McpConfigError } from './mcp-server.config';
 
 describe('loadMcpServerConfig', () => {
   it('needs only the API key; the rest has defaults (a 30 s tool deadline among them)', () => {

@@ -1,0 +1,104 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { PermanentError, RetryableError, TicketClientError, UnknownOutcomeError } from '@tickets/agent-client';
+
+// The wording of a failed tool call, for both backends: they throw the agent client's error classes
+// (TicketClientError and its subclasses), so the model reads the same advice over stdio and over /mcp.
+
+type Text = { type: 'text'; text: string };
+
+/** A tool error the model can act on: the code, whether retrying can help, what to do next. */
+export function toolError(tool: string, error: unknown): CallToolResult {
+  const details = describeError(tool, error);
+  const lines = [
+    `${tool} failed: ${details.code} (${details.retryable ? 'retrying can help' : 'retrying will not help'}).`,
+    details.message,
+    `Next: ${details.next}`,
+    JSON.stringify({ code: details.code, retryable: details.retryable, ...details.extra }),
+  ];
+  return { isError: true, content: [{ type: 'text', text: lines.join('\n') } satisfies Text] };
+}
+
+interface ErrorDetails {
+  code: string;
+  retryable: boolean;
+  message: string;
+  next: string;
+  extra: Record<string, unknown>;
+}
+
+function describeError(tool: string, error: unknown): ErrorDetails {
+  const sameIntent = (intentId: string | undefined): string =>
+    intentId === undefined ? 'the same arguments' : `the same intent_id "${intentId}"`;
+  if (error instanceof UnknownOutcomeError) {
+    return {
+      code: error.code,
+      retryable: true,
+      message: `No definite answer for idempotency key ${error.idempotencyKey}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}; the write may or may not have happened.`,
+      next: `call ${tool} again with ${sameIntent(error.intentId)} (safe: it returns what was done, never a second one), or call check_request with idempotency_key "${error.idempotencyKey}" to see whether it was done. Never retry with a new intent_id.`,
+      extra: { idempotency_key: error.idempotencyKey, intent_id: error.intentId },
+    };
+  }
+  if (error instanceof RetryableError) {
+    const wait = error.retryAfterMs !== undefined ? `about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s` : 'a few seconds';
+    if (error.idempotencyKey !== undefined) {
+      // A write that ran out of time: an earlier call of the same intent may have done it, so never say "nothing was written".
+      return {
+        code: error.code,
+        retryable: true,
+        message: `${error.message}.`,
+        next: `wait ${wait}, then call ${tool} again with ${sameIntent(error.intentId)} (safe: it cannot make a second one); check_request with idempotency_key "${error.idempotencyKey}" tells whether an earlier call already did it.`,
+        extra: {
+          idempotency_key: error.idempotencyKey,
+          intent_id: error.intentId,
+          ...(error.retryAfterMs !== undefined ? { retry_after_ms: error.retryAfterMs } : {}),
+        },
+      };
+    }
+    return {
+      code: error.code,
+      retryable: true,
+      message: `${error.message}. Nothing was written.`,
+      next: `wait ${wait}, then call again with the same intent_id.`,
+      extra: error.retryAfterMs !== undefined ? { retry_after_ms: error.retryAfterMs } : {},
+    };
+  }
+  if (error instanceof PermanentError) {
+    const p = error.problem;
+    const extra: Record<string, unknown> = {};
+    let next = 'do not retry unchanged; tell the user what failed.';
+    switch (error.code) {
+      case 'validation_failed':
+        extra.errors = p?.errors;
+        next = `fix these arguments and call again: ${(p?.errors ?? []).map((e) => `${e.path}: ${e.message}`).join('; ') || error.message}.`;
+        break;
+      case 'idempotency_key_reused':
+        extra.differing_fields = p?.differingFields;
+        next = `this intent_id was already used for a request with different ${(p?.differingFields ?? []).join(', ') || 'fields'}. For a new request use a new intent_id; to retry the original, send its original fields.`;
+        break;
+      case 'idempotency_key_expired':
+        extra.ticket_id = p?.ticketId;
+        next = `this intent_id already created ticket ${p?.ticketId ?? '(unknown)'} long ago; use get_ticket instead of creating another.`;
+        break;
+      case 'ticket_not_found':
+        next = 'check the ticket_id (find_ticket looks tickets up by external_ref).';
+        break;
+      case 'unauthorized':
+        next = "the MCP server's TICKETS_API_KEY is not accepted; a human must fix the configuration.";
+        break;
+      case 'payload_too_large':
+        next = 'shorten the description or metadata and call again.';
+        break;
+    }
+    return { code: error.code, retryable: false, message: error.message, next, extra };
+  }
+  if (error instanceof TicketClientError) {
+    return { code: error.code, retryable: error.retryable, message: error.message, next: 'see the message.', extra: {} };
+  }
+  return {
+    code: 'internal_error',
+    retryable: false,
+    message: error instanceof Error ? error.message : 'unexpected failure',
+    next: 'report this to the operator of the MCP server.',
+    extra: {},
+  };
+}
