@@ -77,7 +77,6 @@ interface AcResult {
 interface AcInstance {
   on(event: 'response', fn: (client: unknown, status: number, bytes: number, ms: number) => void): void;
 }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: AcOptions, cb: (err: Error | null, res: AcResult) => void) => AcInstance;
 
 const DEFAULT_URL = 'postgresql://postgres@127.0.0.1:5432/tickets_bench';

@@ -48,7 +48,6 @@ interface AcResult {
   timeouts: number;
   statusCodeStats: Record<string, { count: number }>;
 }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (
   opts: Record<string, unknown>,
   cb: (err: Error | null, res: AcResult) => void,

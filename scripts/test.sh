@@ -17,6 +17,9 @@ build
 mkdir -p .tmp
 say "type-checking the tests and benches (tsc --noEmit; the build above leaves them out)"
 npx tsc -p tsconfig.json --noEmit --tsBuildInfoFile .tmp/typecheck.tsbuildinfo
+say "linting (eslint) and checking the format (prettier): npm run lint, npm run format to fix the format"
+npx eslint . --max-warnings 0
+npx prettier --check . --log-level warn || die "files above are not formatted: run npm run format"
 say "running unit, integration and e2e tests (Jest's globalSetup migrates the test database)"
 # The e2e and integration tiers share one PostgreSQL and one broker on 2 cores: run the files one at a time.
 mkdir -p .tmp

@@ -19,7 +19,7 @@ createServer((req, res) => {
     const h = (name: string) => String(req.headers[name] ?? '');
     const id = h(WEBHOOK_HEADERS.id);
     const ok = verifyWebhook(secret!, req.headers, body);
-    let what = '';
+    let what: string;
     try {
       const n = JSON.parse(body) as { type?: string; data?: { type?: string; ticketId?: string; data?: { title?: string; status?: string } } };
       const e = n.data ?? {};

@@ -14,7 +14,6 @@ export function startTelemetry(processName: string): void {
   const config = loadTelemetryConfig();
   if (!config.tracesUrl) return;
   // Required here, not imported at the top: with tracing off the SDK is never loaded.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const sdk = require('./sdk') as typeof import('./sdk');
   started = sdk.startSdk({ ...config, tracesUrl: config.tracesUrl }, config.serviceName ?? processName);
   // Spans still waiting for their batch go out when the event loop empties; a process ended by
