@@ -17,7 +17,7 @@ const common = {
   transform,
   testEnvironment: 'node',
   moduleFileExtensions: ['ts', 'js', 'json'],
-  moduleNameMapper: { '^@tickets/(.*)$': '<rootDir>/libs/$1/src' },
+  moduleNameMapper: { '^@tickets/event-consumer/(.*)$': '<rootDir>/libs/event-consumer/src/$1', '^@tickets/(.*)$': '<rootDir>/libs/$1/src' },
   transformIgnorePatterns: nativeEsm ? ['/node_modules/'] : [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/libs/agent-client/dist/'],
 };

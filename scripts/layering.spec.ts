@@ -53,6 +53,8 @@ describe('layering rules, each proven on fixtures', () => {
       check(
         { path: 'apps/mcp-server/src/main.ts', text: env },
         { path: 'libs/config/src/config.ts', text: env },
+        { path: 'libs/event-consumer/src/ticket-events.env.ts', text: env },
+        { path: 'libs/event-consumer/src/ticket-events.server.ts', text: env },
         { path: 'apps/mcp-server/src/main.spec.ts', text: env },
         { path: 'libs/a/src/commented.ts', text: '// never read process.env here\n/* process.env */\n' },
         { path: 'test/support/env.ts', text: env },
@@ -61,6 +63,9 @@ describe('layering rules, each proven on fixtures', () => {
       { path: 'apps/mcp-server/src/main.ts', line: 1, rule: 'process-env' },
       { path: 'apps/mcp-server/src/main.ts', line: 2, rule: 'process-env' },
       { path: 'apps/mcp-server/src/main.ts', line: 3, rule: 'process-env' },
+      { path: 'libs/event-consumer/src/ticket-events.server.ts', line: 1, rule: 'process-env' },
+      { path: 'libs/event-consumer/src/ticket-events.server.ts', line: 2, rule: 'process-env' },
+      { path: 'libs/event-consumer/src/ticket-events.server.ts', line: 3, rule: 'process-env' },
     ]);
   });
 
@@ -79,6 +84,7 @@ describe('layering rules, each proven on fixtures', () => {
       check(
         { path: 'apps/ticket-api/src/tickets/tickets.service.ts', text: sql },
         { path: 'apps/ticket-api/src/tickets/tickets.repository.ts', text: sql },
+        { path: 'libs/event-consumer/src/kit.migrations.ts', text: sql },
         { path: 'libs/outbox/src/outbox.spec.ts', text: sql },
         { path: 'libs/outbox/src/notes.ts', text: '// Prisma.sql`SELECT 1` is how the repository does it\n' },
       ),

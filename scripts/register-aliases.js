@@ -7,7 +7,9 @@ const distLibs = path.join(__dirname, '..', 'dist', 'libs');
 const original = Module._resolveFilename;
 Module._resolveFilename = function resolveAlias(request, ...rest) {
   if (request.startsWith('@tickets/')) {
-    return original.call(this, path.join(distLibs, request.slice('@tickets/'.length), 'src', 'index.js'), ...rest);
+    // `@tickets/<lib>` is the lib's index; `@tickets/<lib>/<entry>` one of its other entry points (src/<entry>.js).
+    const [lib, ...entry] = request.slice('@tickets/'.length).split('/');
+    return original.call(this, path.join(distLibs, lib, 'src', `${entry.length ? entry.join('/') : 'index'}.js`), ...rest);
   }
   return original.call(this, request, ...rest);
 };

@@ -5,3 +5,4 @@ export { parseDuration } from './duration';
 export { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-config';
 export { loadEventConsumerConfig, loadEventConsumerConfigOrExit, type EventConsumerConfig } from './event-consumer.config';
 export { loadTelemetryConfig, type TelemetryConfig } from './telemetry-config';
+export { ticketEventsOptions } from './ticket-events-options';
