@@ -4,6 +4,8 @@
 //
 //   node scripts/db-migrate.mjs deploy            apply pending migrations (npm run db:migrate), then the
 //                                                 consumer kit's own migration of its ticket_events schema
+//                                                 (--prisma-only: Prisma's alone, a database as it was
+//                                                 before the kit had its schema; the upgrade test uses it)
 //   node scripts/db-migrate.mjs diff <name>       write prisma/migrations/<ts>_<name>/migration.sql
 //                                                 from the difference between prisma/schema.prisma as
 //                                                 committed (HEAD, or --from <ref>) and the working file
@@ -176,7 +178,7 @@ async function main() {
     console.log(applied.length
       ? `db-migrate: applied ${applied.length} migration(s): ${applied.join(', ')}`
       : `db-migrate: database is up to date (${list.migrationDirectories.length} migration(s))`);
-    await migrateKit(url);
+    if (!process.argv.includes('--prisma-only')) await migrateKit(url);
     return;
   }
   if (cmd === 'diff') {
