@@ -96,7 +96,7 @@ async function handWritten(kafka: Kafka, pool: Pool, topic: string, groupId: str
           await client.query('BEGIN');
           const fresh = await client.query<{ event_id: string }>({
             name: 'hand-inbox',
-            text: `INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
+            text: `INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
                    SELECT $1, x.id, x.type, x.ticket, $2, $3, x.o FROM unnest($4::uuid[], $5::text[], $6::uuid[], $7::int8[]) AS x(id, type, ticket, o)
                    ON CONFLICT (event_id, group_id) DO NOTHING RETURNING event_id`,
             values: [groupId, batch.topic, batch.partition, uuidArray(events.map((e) => e.id)), textArray(events.map((e) => e.type)), uuidArray(events.map((e) => e.ticketId)), int8Array(chunk.map((m) => m.offset))],
@@ -125,14 +125,15 @@ async function kit(module: typeof BatchModule, url: string, brokers: string[], t
   const server = new TicketEventsServer({
     groupId,
     topic,
-    kafka: { brokers, clientId: 'bench-kit' },
+    brokers,
+    kafka: { clientId: 'bench-kit' },
     databaseUrl: url,
+    metrics: false,
     chunkSize: CHUNK,
     partitionsConcurrency: CONCURRENCY,
     maxAttempts: 3,
     retryBaseMs: 100,
     retryMaxDelayMs: 1000,
-    inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 },
   });
   const app: INestMicroservice = await NestFactory.createMicroservice(module, { strategy: server, logger: false });
   await app.listen();

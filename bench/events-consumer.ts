@@ -32,6 +32,8 @@ import { createPrismaClient, uuidArray } from '@tickets/db';
 import { benchTicketCreated } from './support/ticket-event';
 import { TicketEvent } from '@tickets/contracts';
 import { createLogger } from '@tickets/logger';
+import type { TicketEventsOptions } from '@tickets/event-consumer';
+import { withFaults } from '@tickets/event-consumer/testing';
 import { createConsumerApp, notifierOptions, type NotifierApp } from '@tickets/consumer';
 import { scratchDatabase } from './support/paths';
 import { mb, median } from './support/stats';
@@ -193,8 +195,8 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     const benchConfig = loadConfig({ ...process.env, DATABASE_URL: benchUrl, TICKET_EVENTS_TOPIC: topic });
     const webhookUrl = 'http://127.0.0.1:9/unused';
     const notifierConfig = { ...benchConfig, notifier: { ...benchConfig.notifier, webhookUrl, webhookSecret: 'bench-secret-not-used' } };
-    const chunkSize = notifierOptions(notifierConfig, loadEventConsumerConfig()).chunkSize;
-    const emptyTables = () => prisma.$executeRawUnsafe('TRUNCATE inbox_events, notifications CASCADE');
+    const chunkSize = notifierOptions(notifierConfig, loadEventConsumerConfig()).chunkSize!;
+    const emptyTables = () => prisma.$executeRawUnsafe('TRUNCATE ticket_events.inbox_events, notifications CASCADE');
     const notificationsOf = async (groupId: string) =>
       (await prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM notifications WHERE group_id = ${groupId}`)[0].n;
     let rssBefore = 0;
@@ -277,11 +279,11 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     // No /metrics endpoint: the process metrics' observers cost CPU a hand-written consumer does not spend.
     const startNotifier = (groupId: string, afterStatement?: (at: { partition: number; lastOffset: string }) => void) =>
       createConsumerApp({ ...notifierConfig, notifier: { ...notifierConfig.notifier, groupId } }, loadEventConsumerConfig(), createLogger('silent', 'bench-consumer'), {
-        groupId,
         dispatch: false,
-        metrics: undefined,
-        partitionsConcurrency: concurrency,
-        ...(afterStatement ? { faults: { afterTransactionBeforeCommit: (at) => void afterStatement(at) } } : {}),
+        ...withFaults(
+          { groupId, metrics: false, partitionsConcurrency: concurrency } as TicketEventsOptions,
+          afterStatement ? { afterTransactionBeforeCommit: (at) => void afterStatement(at) } : undefined,
+        ),
       });
     const pairs: ConsumerBenchResult['pairs'] = [];
     for (let round = 0; round < 3; round++) {

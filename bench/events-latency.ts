@@ -523,7 +523,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   const { rows } = await d.db.query<{ ticket_id: string; created_ms: string; received_ms: string | null }>(
     `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
             extract(epoch FROM i.received_at) * 1000 AS received_ms
-       FROM outbox_events o LEFT JOIN inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
+       FROM outbox_events o LEFT JOIN ticket_events.inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
       WHERE o.aggregate_id = ANY($2::uuid[])`,
     [d.groupId, createdIds],
   );

@@ -2,7 +2,10 @@
 // Applies prisma/migrations to DATABASE_URL with Prisma's own schema engine (the WASM build), so it
 // needs no native engine download. It writes `_prisma_migrations` exactly like `prisma migrate deploy`.
 //
-//   node scripts/db-migrate.mjs deploy            apply pending migrations (npm run db:migrate)
+//   node scripts/db-migrate.mjs deploy            apply pending migrations (npm run db:migrate), then the
+//                                                 consumer kit's own migration of its ticket_events schema
+//                                                 (--prisma-only: Prisma's alone, a database as it was
+//                                                 before the kit had its schema; the upgrade test uses it)
 //   node scripts/db-migrate.mjs diff <name>       write prisma/migrations/<ts>_<name>/migration.sql
 //                                                 from the difference between prisma/schema.prisma as
 //                                                 committed (HEAD, or --from <ref>) and the working file
@@ -110,6 +113,37 @@ function migrationsList() {
 
 const filters = { externalTables: [], externalEnums: [] };
 
+/** The schema of the consumer kit's tables in the ticket service's database (the kit's default). */
+const KIT_SCHEMA = 'ticket_events';
+
+/**
+ * The consumer kit's migration runner (libs/event-consumer/src/kit-schema.repository.ts), compiled:
+ * the package entry once the kit is an installed workspace, else the build output.
+ */
+function loadKitMigrate() {
+  const candidates = ['@tickets/event-consumer/admin', join(root, 'dist', 'libs', 'event-consumer', 'src', 'kit-schema.repository.js')];
+  for (const candidate of candidates) {
+    try {
+      return require(candidate).migrate;
+    } catch (e) {
+      if (e.code !== 'MODULE_NOT_FOUND' || !String(e.message).includes(candidate)) throw e;
+    }
+  }
+  fail('the consumer kit is not built, so its tables (schema ticket_events) cannot be migrated: run `npm run build` first (npm start and npm test do)');
+}
+
+/**
+ * The kit's tables (inbox, consumer dead letters, replays) are the kit's own, versioned in
+ * ticket_events.kit_migrations: the same migration a downstream service runs with `npx ticket-events
+ * migrate`. Its first step adopts the tables the Prisma migrations above created in public.
+ */
+async function migrateKit(url) {
+  const result = await loadKitMigrate()({ databaseUrl: url, schema: KIT_SCHEMA });
+  console.log(result.applied.length
+    ? `db-migrate: consumer kit schema ${result.schema}: applied ${result.applied.map((a) => `${a.version} ${a.name}`).join(', ')}`
+    : `db-migrate: consumer kit schema ${result.schema} is up to date (version ${result.version})`);
+}
+
 /**
  * @prisma/adapter-pg runs a migration script by splitting it on every ";", comments and string
  * literals included, so a ";" in a "--" comment cuts a statement in two ("syntax error at or near ...").
@@ -144,6 +178,7 @@ async function main() {
     console.log(applied.length
       ? `db-migrate: applied ${applied.length} migration(s): ${applied.join(', ')}`
       : `db-migrate: database is up to date (${list.migrationDirectories.length} migration(s))`);
+    if (!process.argv.includes('--prisma-only')) await migrateKit(url);
     return;
   }
   if (cmd === 'diff') {

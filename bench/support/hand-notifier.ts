@@ -21,7 +21,7 @@ const RECORD_SQL = `
       AS x(event_id, event_type, tenant_id, ticket_id, o, payload)
   ),
   ins AS (
-    INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
+    INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
     SELECT $1, event_id, event_type, ticket_id, $2, $3, o FROM v
     ON CONFLICT (event_id, group_id) DO NOTHING
     RETURNING event_id

@@ -115,7 +115,7 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
         await eventually(() => deliveriesFor(ticket.id).length, (n) => n >= 1, 30_000, 'the webhook');
         await new Promise((r) => setTimeout(r, 2_000));
         expect(deliveriesFor(ticket.id)).toHaveLength(1);
-        const inbox = await api.db.query('SELECT duplicates FROM inbox_events WHERE group_id = $1 AND ticket_id = $2', [groupId, ticket.id]);
+        const inbox = await api.db.query('SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND ticket_id = $2', [groupId, ticket.id]);
         expect(inbox.rows).toHaveLength(1);
         expect(inbox.rows[0].duplicates).toBeGreaterThanOrEqual(1);
       } finally {

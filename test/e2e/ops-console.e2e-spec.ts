@@ -130,7 +130,7 @@ it("shows a created ticket's timeline: key, outbox row, Kafka partition and offs
   await page.fill('input[name=q]', key);
   await Promise.all([page.waitForURL(/\/tickets\?q=/), page.press('input[name=q]', 'Enter')]);
   await page.getByRole('heading', { name: `Ticket ${ticketId}` }).waitFor();
-  const { rows } = await stack.db.query<{ partition: number; offset: string }>('SELECT partition, "offset"::text FROM inbox_events WHERE ticket_id = $1 AND group_id = $2', [ticketId, groupId]);
+  const { rows } = await stack.db.query<{ partition: number; offset: string }>('SELECT partition, "offset"::text FROM ticket_events.inbox_events WHERE ticket_id = $1 AND group_id = $2', [ticketId, groupId]);
   const timeline = await page.locator('#timeline').innerText();
   expect(timeline).toContain(`idempotency key ${key} stored`);
   expect(timeline).toContain('published to Kafka: ticket.created.v1');

@@ -105,7 +105,7 @@ describe('stats projection consumer and GET /v1/stats', () => {
     await stop();
     await stack?.db.query('DELETE FROM ticket_stats_counts WHERE group_id = $1', [groupId]);
     await stack?.db.query('DELETE FROM ticket_stats_daily WHERE group_id = $1', [groupId]);
-    await stack?.db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+    await stack?.db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
     await stack?.stop();
     await fx?.close();
     delete process.env.STATS_GROUP_ID;

@@ -69,7 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await consumer?.stop();
   await db.query('DELETE FROM notifications WHERE group_id = ANY($1)', [[groupId, raceGroupId, leaseGroupId]]);
-  await db.query('DELETE FROM inbox_events WHERE group_id = ANY($1)', [[groupId, leaseGroupId]]);
+  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [[groupId, leaseGroupId]]);
   await db.query('DELETE FROM tenants WHERE id = ANY($1)', [[tenantId, bareTenantId]]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);

@@ -56,9 +56,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopNotifier();
-  await db.query('DELETE FROM replays WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM ticket_events.replays WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
-  await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);
 });
@@ -67,7 +67,7 @@ it('refuses to move the offsets while the group has live members', async () => {
   const { out, done } = replay(['--from', 'earliest']);
   expect(await done).toBe(EXIT.groupBusy);
   expect(out.join('\n')).toMatch(/has 1 live member\(s\).*\n.*stop its consumers.*--wait/);
-  const { rows } = await db.query('SELECT count(*)::int AS n FROM replays WHERE group_id = $1', [groupId]);
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM ticket_events.replays WHERE group_id = $1', [groupId]);
   expect(rows[0].n).toBe(0);
 });
 
@@ -91,7 +91,7 @@ it('replays the whole topic from earliest: every event is skipped, no new webhoo
   await new Promise((r) => setTimeout(r, 500));
   expect(receiver.requests).toHaveLength(N);
   expect(await notificationCount()).toBe(N);
-  const { rows } = await db.query('SELECT status FROM replays WHERE group_id = $1', [groupId]);
+  const { rows } = await db.query('SELECT status FROM ticket_events.replays WHERE group_id = $1', [groupId]);
   expect(rows).toEqual([{ status: 'completed' }]);
 });
 

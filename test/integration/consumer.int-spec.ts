@@ -6,6 +6,7 @@ import type { RecordMetadata } from 'kafkajs';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { TicketEventsOptions } from '@tickets/event-consumer';
+import { withFaults } from '@tickets/event-consumer/testing';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
@@ -39,7 +40,7 @@ const deliveriesOf = (eventId: string) => receiver.deliveries.filter((d) => (d.j
 const requestsOf = (eventId: string) => receiver.requests.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === eventId);
 
 async function inboxRow(eventId: string) {
-  const { rows } = await db.query('SELECT "offset"::text AS offset, partition, duplicates FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, eventId]);
+  const { rows } = await db.query('SELECT "offset"::text AS offset, partition, duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, eventId]);
   return rows[0] as { offset: string; partition: number; duplicates: number } | undefined;
 }
 
@@ -68,8 +69,8 @@ afterEach(async () => {
 
 afterAll(async () => {
   await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
-  await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
-  await db.query('DELETE FROM consumer_dead_letters WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM tenants WHERE id = $1', [tenantId]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);
@@ -111,16 +112,16 @@ it('a consumer that dies after its transaction and before the offset commit: the
   let fired = false;
   let died!: () => void;
   const dead = new Promise<void>((resolve) => (died = resolve));
-  const doomed = await start({
-    faults: {
+  const doomed = await start(
+    withFaults({} as TicketEventsOptions, {
       afterTransactionBeforeCommit: () => {
         if (fired) return;
         fired = true;
         died();
         return 'die';
       },
-    },
-  });
+    }),
+  );
   const event = ticketCreated(tenantId);
   const [meta] = await send([event], 2);
   const offset = Number(meta.baseOffset);
@@ -159,7 +160,7 @@ it('dead-letters poison messages, skips and counts an unknown event type, commit
 
   await eventually(() => deliveriesOf(good.id).length, (n) => n >= 1, 20_000, 'the webhook of the message after the poison');
   const { rows } = await db.query(
-    'SELECT "offset"::int AS offset, key, value, headers, reason FROM consumer_dead_letters WHERE group_id = $1 AND topic = $2 ORDER BY "offset"',
+    'SELECT "offset"::int AS offset, key, value, headers, reason FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND topic = $2 ORDER BY "offset"',
     [groupId, topic],
   );
   expect(rows).toEqual([
@@ -177,7 +178,7 @@ it('purges only this group\'s inbox rows older than the retention, on the kit\'s
   const other = uniqueName('other-group');
   const [oldId, newId, otherId] = [randomUUID(), randomUUID(), randomUUID()];
   await db.query(
-    `INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", received_at) VALUES
+    `INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", received_at) VALUES
        ($1, $2, 'ticket.created.v1', $2, 't', 0, 1, now() - interval '31 days'),
        ($1, $3, 'ticket.created.v1', $3, 't', 0, 2, now() - interval '29 days'),
        ($4, $5, 'ticket.created.v1', $5, 't', 0, 3, now() - interval '31 days')`,
@@ -185,10 +186,10 @@ it('purges only this group\'s inbox rows older than the retention, on the kit\'s
   );
   try {
     await start({ inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 200 } });
-    const left = async () => (await db.query('SELECT event_id FROM inbox_events WHERE event_id = ANY($1) ORDER BY "offset"', [[oldId, newId, otherId]])).rows.map((r) => r.event_id);
+    const left = async () => (await db.query('SELECT event_id FROM ticket_events.inbox_events WHERE event_id = ANY($1) ORDER BY "offset"', [[oldId, newId, otherId]])).rows.map((r) => r.event_id);
     await eventually(left, (ids) => !ids.includes(oldId), 20_000, 'the purge of the 31-day-old row');
     expect(await left()).toEqual([newId, otherId]);
   } finally {
-    await db.query('DELETE FROM inbox_events WHERE group_id = $1', [other]);
+    await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [other]);
   }
 });

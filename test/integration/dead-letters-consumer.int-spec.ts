@@ -24,7 +24,7 @@ let consumer: TestNotifier;
 const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
 const high = async () => Number((await fx.admin.fetchTopicOffsets(topic))[0].high);
 const deadLetter = async (id: string) =>
-  (await db.query<{ resolution: string | null }>('SELECT resolution FROM consumer_dead_letters WHERE id = $1', [id])).rows[0];
+  (await db.query<{ resolution: string | null }>('SELECT resolution FROM ticket_events.consumer_dead_letters WHERE id = $1', [id])).rows[0];
 
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 1);
@@ -35,10 +35,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await consumer?.stop();
-  await db.query("DELETE FROM dead_letter_actions WHERE kind = 'consumer' AND target_id IN (SELECT id::text FROM consumer_dead_letters WHERE group_id = $1)", [groupId]);
-  await db.query('DELETE FROM consumer_dead_letters WHERE group_id = $1', [groupId]);
+  await db.query("DELETE FROM ticket_events.dead_letter_actions WHERE group_id = $1", [groupId]);
+  await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
-  await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end()]);
 });
@@ -47,7 +47,7 @@ it('a message that still does not parse is refused, and discarded with the audit
   const key = randomUUID();
   await fx.producer.send({ topic, acks: -1, messages: [{ key, value: '{"not":"an event"' }] });
   const { id } = await eventually(
-    async () => (await db.query<{ id: string }>('SELECT id FROM consumer_dead_letters WHERE group_id = $1 AND key = $2', [groupId, key])).rows[0],
+    async () => (await db.query<{ id: string }>('SELECT id FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND key = $2', [groupId, key])).rows[0],
     (r) => r !== undefined,
     20_000,
     'the consumer dead-letters the message',
@@ -69,7 +69,7 @@ it('a stored message that parses now is produced again with its key and processe
   const event = ticketCreated(tenantId);
   const value = JSON.stringify(event);
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+    `INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
      VALUES ($1, $2, 0, 9999, $3, $4, $5, 'not a TicketEvent: type: Invalid input (an older consumer)') RETURNING id`,
     [groupId, topic, event.ticketId, value, JSON.stringify({ 'event-id': event.id, 'event-type': event.type })],
   );
@@ -88,18 +88,18 @@ it('a stored message that parses now is produced again with its key and processe
   const produced = (await readTopic(TEST_KAFKA_BROKERS, topic)).find((m) => m.offset === before)!;
   expect(produced).toMatchObject({ key: event.ticketId, value, headers: { 'event-id': event.id, 'event-type': event.type } });
   await eventually(
-    async () => (await db.query('SELECT 1 FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id])).rowCount,
+    async () => (await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id])).rowCount,
     (n) => n === 1,
     20_000,
     'the consumer processes the requeued event',
   );
   expect(await deadLetter(id)).toEqual({ resolution: 'requeued' });
-  const { rows: audit } = await db.query("SELECT actor, note, event_id, detail FROM dead_letter_actions WHERE kind = 'consumer' AND target_id = $1", [id]);
+  const { rows: audit } = await db.query('SELECT actor, note, event_id, detail FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1', [id]);
   expect(audit).toEqual([{ actor: 'ops-test', note: 'consumer upgraded', event_id: event.id, detail: { topic, partition: 0, offset: String(before), from: { groupId, partition: 0, offset: '9999' } } }]);
 
   const again = await cli('requeue', '--kind', 'consumer', '--id', id);
   expect(again.out).toMatch(/is requeued \(last requeue by ops-test at .*\); nothing done$/);
   expect(await high()).toBe(before + 1);
-  const { rows: inbox } = await db.query('SELECT duplicates FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+  const { rows: inbox } = await db.query('SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
   expect(inbox).toEqual([{ duplicates: 0 }]);
 });

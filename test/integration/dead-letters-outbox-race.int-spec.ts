@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { DeadLetters } from '@tickets/dead-letters';
+import { ConsumerDeadLetters, DeadLetters } from '@tickets/dead-letters';
 import { OutboxRepository } from '../../libs/outbox/src/outbox.repository';
 import { createRelayTestDatabase, insertOutboxRows, ticketEventRow, waitFor, type RelayTestDatabase } from '../support/outbox-factory';
 
@@ -25,7 +25,7 @@ beforeAll(async () => {
   database = await createRelayTestDatabase('dl_race');
   db = new Pool({ connectionString: database.url, max: 4 });
   prisma = createPrismaClient(database.url, 2, 'dead-letters-race-it');
-  deadLetters = new DeadLetters(prisma);
+  deadLetters = new DeadLetters(prisma, new ConsumerDeadLetters({ pool: db }));
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, `dl-race-${tenantId.slice(0, 8)}`]);
 });
 

@@ -26,7 +26,7 @@ describe('event consumer kit: killed between transaction and offset commit', () 
   afterAll(async () => {
     for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
     await db.query('DELETE FROM kit_test_effects WHERE group_id = $1', [groupId]);
-    await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+    await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
     await db.end();
     await fx?.close();
   });
@@ -61,7 +61,7 @@ describe('event consumer kit: killed between transaction and offset commit', () 
     );
     expect(await effects()).toEqual({ n: 30, distinct: 30 });
     // Every event the killed process had handled came again and was skipped by the inbox.
-    const dup = await db.query<{ d: number }>('SELECT sum(duplicates)::int AS d FROM inbox_events WHERE group_id = $1', [groupId]);
+    const dup = await db.query<{ d: number }>('SELECT sum(duplicates)::int AS d FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
     expect(dup.rows[0].d).toBe(handledBeforeKill);
     // SIGTERM: a graceful stop leaves the group at once (a killed member would stay for the session timeout).
     second.proc.kill('SIGTERM');

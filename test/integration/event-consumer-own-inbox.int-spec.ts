@@ -23,11 +23,11 @@ class OneStatement {
     const tickets = ids.map((id) => events.find((e) => e.id === id)!.ticketId);
     const { rows } = await ctx.tx.query<{ n: number }>(
       `WITH ins AS (
-         INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
+         INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
          SELECT $1, x.id, 'ticket.created.v1', x.t, $2, $3, 0 FROM unnest($4::uuid[], $5::uuid[]) AS x(id, t)
          ON CONFLICT (event_id, group_id) DO NOTHING RETURNING event_id, ticket_id),
        dl AS (
-         INSERT INTO consumer_dead_letters (group_id, topic, partition, "offset", reason)
+         INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", reason)
          SELECT $1, $2, $3, x.o, x.r FROM unnest($6::int8[], $7::text[]) AS x(o, r)),
        eff AS (INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) SELECT $1, event_id, ticket_id, $3 FROM ins)
        SELECT count(*)::int AS n FROM ins`,
@@ -56,7 +56,7 @@ describe('event consumer kit: a batch handler that owns the inbox (one statement
 
   afterAll(async () => {
     await app?.close();
-    for (const t of ['kit_test_effects', 'inbox_events', 'consumer_dead_letters']) await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
+    for (const t of ['kit_test_effects', 'ticket_events.inbox_events', 'ticket_events.consumer_dead_letters']) await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
     await db.end();
     await fx?.close();
   });
@@ -72,7 +72,7 @@ describe('event consumer kit: a batch handler that owns the inbox (one statement
 
     const effects = await db.query('SELECT event_id FROM kit_test_effects WHERE group_id = $1 ORDER BY event_id', [groupId]);
     expect(effects.rows.map((r) => r.event_id).sort()).toEqual([e.id, other.id].sort());
-    const dead = await db.query('SELECT "offset"::int AS o, reason FROM consumer_dead_letters WHERE group_id = $1', [groupId]);
+    const dead = await db.query('SELECT "offset"::int AS o, reason FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId]);
     expect(dead.rows).toEqual([{ o: 1, reason: expect.stringMatching(/^not JSON/) }]);
     // The copy of `e` reached the handler too (it dedups), with the bytes exactly as published.
     expect(seenValues).toEqual([JSON.stringify(e), JSON.stringify(e), JSON.stringify(other)]);

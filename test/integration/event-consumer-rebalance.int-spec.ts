@@ -29,14 +29,14 @@ describe('event consumer kit: rebalances while 10,000 events flow', () => {
   afterAll(async () => {
     for (const m of members) if (!m.closed) await m.app.close();
     await db.query('DELETE FROM kit_test_effects WHERE group_id = $1', [groupId]);
-    await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+    await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
     await db.end();
     await fx?.close();
   });
 
   it('applies every event exactly once across a join and a leave', async () => {
     const started = Date.now();
-    const options = kitOptions(topic, groupId, { chunkSize: 200, partitionsConcurrency: 2, metrics: undefined });
+    const options = kitOptions(topic, groupId, { chunkSize: 200, partitionsConcurrency: 2, metrics: false });
     members.push(await startExample(options), await startExample(options));
     const effects = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0].n;
 

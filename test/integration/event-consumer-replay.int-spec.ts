@@ -1,10 +1,9 @@
-// Replay of a group built on the kit (libs/topic-replay's replayTopic, what `npm run cli -- replay`
-// runs): one partition from earliest, the kit counts what it re-reads in the chunk's transaction, the
+// Replay of a group built on the kit (the kit's replayTopic, what `ticket-events replay` and `npm run cli -- replay`
+// run): one partition from earliest, the kit counts what it re-reads in the chunk's transaction, the
 // report says re-read vs skipped, the other partition keeps its offset, and no effect happens twice.
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { replayTopic } from '@tickets/topic-replay';
+import { replayTopic } from '@tickets/event-consumer/admin';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { EFFECTS_DDL, startExample } from '../support/kit-example';
@@ -17,7 +16,6 @@ describe('event consumer kit: replay of a kit group', () => {
   const groupId = uniqueName('kit-replay-group');
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
   let db: Pool;
-  let prisma: PrismaClient;
   let example: Awaited<ReturnType<typeof startExample>> | undefined;
 
   const committed = async () => (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.sort((a, b) => a.partition - b.partition).map((p) => p.offset);
@@ -26,15 +24,14 @@ describe('event consumer kit: replay of a kit group', () => {
   beforeAll(async () => {
     db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
     await db.query(EFFECTS_DDL);
-    prisma = createPrismaClient(TEST_DATABASE_URL, 2, 'kit-replay-it');
     fx = await kafkaFixture(topic, 2);
   });
 
   afterAll(async () => {
     await example?.app.close();
-    for (const t of ['kit_test_effects', 'inbox_events', 'consumer_dead_letters', 'replays']) await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
+    for (const t of ['kit_test_effects', 'ticket_events.inbox_events', 'ticket_events.consumer_dead_letters', 'ticket_events.replays']) await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
     await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
-    await Promise.allSettled([fx?.close(), db.end(), prisma.$disconnect()]);
+    await Promise.allSettled([fx?.close(), db.end()]);
   });
 
   it('replays one partition from earliest: every message re-read and skipped, no second effect, the other partition untouched', async () => {
@@ -55,7 +52,7 @@ describe('event consumer kit: replay of a kit group', () => {
     const out: string[] = [];
     const outcome = replayTopic(
       { group: groupId, topic, from: 'earliest', partition: 1, wait: true, follow: true, timeoutMs: 60_000, pollIntervalMs: 200 },
-      { prisma, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
+      { databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
     );
     await eventually(() => out.join('\n'), (t) => t.includes('message(s) to re-read'), 20_000, 'the offsets to move');
     expect(await committed()).toEqual(['5', '0']);
@@ -80,7 +77,7 @@ describe('event consumer kit: replay of a kit group', () => {
     const before = await committed();
     const r = await replayTopic(
       { group: groupId, topic, from: 'earliest', partition: 7, wait: true, follow: false, timeoutMs: 30_000, pollIntervalMs: 200 },
-      { prisma, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
+      { databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
     );
     expect(r).toEqual({ outcome: 'failed' });
     expect(out.join('\n')).toContain('has no partition 7');

@@ -44,8 +44,8 @@ describe('event consumer kit', () => {
   afterAll(async () => {
     await consumer?.app.close();
     await db.query('DELETE FROM kit_test_effects WHERE group_id = $1', [groupId]);
-    await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
-    await db.query('DELETE FROM consumer_dead_letters WHERE group_id = $1', [groupId]);
+    await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
+    await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId]);
     await db.end();
     await fx?.close();
   });
@@ -56,7 +56,7 @@ describe('event consumer kit', () => {
     await fx.producer.send({ topic, messages: [toMessage(e, 0)] });
     await eventually(committed, (o) => o === 3, 30_000, 'offset 3 committed');
     expect(await effects()).toEqual([{ event_id: e.id, n: 1 }]);
-    const inbox = await db.query('SELECT duplicates FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, e.id]);
+    const inbox = await db.query('SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, e.id]);
     expect(inbox.rows).toEqual([{ duplicates: 2 }]);
     expect(await metric(consumer.server, 'event_consumer_processed_total')).toBe(1);
     expect(await metric(consumer.server, 'event_consumer_duplicates_skipped_total')).toBe(2);
@@ -76,7 +76,7 @@ describe('event consumer kit', () => {
     expect(ids).toEqual(expect.arrayContaining([ok1.id, ok2.id]));
     expect(ids).not.toContain(poison.id);
     const dead = await db.query<{ offset: string; reason: string }>(
-      'SELECT "offset"::text, reason FROM consumer_dead_letters WHERE group_id = $1 ORDER BY "offset"',
+      'SELECT "offset"::text, reason FROM ticket_events.consumer_dead_letters WHERE group_id = $1 ORDER BY "offset"',
       [groupId],
     );
     expect(dead.rows).toEqual([
@@ -87,20 +87,20 @@ describe('event consumer kit', () => {
     expect(await metric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="handler_failed"')).toBe(1);
     expect(await metric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="invalid"')).toBe(1);
     // The poison event left no inbox row: a replay would try it again rather than skip it.
-    expect((await db.query('SELECT 1 FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, poison.id])).rowCount).toBe(0);
+    expect((await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, poison.id])).rowCount).toBe(0);
   });
 
   it('skips and counts an event type it does not know (ticket.archived.v9), without a dead letter or a crash', async () => {
     const before = await committed();
-    const deadBefore = (await db.query('SELECT count(*)::int AS n FROM consumer_dead_letters WHERE group_id = $1', [groupId])).rows[0].n;
+    const deadBefore = (await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId])).rows[0].n;
     const future = { ...ticketCreated(tenantId), type: 'ticket.archived.v9', data: { archivedBy: 'someone' } };
     const after = ticketCreated(tenantId);
     await fx.producer.send({ topic, messages: [{ key: future.ticketId, value: JSON.stringify(future), partition: 0 }, toMessage(after, 0)] });
     await eventually(committed, (o) => o === before + 2, 30_000, 'offsets past the unknown event committed');
     expect((await effects()).map((r) => r.event_id)).toContain(after.id);
     expect(await metric(consumer.server, 'event_consumer_unknown_skipped_total', 'type="ticket.archived.v9"')).toBe(1);
-    expect((await db.query('SELECT count(*)::int AS n FROM consumer_dead_letters WHERE group_id = $1', [groupId])).rows[0].n).toBe(deadBefore);
-    expect((await db.query('SELECT 1 FROM inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, future.id])).rowCount).toBe(0);
+    expect((await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId])).rows[0].n).toBe(deadBefore);
+    expect((await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, future.id])).rowCount).toBe(0);
   });
 
   it('serves lag per partition and handler latency on /metrics', async () => {

@@ -43,8 +43,8 @@ beforeAll(() => {
 
 afterAll(async () => {
   await db.query('DELETE FROM notifications WHERE group_id = ANY($1)', [groups]);
-  await db.query('DELETE FROM inbox_events WHERE group_id = ANY($1)', [groups]);
-  await db.query('DELETE FROM consumer_dead_letters WHERE group_id = ANY($1)', [groups]);
+  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [groups]);
+  await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = ANY($1)', [groups]);
   await db.end();
 });
 
@@ -83,7 +83,7 @@ describe('InboxRepository.recordBatch', () => {
     expect(first).toEqual({ received: 4, processed: 2, skippedDuplicate: 1, deadLettered: 1, pending: 2, noTarget: 0, leased: [] });
     const { rows } = await db.query(
       `SELECT n.payload, i."offset"::int AS offset, i.duplicates FROM notifications n
-       JOIN inbox_events i USING (group_id, event_id) WHERE n.group_id = $1 ORDER BY i."offset"`,
+       JOIN ticket_events.inbox_events i USING (group_id, event_id) WHERE n.group_id = $1 ORDER BY i."offset"`,
       [groupId],
     );
     // Byte for byte what was read from Kafka; the repeat of `a` (offset 12) only raised its counter.
@@ -94,7 +94,7 @@ describe('InboxRepository.recordBatch', () => {
 
     const again = await repo.recordBatch(db, { ...input, ...chunk([b, a], 20) });
     expect(again).toEqual({ received: 2, processed: 0, skippedDuplicate: 2, deadLettered: 0, pending: 0, noTarget: 0, leased: [] });
-    const counts = await db.query('SELECT count(*)::int AS n, sum(duplicates)::int AS d FROM inbox_events WHERE group_id = $1', [groupId]);
+    const counts = await db.query('SELECT count(*)::int AS n, sum(duplicates)::int AS d FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
     expect(counts.rows[0]).toEqual({ n: 2, d: 3 });
     expect((await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [groupId])).rows[0].n).toBe(2);
   });
@@ -115,7 +115,7 @@ describe('InboxRepository.recordBatch', () => {
       expect(results.every((r) => r.processed + r.skippedDuplicate === 40)).toBe(true);
     }
     const { rows } = await db.query(
-      `SELECT (SELECT count(*) FROM inbox_events WHERE group_id = $1)::int AS inbox,
+      `SELECT (SELECT count(*) FROM ticket_events.inbox_events WHERE group_id = $1)::int AS inbox,
               (SELECT count(*) FROM notifications WHERE group_id = $1)::int AS notifications,
               (SELECT count(DISTINCT event_id) FROM notifications WHERE group_id = $1)::int AS distinct_events`,
       [groupId],
@@ -130,7 +130,7 @@ describe('InboxRepository.recordBatch', () => {
     const input = { groupId, topic: 't', partition: 2, defaultWebhookUrl: 'http://127.0.0.1:9/hook' };
     await repo.recordBatch(db, { ...input, ...chunk([JSON.stringify(event)], 1) });
     // What an INBOX_RETENTION shorter than the topic's retention would do before a replay.
-    await db.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+    await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
 
     // The fast path hits the notification's unique key; the careful re-run skips it.
     const replayed = await repo.recordBatch(db, { ...input, ...chunk([JSON.stringify(event)], 1) });

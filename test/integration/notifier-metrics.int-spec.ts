@@ -37,7 +37,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await consumer?.stop();
   await db?.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
-  await db?.query('DELETE FROM inbox_events WHERE group_id = $1', [groupId]);
+  await db?.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
   await db?.query('DELETE FROM tenants WHERE id = $1', [tenantId]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);

@@ -4,7 +4,7 @@ import type { AppConfig } from '@tickets/config';
 import type { PrismaClient } from '@tickets/db';
 import { runCli } from '../../apps/cli/src/cli';
 import { deadLettersCli } from '../../apps/cli/src/dead-letters.command';
-import { TEST_KAFKA_BROKERS } from './env';
+import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from './env';
 
 export interface CliRun {
   code: number;
@@ -14,10 +14,11 @@ export interface CliRun {
   json<T = any>(): T;
 }
 
+/** `prisma` on the test database (TEST_DATABASE_URL), where the consumer kind's kit tables are read too. */
 export async function deadLettersCommand(prisma: PrismaClient, ...argv: string[]): Promise<CliRun> {
   const out: string[] = [];
   const err: string[] = [];
-  const config = { kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dead-letters-it' } } as AppConfig;
+  const config = { kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dead-letters-it' }, database: { url: TEST_DATABASE_URL } } as AppConfig;
   const code = await runCli(['dead-letters', ...argv], [deadLettersCli], {
     out: (l) => out.push(l),
     err: (t) => err.push(t),

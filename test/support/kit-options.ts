@@ -6,15 +6,15 @@ export function kitOptions(topic: string, groupId: string, over: Partial<TicketE
   return {
     groupId,
     topic,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-test', sessionTimeoutMs: 10_000 },
+    brokers: TEST_KAFKA_BROKERS,
     databaseUrl: TEST_DATABASE_URL,
+    kafka: { clientId: 'kit-test' },
     chunkSize: 100,
     partitionsConcurrency: 2,
     maxAttempts: 3,
     retryBaseMs: 20,
     retryMaxDelayMs: 100,
-    inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 },
-    metrics: { port: 0, host: '127.0.0.1' },
+    metrics: { port: 0 },
     ...over,
   };
 }

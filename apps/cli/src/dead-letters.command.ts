@@ -1,5 +1,5 @@
 import { userInfo } from 'node:os';
-import { DEAD_LETTER_KINDS, DeadLetters, kafkaRepublisher, parseTimeBound, type ActionResult, type DeadLetterFilter, type DeadLetterItem, type DeadLetterKind } from '@tickets/dead-letters';
+import { ConsumerDeadLetters, DEAD_LETTER_KINDS, DeadLetters, kafkaRepublisher, parseTimeBound, type ActionResult, type DeadLetterFilter, type DeadLetterItem, type DeadLetterKind } from '@tickets/dead-letters';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
 
 type Action = 'list' | 'show' | 'requeue' | 'discard';
@@ -89,7 +89,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
   ],
   details: [
     'Kinds: outbox = events the relay gave up on (outbox_dead_letters; the id is the event id); consumer = messages the',
-    'consumer could not parse (consumer_dead_letters); notification = webhooks that failed for good (notifications, status dead).',
+    'consumer could not take (ticket_events.consumer_dead_letters, the kit\'s, as `ticket-events dead-letters`); notification = webhooks that failed for good (notifications, status dead).',
     'requeue, per kind (fix the cause first; requeue acts only on what is still dead, so running it twice does it once):',
     '  outbox: moves the ticket\'s earliest dead letter back into the outbox with its original seq and event id, together',
     '    with the later events dead-lettered behind it (blocked_by_dead_letter), in one transaction; the relay publishes',
@@ -100,7 +100,8 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     '  notification: back to pending, due now, same notification id (the webhook-id receivers dedup by); the attempt count',
     '    continues, so a requeue is one more attempt, and a retryable failure at NOTIFY_MAX_ATTEMPTS makes it dead again.',
     'discard keeps the row (outbox: in its audit row) and stops it from being sent; list hides it unless --all.',
-    'Every requeue and discard is recorded in dead_letter_actions (who, when, why, what); --dry-run changes and records',
+    'Every requeue and discard is recorded in dead_letter_actions (consumer: ticket_events.dead_letter_actions) (who, when,',
+    'why, what); --dry-run changes and records',
     'nothing. Exit codes: 0 done or nothing to do, 1 a dead letter was refused or something failed, 2 wrong usage.',
   ],
   positionals: [
@@ -127,7 +128,8 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
   validate,
   async run(args, { prisma, config, out }) {
     const republisher = args.action === 'requeue' && args.filter.kind === 'consumer' ? kafkaRepublisher(config.kafka.brokers, `${config.kafka.clientId}-dead-letters`) : undefined;
-    const dl = new DeadLetters(prisma, republisher);
+    const consumer = new ConsumerDeadLetters({ databaseUrl: config.database.url, republisher });
+    const dl = new DeadLetters(prisma, consumer);
     try {
       if (args.action === 'list') {
         const items = await dl.list(args.filter);
@@ -159,6 +161,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
       return results.some((r) => r.outcome === 'refused') ? 1 : 0;
     } finally {
       await republisher?.close();
+      await consumer.close();
     }
   },
 };

@@ -1,5 +1,5 @@
 import { parseDuration } from '@tickets/config';
-import { isReplayStart, replayTopic, type ReplayOutcome } from '@tickets/topic-replay';
+import { isReplayStart, replayTopic, type ReplayOutcome } from '@tickets/event-consumer/admin';
 import { CLI, UsageProblem, type CliCommand } from './command-line';
 
 /** Exit codes: 0 done, 1 failed, 2 usage, 3 the group has live members (no --wait), 4 timed out. */
@@ -25,7 +25,7 @@ interface ReplayArgs {
   timeoutMs: number;
 }
 
-/** `replay`: rewinds a consumer group's offsets so its consumers re-read the topic (libs/topic-replay). */
+/** `replay`: rewinds a consumer group's offsets so its consumers re-read the topic (the kit's own replay, the code of `ticket-events replay`). */
 export const replayCli: CliCommand<ReplayArgs> = {
   name: 'replay',
   summary: "move a consumer group's offsets back so it re-reads the topic (safe: dedup by event id)",
@@ -74,11 +74,11 @@ export const replayCli: CliCommand<ReplayArgs> = {
     }
     return { group, topic: values.topic as string | undefined, from, partition, wait: values.wait === true, follow, timeoutMs };
   },
-  async run(args, { prisma, config, out }) {
+  async run(args, { config, out }) {
     const topic = args.topic ?? config.kafka.topic;
     const result = await replayTopic(
       { ...args, topic },
-      { prisma, kafka: { brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-replay` }, out },
+      { databaseUrl: config.database.url, kafka: { brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-replay` }, out },
     );
     if (result.outcome === 'started') {
       out(`start the consumers (npm run start:consumer), then follow the replay with: ${CLI} replay --group ${args.group} --topic ${topic} --follow`);

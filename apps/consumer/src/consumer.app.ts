@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { INestMicroservice } from '@nestjs/common';
-import type { AppConfig, EventConsumerConfig } from '@tickets/config';
-import { TicketEventsServer, ticketEventsOptions, type TicketEventsOptions } from '@tickets/event-consumer';
+import { ticketEventsOptions, type AppConfig, type EventConsumerConfig } from '@tickets/config';
+import { TicketEventsServer, type TicketEventsOptions } from '@tickets/event-consumer';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { ConsumerModule } from './consumer.module';
 import { NotifierDispatcherService } from './notifier-dispatcher.service';
@@ -25,7 +25,7 @@ export function notifierOptions(config: AppConfig, kit: EventConsumerConfig, log
     ...ticketEventsOptions(config, kit, config.notifier.groupId, logger),
     chunkSize: NOTIFIER_CHUNK,
     partitionsConcurrency: config.consumer.partitionsConcurrency,
-    metrics: kit.notifierMetrics,
+    metrics: kit.notifierMetrics ? { ...kit.notifierMetrics, setting: 'NOTIFIER_METRICS_PORT' } : false,
   };
 }
 

@@ -1,6 +1,5 @@
 import './instrument';
-import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
-import { ticketEventsOptions } from '@tickets/event-consumer';
+import { loadConfigOrExit, loadEventConsumerConfigOrExit, ticketEventsOptions } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import { createStatsConsumer } from './stats-consumer.app';
 

@@ -1,6 +1,6 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { Pool } from 'pg';
-import { forgetGroupInbox } from '@tickets/event-consumer';
+import { forgetGroupInbox } from '@tickets/event-consumer/admin';
 import { StatsProjectionRepository } from './stats-projection.repository';
 
 export interface RebuildTarget {

@@ -5,3 +5,4 @@ export { normaliseOrigin, type McpHttpConfig } from './mcp-http-config';
 export { parseDuration } from './duration';
 export { loadEventConsumerConfig, loadEventConsumerConfigOrExit, type EventConsumerConfig } from './event-consumer.config';
 export { loadTelemetryConfig, type TelemetryConfig } from './telemetry-config';
+export { ticketEventsOptions } from './ticket-events-options';

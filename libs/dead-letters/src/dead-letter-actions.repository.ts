@@ -5,18 +5,6 @@ import type { OutboxDeadRow } from './outbox-requeue-plan';
 
 type Tx = Prisma.TransactionClient;
 
-export interface ConsumerDeadRow {
-  id: string;
-  groupId: string;
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  value: string | null;
-  headers: Record<string, string>;
-  reason: string;
-}
-
 export interface NotificationChange {
   id: string;
   attempts: number;
@@ -37,8 +25,8 @@ const audit = (a: Actor) => Prisma.sql`${a.by}, ${a.note}`;
 /**
  * The writes behind `dead-letters requeue|discard`: each method is one transaction that changes the
  * dead letter and writes its dead_letter_actions row together, so an action is never half done or
- * unaudited. Writes outbox_dead_letters, outbox_events, consumer_dead_letters (resolution),
- * notifications (status) and dead_letter_actions.
+ * unaudited. Writes outbox_dead_letters, outbox_events, notifications (status) and dead_letter_actions
+ * (consumer dead letters are the kit's: ConsumerDeadLetters of @tickets/event-consumer).
  */
 export class DeadLetterActionsRepository {
   constructor(private readonly prisma: PrismaClient) {}
@@ -164,36 +152,6 @@ export class DeadLetterActionsRepository {
     const rows = await this.prisma.$queryRaw<Array<{ status: string; attempts: number; targetUrl: string | null }>>(Prisma.sql`
       SELECT status, attempts, target_url AS "targetUrl" FROM notifications WHERE id = ${id}::uuid`);
     return rows[0] ?? null;
-  }
-
-  /** A consumer dead letter still dead, inside the caller's transaction; with `lock`, FOR UPDATE. */
-  async consumerRow(tx: Tx, id: string, lock: boolean): Promise<ConsumerDeadRow | null> {
-    const rows = await tx.$queryRaw<ConsumerDeadRow[]>(Prisma.sql`
-      SELECT id::text AS id, group_id AS "groupId", topic, partition, "offset"::text AS "offset", key, value, headers, reason
-        FROM consumer_dead_letters WHERE id = ${id}::uuid AND resolution IS NULL ${lock ? Prisma.sql`FOR UPDATE` : Prisma.empty}`);
-    return rows[0] ?? null;
-  }
-
-  /** Marks a consumer dead letter requeued or discarded and audits it, inside the caller's transaction. */
-  async resolveConsumer(tx: Tx, row: ConsumerDeadRow, action: 'requeue' | 'discard', actor: Actor, eventId: string | null, detail: object): Promise<void> {
-    await tx.$executeRaw(Prisma.sql`
-      WITH resolved AS (
-        UPDATE consumer_dead_letters SET resolution = ${action === 'requeue' ? 'requeued' : 'discarded'}, resolved_at = now()
-         WHERE id = ${row.id}::uuid AND resolution IS NULL
-        RETURNING id, key, reason
-      )
-      INSERT INTO dead_letter_actions (kind, action, target_id, ticket_id, event_id, dead_reason, actor, note, detail)
-      SELECT 'consumer', ${action}, r.id::text, CASE WHEN r.key ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN r.key::uuid END,
-             ${eventId}::uuid, r.reason, ${audit(actor)}, ${JSON.stringify(detail)}::jsonb
-        FROM resolved r`);
-  }
-
-  /** A consumer dead letter's resolution (reads only); null when there is no such row. */
-  async consumerState(id: string): Promise<CurrentState | null> {
-    const rows = await this.prisma.$queryRaw<Array<{ resolution: string | null }>>(Prisma.sql`
-      SELECT resolution FROM consumer_dead_letters WHERE id = ${id}::uuid`);
-    if (!rows[0]) return null;
-    return { state: rows[0].resolution ?? 'dead', lastAction: await this.lastAction('consumer', id) };
   }
 
   private async lastAction(kind: string, id: string): Promise<CurrentState['lastAction']> {

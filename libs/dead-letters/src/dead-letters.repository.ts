@@ -49,20 +49,6 @@ function outboxQuery(f: DeadLetterFilter): Prisma.Sql {
   return Prisma.sql`${dead} UNION ALL ${acted} ${page(f)}`;
 }
 
-function consumerQuery(f: DeadLetterFilter): Prisma.Sql {
-  const key = Prisma.sql`CASE WHEN c.key ~* ${UUID_RE} THEN c.key END`;
-  return Prisma.sql`
-    SELECT 'consumer' AS kind, c.id::text AS id, COALESCE(c.resolution, 'dead') AS state, t.slug AS tenant, ${key} AS "ticketId",
-           CASE WHEN c.headers->>'event-id' ~* ${UUID_RE} THEN c.headers->>'event-id' END AS "eventId",
-           c.headers->>'event-type' AS "eventType", c.reason, NULL::int AS attempts, c.created_at AS "deadAt",
-           'group ' || c.group_id || ', ' || c.topic || '[' || c.partition || ']@' || c."offset" AS "where"
-      FROM consumer_dead_letters c
-      LEFT JOIN tickets tk ON tk.id = (${key})::uuid
-      LEFT JOIN tenants t ON t.id = tk.tenant_id
-      ${where(f, { id: { col: 'c.id', uuid: true }, tenantSlug: 't.slug', ticket: 'c.key', reason: 'c.reason', time: 'c.created_at' }, f.all ? [] : [Prisma.sql`c.resolution IS NULL`])}
-      ${page(f)}`;
-}
-
 function notificationQuery(f: DeadLetterFilter): Prisma.Sql {
   const statuses = f.all ? ['dead', 'discarded'] : ['dead'];
   return Prisma.sql`
@@ -77,26 +63,29 @@ function notificationQuery(f: DeadLetterFilter): Prisma.Sql {
       ${page(f)}`;
 }
 
-const QUERIES: Record<DeadLetterKind, (f: DeadLetterFilter) => Prisma.Sql> = {
+/** The kinds read here; consumer dead letters are the kit's (ConsumerDeadLetters of @tickets/event-consumer). */
+export type ServiceDeadLetterKind = Exclude<DeadLetterKind, 'consumer'>;
+
+const QUERIES: Record<ServiceDeadLetterKind, (f: DeadLetterFilter) => Prisma.Sql> = {
   outbox: outboxQuery,
-  consumer: consumerQuery,
   notification: notificationQuery,
 };
 
 /**
- * Reads the three kinds of dead letters (outbox_dead_letters, consumer_dead_letters, notifications
- * with status dead) and dead_letter_actions. Each read is its own statement; nothing here writes.
+ * Reads the service's dead letters (outbox_dead_letters, notifications with status dead) and
+ * dead_letter_actions, and the tenant of the kit's consumer dead letters (ticket_events schema).
+ * Each read is its own statement; nothing here writes.
  */
 export class DeadLettersRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   /** Up to `limit` of one kind matching the filter, newest first. */
-  async list(kind: DeadLetterKind, f: DeadLetterFilter): Promise<DeadLetterItem[]> {
+  async list(kind: ServiceDeadLetterKind, f: DeadLetterFilter): Promise<DeadLetterItem[]> {
     return this.prisma.$queryRaw<DeadLetterItem[]>(QUERIES[kind](f));
   }
 
   /** What a dead letter holds: the event text and headers, or the consumer's stored message. */
-  async content(kind: DeadLetterKind, id: string): Promise<Record<string, unknown>> {
+  async content(kind: ServiceDeadLetterKind, id: string): Promise<Record<string, unknown>> {
     if (kind === 'outbox') {
       const rows = await this.prisma.$queryRaw<Array<{ payload: string; headers: unknown }>>(Prisma.sql`
         SELECT payload::text AS payload, headers FROM outbox_dead_letters WHERE event_id::text = ${id}
@@ -105,11 +94,6 @@ export class DeadLettersRepository {
                         WHERE a.kind = 'outbox' AND a.target_id = ${id} ORDER BY a.created_at DESC LIMIT 1) s
         LIMIT 1`);
       return rows[0] ? { payload: rows[0].payload, headers: rows[0].headers } : {};
-    }
-    if (kind === 'consumer') {
-      const rows = await this.prisma.$queryRaw<Array<Record<string, unknown>>>(Prisma.sql`
-        SELECT key, value, headers, resolved_at AS "resolvedAt" FROM consumer_dead_letters WHERE id::text = ${id}`);
-      return rows[0] ?? {};
     }
     const rows = await this.prisma.$queryRaw<Array<Record<string, unknown>>>(Prisma.sql`
       SELECT payload, target_source AS "targetSource", status FROM notifications WHERE id::text = ${id}`);
@@ -121,6 +105,23 @@ export class DeadLettersRepository {
     return this.prisma.$queryRaw(Prisma.sql`
       SELECT attempt_no AS "attemptNo", status_code AS "statusCode", error, created_at AS at
         FROM notification_attempts WHERE notification_id::text = ${notificationId} ORDER BY attempt_no`);
+  }
+
+  /** The keys (ticket ids) of the kit's consumer dead letters whose ticket belongs to this tenant. */
+  async consumerTicketsOfTenant(tenantSlug: string): Promise<string[]> {
+    const rows = await this.prisma.$queryRaw<Array<{ key: string }>>(Prisma.sql`
+      SELECT DISTINCT c.key FROM ticket_events.consumer_dead_letters c
+        JOIN tickets tk ON tk.id::text = c.key JOIN tenants t ON t.id = tk.tenant_id
+       WHERE t.slug = ${tenantSlug} AND c.key ~* ${UUID_RE}`);
+    return rows.map((r) => r.key);
+  }
+
+  /** Ticket id → tenant slug, for the tickets named. */
+  async tenantsOfTickets(ticketIds: string[]): Promise<Map<string, string>> {
+    if (ticketIds.length === 0) return new Map();
+    const rows = await this.prisma.$queryRaw<Array<{ id: string; slug: string }>>(Prisma.sql`
+      SELECT tk.id::text AS id, t.slug FROM tickets tk JOIN tenants t ON t.id = tk.tenant_id WHERE tk.id = ANY(${ticketIds}::uuid[])`);
+    return new Map(rows.map((r) => [r.id, r.slug]));
   }
 
   /** Every requeue and discard of one dead letter, oldest first. */

@@ -1,10 +1,9 @@
 import type { PrismaClient } from '@tickets/db';
+import type { ConsumerDeadLetterFilter, ConsumerDeadLetterItem, ConsumerDeadLetters, KitActionResult } from '@tickets/event-consumer/admin';
 import { DeadLetterActionsRepository, type CurrentState } from './dead-letter-actions.repository';
 import { DEAD_LETTER_KINDS, type ActionResult, type Actor, type DeadLetterDetail, type DeadLetterFilter, type DeadLetterItem, type DeadLetterKind } from './dead-letter.types';
 import { DeadLettersRepository } from './dead-letters.repository';
-import type { MessageRepublisher } from './message-republisher';
 import { planOutboxRequeue, type OutboxRequeuePlan } from './outbox-requeue-plan';
-import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
 
 export interface ActionRequest {
   kind: DeadLetterKind;
@@ -19,7 +18,8 @@ const since = (s: CurrentState) => (s.lastAction ? ` (last ${s.lastAction.action
 
 /**
  * List, show, requeue and discard the three kinds of dead letters (the code path of
- * `npm run cli -- dead-letters`). Every requeue or discard is its own transaction that changes the
+ * `npm run cli -- dead-letters`). The consumer kind is the kit's own code (ConsumerDeadLetters of
+ * @tickets/event-consumer, the same as `ticket-events dead-letters`), with the tenant added here. Every requeue or discard is its own transaction that changes the
  * dead letter and writes its audit row together; a dry run reads only. Requeue and discard act only
  * on what is still dead, so running either twice does the work once and then says so.
  */
@@ -27,8 +27,11 @@ export class DeadLetters {
   private readonly reads: DeadLettersRepository;
   private readonly writes: DeadLetterActionsRepository;
 
-  /** `republisher` is needed only to requeue consumer dead letters (they go back to their topic). */
-  constructor(prisma: PrismaClient, private readonly republisher?: MessageRepublisher) {
+  /** `consumer`: the kit's dead letters in the kit's schema (its republisher requeues them to their topic). */
+  constructor(
+    prisma: PrismaClient,
+    private readonly consumer: ConsumerDeadLetters,
+  ) {
     this.reads = new DeadLettersRepository(prisma);
     this.writes = new DeadLetterActionsRepository(prisma);
   }
@@ -36,7 +39,7 @@ export class DeadLetters {
   /** Newest first, across the kinds asked for (one read per kind). */
   async list(f: DeadLetterFilter): Promise<DeadLetterItem[]> {
     const kinds = f.kind ? [f.kind] : DEAD_LETTER_KINDS;
-    const items = (await Promise.all(kinds.map((k) => this.reads.list(k, f)))).flat();
+    const items = (await Promise.all(kinds.map((k) => (k === 'consumer' ? this.listConsumer(f) : this.reads.list(k, f))))).flat();
     return items.sort((a, b) => b.deadAt.getTime() - a.deadAt.getTime()).slice(0, f.limit);
   }
 
@@ -44,6 +47,10 @@ export class DeadLetters {
   async show(id: string, kind?: DeadLetterKind): Promise<DeadLetterDetail | null> {
     const [item] = await this.list({ kind, id, all: true, limit: 1 });
     if (!item) return null;
+    if (item.kind === 'consumer') {
+      const detail = await this.consumer.show(id);
+      return detail ? { item, content: detail.content, history: detail.history } : null;
+    }
     const [content, history, attempts] = await Promise.all([
       this.reads.content(item.kind, id),
       this.reads.history(item.kind, id),
@@ -53,8 +60,9 @@ export class DeadLetters {
   }
 
   async requeue(req: ActionRequest): Promise<ActionResult[]> {
+    if (req.kind === 'consumer') return this.consumerAction('requeue', req);
     const ids = await this.targets(req);
-    if (req.kind !== 'outbox') return this.each(ids, (id) => (req.kind === 'notification' ? this.requeueNotification(id, req) : this.requeueConsumer(id, req)));
+    if (req.kind !== 'outbox') return this.each(ids, (id) => this.requeueNotification(id, req));
     // A later dead letter of a ticket is held back until the earlier one has moved: a second pass
     // picks up those whose earlier dead letter was in this same selection.
     const first = await this.each(ids, (id) => this.requeueOutbox(id, req));
@@ -65,8 +73,9 @@ export class DeadLetters {
   }
 
   async discard(req: ActionRequest): Promise<ActionResult[]> {
+    if (req.kind === 'consumer') return this.consumerAction('discard', req);
     const ids = await this.targets(req);
-    return this.each(ids, (id) => (req.kind === 'outbox' ? this.discardOutbox(id, req) : req.kind === 'notification' ? this.discardNotification(id, req) : this.discardConsumer(id, req)));
+    return this.each(ids, (id) => (req.kind === 'outbox' ? this.discardOutbox(id, req) : this.discardNotification(id, req)));
   }
 
   private async targets(req: ActionRequest): Promise<string[]> {
@@ -146,42 +155,28 @@ export class DeadLetters {
     return r('not-dead', state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`);
   }
 
-  private async requeueConsumer(id: string, req: ActionRequest): Promise<ActionResult> {
-    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'consumer', id, outcome, message });
-    // The produce happens with the row locked and before the resolution commits: a crash in between
-    // leaves it dead after all, and a second requeue produces the message again; the consumer skips
-    // the copy by its event id (at-least-once, processed once).
-    const done = await this.writes.transaction(async (tx) => {
-      const row = await this.writes.consumerRow(tx, id, !req.dryRun);
-      if (!row) return null;
-      const value = storedBytes(row.value);
-      const invalid = stillInvalid(value);
-      if (invalid) return r('refused', `consumer dead letter ${id} still does not parse (${invalid}): the consumer would dead-letter it again; discard it`);
-      const where = `${row.topic} with key ${row.key ?? '(none)'}`;
-      if (req.dryRun) return r('would-requeue', `would produce the stored message (event ${eventIdOf(value)}) to ${where}`);
-      if (!this.republisher) throw new Error('requeuing a consumer dead letter needs the Kafka producer');
-      const headers = Object.fromEntries(Object.entries(row.headers ?? {}).map(([k, v]) => [k, storedBytes(v) ?? Buffer.alloc(0)]));
-      const at = await this.republisher.send({ topic: row.topic, key: storedBytes(row.key), value: value!, headers });
-      const detail = { topic: row.topic, partition: at.partition, offset: at.offset, from: { groupId: row.groupId, partition: row.partition, offset: row.offset } };
-      await this.writes.resolveConsumer(tx, row, 'requeue', req.actor, eventIdOf(value), detail);
-      return r('requeued', `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`);
-    }, 60_000);
-    if (done) return done;
-    const state = await this.writes.consumerState(id);
-    return r('not-dead', state ? `consumer dead letter ${id} is ${state.state}${since(state)}; nothing done` : `no consumer dead letter ${id}`);
+  /** The kit's consumer dead letters, with the tenant of each message's ticket (a tenant filter goes through the tickets). */
+  private async listConsumer(f: DeadLetterFilter): Promise<DeadLetterItem[]> {
+    const tickets = f.tenant ? await this.reads.consumerTicketsOfTenant(f.tenant) : undefined;
+    if (tickets && tickets.length === 0) return [];
+    const items = await this.consumer.list(this.consumerFilter(f, tickets));
+    const tenants = await this.reads.tenantsOfTickets(items.flatMap((i) => (i.ticketId ? [i.ticketId] : [])));
+    return items.map((i) => consumerItem(i, tenants.get(i.ticketId ?? '') ?? null));
   }
 
-  private async discardConsumer(id: string, req: ActionRequest): Promise<ActionResult> {
-    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'consumer', id, outcome, message });
-    const done = await this.writes.transaction(async (tx) => {
-      const row = await this.writes.consumerRow(tx, id, !req.dryRun);
-      if (!row) return null;
-      if (req.dryRun) return r('would-discard', `would mark consumer dead letter ${id} discarded`);
-      await this.writes.resolveConsumer(tx, row, 'discard', req.actor, null, {});
-      return r('discarded', `consumer dead letter ${id} discarded (kept, marked)`);
-    });
-    if (done) return done;
-    const state = await this.writes.consumerState(id);
-    return r('not-dead', state ? `consumer dead letter ${id} is ${state.state}${since(state)}; nothing done` : `no consumer dead letter ${id}`);
+  private consumerFilter(f: DeadLetterFilter, tickets?: string[]): ConsumerDeadLetterFilter {
+    return { id: f.id, ticket: f.ticket, tickets, reason: f.reason, since: f.since, until: f.until, limit: f.limit, all: f.all };
   }
+
+  private async consumerAction(action: 'requeue' | 'discard', req: ActionRequest): Promise<ActionResult[]> {
+    const tickets = req.filter.tenant && !req.filter.id ? await this.reads.consumerTicketsOfTenant(req.filter.tenant) : undefined;
+    if (tickets && tickets.length === 0) return [];
+    const kitReq = { filter: this.consumerFilter(req.filter, tickets), actor: req.actor, dryRun: req.dryRun };
+    const results: KitActionResult[] = action === 'requeue' ? await this.consumer.requeue(kitReq) : await this.consumer.discard(kitReq);
+    return results.map((r) => ({ kind: 'consumer', ...r }));
+  }
+}
+
+function consumerItem(i: ConsumerDeadLetterItem, tenant: string | null): DeadLetterItem {
+  return { kind: 'consumer', id: i.id, state: i.state, tenant, ticketId: i.ticketId, eventId: i.eventId, eventType: i.eventType, reason: i.reason, attempts: null, deadAt: i.deadAt, where: i.where };
 }

@@ -1,9 +1,9 @@
 import type { MessageHandler } from '@nestjs/microservices';
 import type { Pool, PoolClient } from 'pg';
 import type { TicketEvent } from '@tickets/contracts';
-import { isDatabaseUnavailable, sqlState } from '@tickets/db';
-import type { Logger } from '@tickets/logger';
-import { SpanKind, startItemSpans, type ItemSpans } from '@tickets/telemetry';
+import { isDatabaseUnavailable, sqlState } from './database-errors';
+import type { KitLogger as Logger } from './kit-logger';
+import { SpanKind, startItemSpans, type ItemSpans } from './tracing';
 import type { ConsumerMetrics } from './consumer-metrics';
 import type { BatchHandlerOptions, KitHandlerError } from './decorators';
 import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
@@ -167,7 +167,7 @@ export class ChunkProcessor {
     }
   }
 
-  /** The chunk's events, each in a span of its own trace (a child of the request that caused it: libs/telemetry). */
+  /** The chunk's events, each in a span of its own trace (a child of the request that caused it: tracing.ts). */
   private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl, count?: Counting): Promise<string[]> {
     const spans = startItemSpans(`process ${place.topic}`, SpanKind.CONSUMER, events, {
       traceparent: (e) => e.traceparent,

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { serveMetrics, type MetricsEndpoint, type Readiness } from '@tickets/metrics';
+import { serveMetrics, type MetricsEndpoint, type Readiness } from './metrics-endpoint';
 
 /** Prometheus metrics of one consumer process, on a registry of its own (two consumers in one process don't clash). */
 export class ConsumerMetrics {
@@ -26,9 +26,10 @@ export class ConsumerMetrics {
 
   /**
    * Serves GET /metrics and GET /health/ready (200 while `ready()`, else 503 with the reason) on
-   * host:port (port 0: a free one); resolves with the bound port.
+   * host:port (port 0: a free one); resolves with the bound port. A taken port is a MetricsPortError
+   * naming `setting`, the variable or option that moves it.
    */
-  serve(port: number, host: string, ready: () => Readiness = () => ({ ready: true, state: 'running' })): Promise<MetricsEndpoint> {
-    return serveMetrics(this.registry, { port, host }, { ready, stateKey: 'consumer' });
+  serve(port: number, host: string, ready: () => Readiness = () => ({ ready: true, state: 'running' }), setting = 'metrics.port'): Promise<MetricsEndpoint> {
+    return serveMetrics(this.registry, { port, host }, ready, setting);
   }
 }

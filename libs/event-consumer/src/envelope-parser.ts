@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { EVENT_TYPES, TicketEvent } from '@tickets/contracts';
-import { wellFormedTraceparent } from '@tickets/telemetry';
+import { wellFormedTraceparent } from './tracing';
 
 /** The parts of a Kafka message the kit reads (kafkajs' KafkaMessage satisfies it). */
 export interface RawMessage {

@@ -1,11 +1,15 @@
 // @tickets/event-consumer: consume ticket events in a Nest service with inbox dedup in the handler's
 // transaction, offsets committed after it, poison handling and metrics. See docs/consuming.md.
+// Maintenance (migrate, replay, dead letters): '@tickets/event-consumer/admin' and the `ticket-events` bin.
+// Test hooks: '@tickets/event-consumer/testing'.
 export { TicketEventsServer } from './ticket-events.server';
-export { ticketEventsOptions, type TicketEventsOptions } from './ticket-events.options';
+export { TicketEventsOptionsError, type TicketEventsOptions } from './ticket-events.options';
+export type { KitLogger, KitLogFn } from './kit-logger';
 export { OnTicketEvent, OnTicketEventBatch, TICKET_EVENTS_TRANSPORT, type BatchHandlerOptions } from './decorators';
 export { TicketEventContext, TicketEventBatchContext, type OwnInboxResult } from './event-context';
 export type { InvalidMessage } from './envelope-parser';
-export { forgetGroupInbox } from './group-inbox';
+export { KitSchemaOutdated } from './kit-schema.repository';
+export { MetricsPortError } from './metrics-endpoint';
 // Nest's parameter decorators, so that a consumer needs no other import for its handlers.
 export { Ctx, Payload } from '@nestjs/microservices';
 // The event types of the shared contracts, as handlers receive them.

@@ -1,5 +1,5 @@
-import type { Consumer, ConsumerRunConfig, Kafka } from 'kafkajs';
-import type { Logger } from '@tickets/logger';
+import type { Consumer, ConsumerConfig, ConsumerRunConfig, Kafka } from 'kafkajs';
+import type { KitLogger as Logger } from './kit-logger';
 
 /** starting → running (joined) ⇄ rejoining (kafkajs restarts itself) / reconnecting (rebuilt by us) → stopped. */
 export type MembershipState = 'starting' | 'running' | 'rejoining' | 'reconnecting' | 'stopped';
@@ -8,10 +8,8 @@ export interface MembershipOptions {
   groupId: string;
   topic: string;
   fromBeginning: boolean;
-  sessionTimeoutMs?: number;
-  heartbeatIntervalMs?: number;
-  rebalanceTimeoutMs?: number;
-  retry?: { initialRetryTime: number; maxRetryTime: number; retries: number };
+  /** kafkajs consumer settings (sessionTimeout, heartbeatInterval, rebalanceTimeout, retry ...). */
+  consumer?: Omit<Partial<ConsumerConfig>, 'groupId'>;
   /** Cap of the full-jitter backoff between two rebuild attempts. */
   reconnectMaxDelayMs: number;
 }
@@ -112,10 +110,7 @@ export class KafkaMembership {
       allowAutoTopicCreation: false,
       // Bounds an idle fetch, and so how long stop() waits for the fetch in flight.
       maxWaitTimeInMs: 500,
-      ...(this.o.sessionTimeoutMs ? { sessionTimeout: this.o.sessionTimeoutMs } : {}),
-      ...(this.o.heartbeatIntervalMs ? { heartbeatInterval: this.o.heartbeatIntervalMs } : {}),
-      ...(this.o.rebalanceTimeoutMs ? { rebalanceTimeout: this.o.rebalanceTimeoutMs } : {}),
-      ...(this.o.retry ? { retry: this.o.retry } : {}),
+      ...this.o.consumer,
     });
     this.consumer = c;
     c.on(c.events.GROUP_JOIN, () => {

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
-import { Prisma, int8Array } from '@tickets/db';
 import type { Place } from './inbox.repository';
+import type { KitTables } from './kit-schema';
+import { int8Array } from './pg-binary';
 
 /** The offsets of one chunk, as a running replay counts them. */
 export interface ChunkOffsets {
@@ -12,13 +13,43 @@ export interface ChunkOffsets {
 }
 
 /**
- * The counters of a running replay (`npm run cli -- replay`, libs/topic-replay) for the kit's groups:
- * replay_partitions rows, the same columns the notifier's statement advances.
+ * The counters of a running replay (`ticket-events replay`) for the kit's groups: replay_partitions
+ * rows of the kit's schema, the same columns the ticket service's notifier statement advances.
  */
 export class ReplayCountersRepository {
+  private readonly runningSql: string;
+  private readonly countSql: string;
+  private readonly countName: string;
+
+  constructor(t: KitTables) {
+    this.countName = `kit-replay-count-${t.schema}`.slice(0, 63);
+    this.runningSql = `SELECT 1 FROM ${t.replays} WHERE group_id = $1 AND topic = $2 AND status = 'running' LIMIT 1`;
+    this.countSql = `
+      WITH m AS (
+        SELECT o, true AS ok FROM unnest($1::int8[]) AS o
+        UNION ALL SELECT o, false FROM unnest($2::int8[]) AS o
+      ),
+      counted AS (
+        SELECT rp.replay_id, rp.last_offset AS seen, count(*)::int AS n,
+               count(*) FILTER (WHERE m.ok)::int AS valid,
+               count(*) FILTER (WHERE NOT m.ok)::int AS bad,
+               (SELECT count(*) FROM unnest($3::int8[]) AS f WHERE f > rp.last_offset AND f < rp.end_offset)::int AS new,
+               max(m.o) AS top
+        FROM ${t.replayPartitions} rp
+        JOIN ${t.replays} r ON r.id = rp.replay_id AND r.group_id = $4 AND r.topic = $5 AND r.status = 'running'
+        JOIN m ON m.o > rp.last_offset AND m.o < rp.end_offset
+        WHERE rp.partition = $6
+        GROUP BY rp.replay_id, rp.last_offset, rp.end_offset
+      )
+      UPDATE ${t.replayPartitions} rp
+      SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
+      FROM counted c
+      WHERE rp.replay_id = c.replay_id AND rp.partition = $6 AND rp.last_offset = c.seen`;
+  }
+
   /** Own statement: is a replay of this group and topic running? */
   async running(db: Pool, place: Place): Promise<boolean> {
-    const r = await db.query("SELECT 1 FROM replays WHERE group_id = $1 AND topic = $2 AND status = 'running' LIMIT 1", [place.groupId, place.topic]);
+    const r = await db.query(this.runningSql, [place.groupId, place.topic]);
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -28,27 +59,6 @@ export class ReplayCountersRepository {
    * rebalance count once.
    */
   async count(tx: PoolClient, place: Place, o: ChunkOffsets): Promise<void> {
-    const sql = Prisma.sql`
-      WITH m AS (
-        SELECT o, true AS ok FROM unnest(${int8Array(o.read)}::int8[]) AS o
-        UNION ALL SELECT o, false FROM unnest(${int8Array(o.invalid)}::int8[]) AS o
-      ),
-      counted AS (
-        SELECT rp.replay_id, rp.last_offset AS seen, count(*)::int AS n,
-               count(*) FILTER (WHERE m.ok)::int AS valid,
-               count(*) FILTER (WHERE NOT m.ok)::int AS bad,
-               (SELECT count(*) FROM unnest(${int8Array(o.fresh)}::int8[]) AS f WHERE f > rp.last_offset AND f < rp.end_offset)::int AS new,
-               max(m.o) AS top
-        FROM replay_partitions rp
-        JOIN replays r ON r.id = rp.replay_id AND r.group_id = ${place.groupId} AND r.topic = ${place.topic} AND r.status = 'running'
-        JOIN m ON m.o > rp.last_offset AND m.o < rp.end_offset
-        WHERE rp.partition = ${place.partition}
-        GROUP BY rp.replay_id, rp.last_offset, rp.end_offset
-      )
-      UPDATE replay_partitions rp
-      SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
-      FROM counted c
-      WHERE rp.replay_id = c.replay_id AND rp.partition = ${place.partition} AND rp.last_offset = c.seen`;
-    await tx.query({ name: 'kit-replay-count', text: sql.text, values: sql.values as unknown[] });
+    await tx.query({ name: this.countName, text: this.countSql, values: [int8Array(o.read), int8Array(o.invalid), int8Array(o.fresh), place.groupId, place.topic, place.partition] });
   }
 }

@@ -1,65 +1,140 @@
-import type { AppConfig, EventConsumerConfig } from '@tickets/config';
-import type { Logger } from '@tickets/logger';
+import type { ConsumerConfig, KafkaConfig } from 'kafkajs';
+import type { KitLogger } from './kit-logger';
+import { DEFAULT_SCHEMA } from './kit-schema';
 
+/**
+ * The options of `new TicketEventsServer(options)`. Only the first four are required; every other
+ * one has the default written beside it (docs/consuming.md has the table).
+ */
 export interface TicketEventsOptions {
-  /** The consumer group: Kafka's, and the scope of the inbox and the dead letters. */
-  groupId: string;
+  /** Kafka bootstrap brokers, e.g. ['kafka-1:9092']. */
+  brokers: string[];
+  /** The ticket-events topic. */
   topic: string;
-  /**
-   * sessionTimeoutMs: how long a silent member keeps its partitions; with heartbeatIntervalMs,
-   * rebalanceTimeoutMs and retry, how fast the group recovers from a lost coordinator or broker.
-   * Unset: kafkajs' defaults. reconnectMaxDelayMs caps the backoff between rebuilds of a consumer
-   * kafkajs gave up on (default 5 s).
-   */
-  kafka: {
-    brokers: string[];
-    clientId: string;
-    sessionTimeoutMs?: number;
-    heartbeatIntervalMs?: number;
-    rebalanceTimeoutMs?: number;
-    retry?: { initialRetryTime: number; maxRetryTime: number; retries: number };
-    reconnectMaxDelayMs?: number;
-  };
-  /** The database of the handlers' writes and of the inbox (inbox_events, consumer_dead_letters). */
+  /** The consumer group: Kafka's, and the scope of the inbox, the dead letters and the replays. */
+  groupId: string;
+  /** PostgreSQL of the handlers' writes and of the kit's tables (your service's own database). */
   databaseUrl: string;
-  /** Messages per transaction. */
+  /** Schema of the kit's tables. Default `ticket_events`. */
+  schema?: string;
+  /**
+   * At start, the kit checks that its schema is migrated to the version it needs and refuses to start
+   * otherwise, naming the command (`npx ticket-events migrate`). `true`: it migrates itself first
+   * (needs CREATE on the database). Default false.
+   */
+  migrate?: boolean;
+  /** kafkajs client settings under kafkajs' own names (ssl, sasl, connectionTimeout, retry ...). Default retry: 200 ms..2 s, 5 retries. */
+  kafka?: Omit<Partial<KafkaConfig>, 'brokers'>;
+  /**
+   * kafkajs consumer settings under kafkajs' own names. Defaults: sessionTimeout 10000,
+   * heartbeatInterval 1000, rebalanceTimeout 15000, retry = the client's, maxWaitTimeInMs 500.
+   */
+  consumer?: Omit<Partial<ConsumerConfig>, 'groupId'>;
+  /** Messages per database transaction. Default 500. */
+  chunkSize?: number;
+  /** Partitions handled at once (kafkajs partitionsConsumedConcurrently; order is kept within each). Default 3. */
+  partitionsConcurrency?: number;
+  /** Attempts of a failing handler per event before it is dead-lettered. Default 5. */
+  maxAttempts?: number;
+  /** First retry delay, doubled per attempt up to retryMaxDelayMs, randomized to 50-100 %. Defaults 200 and 10000. */
+  retryBaseMs?: number;
+  retryMaxDelayMs?: number;
+  /**
+   * How long the inbox keeps an event id (default 30 days; must be at least the topic's retention.ms,
+   * checked at start) and how often it is purged (default 1 hour).
+   */
+  inbox?: { retentionMs?: number; purgeIntervalMs?: number };
+  /**
+   * GET /metrics and /health/ready. Default on, 127.0.0.1:9464; port 0 = any free port (see
+   * `metricsPort`); false = not served. `setting` names the variable an operator changes in the
+   * error for a taken port (default "metrics.port").
+   */
+  metrics?: false | { port?: number; host?: string; setting?: string };
+  /** Cap of the backoff between rebuilds of a kafkajs consumer that gave up. Default 5000. */
+  reconnectMaxDelayMs?: number;
+  /** A group with no committed offset starts at the beginning of the topic. Default true. */
+  fromBeginning?: boolean;
+  /** A pino-compatible logger; default none. */
+  logger?: KitLogger;
+}
+
+/** The options with every default filled in. */
+export interface ResolvedOptions {
+  brokers: string[];
+  topic: string;
+  groupId: string;
+  databaseUrl: string;
+  schema: string;
+  migrate: boolean;
+  kafka: Omit<KafkaConfig, 'brokers'> & { clientId: string };
+  consumer: Omit<Partial<ConsumerConfig>, 'groupId'>;
   chunkSize: number;
-  /** kafkajs partitionsConsumedConcurrently (order is kept within each partition). */
   partitionsConcurrency: number;
-  /** Attempts of a failing handler per event before it is dead-lettered; backoff between them. */
   maxAttempts: number;
   retryBaseMs: number;
   retryMaxDelayMs: number;
-  /** Must be at least the topic's retention.ms (checked at start): a replay must find every retained event here. */
   inbox: { retentionMs: number; purgeIntervalMs: number };
-  /** GET /metrics and /health/ready on host:port (port 0: a free port, see `metricsPort`); absent: not served. */
-  metrics?: { port: number; host: string };
-  /** A group with no committed offset starts at the beginning of the topic (default true). */
-  fromBeginning?: boolean;
-  logger?: Logger;
-  faults?: {
-    /**
-     * Test hook, after a chunk's transaction committed and before its offset is committed. 'die'
-     * makes the instance stop committing from then on, as a killed process would.
-     */
-    afterTransactionBeforeCommit?: (at: { topic: string; partition: number; lastOffset: string }) => 'die' | void | Promise<'die' | void>;
-  };
+  metrics: { port: number; host: string; setting: string } | undefined;
+  reconnectMaxDelayMs: number;
+  fromBeginning: boolean;
+  logger?: KitLogger;
 }
 
-/** The options of a consumer group from the process configuration (loadConfig + loadEventConsumerConfig). */
-export function ticketEventsOptions(app: AppConfig, kit: EventConsumerConfig, groupId: string, logger?: Logger): TicketEventsOptions {
+export const DEFAULTS = {
+  schema: DEFAULT_SCHEMA,
+  chunkSize: 500,
+  partitionsConcurrency: 3,
+  maxAttempts: 5,
+  retryBaseMs: 200,
+  retryMaxDelayMs: 10_000,
+  inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 },
+  metrics: { port: 9464, host: '127.0.0.1' },
+  reconnectMaxDelayMs: 5_000,
+  /** A 3-broker cluster losing its group coordinator recovered in 12.8-19 s with these, 23-24 s with kafkajs' own (docs/consumer.md). */
+  retry: { initialRetryTime: 200, maxRetryTime: 2_000, retries: 5 },
+  consumer: { sessionTimeout: 10_000, heartbeatInterval: 1_000, rebalanceTimeout: 15_000 },
+} as const;
+
+export class TicketEventsOptionsError extends Error {
+  override name = 'TicketEventsOptionsError';
+}
+
+const positive = (name: string, v: number | undefined, fallback: number, min = 1): number => {
+  if (v === undefined) return fallback;
+  if (!Number.isInteger(v) || v < min) throw new TicketEventsOptionsError(`option ${name} must be an integer >= ${min} (got ${v})`);
+  return v;
+};
+
+/** Fills the defaults in, and says which required option is missing or wrong. */
+export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
+  for (const k of ['topic', 'groupId', 'databaseUrl'] as const) {
+    if (typeof o[k] !== 'string' || o[k].length === 0) throw new TicketEventsOptionsError(`option ${k} is required (a non-empty string)`);
+  }
+  if (!Array.isArray(o.brokers) || o.brokers.length === 0) throw new TicketEventsOptionsError('option brokers is required: the Kafka bootstrap brokers, e.g. ["127.0.0.1:9092"]');
+  const kafka = { clientId: `ticket-events-${o.groupId}`, retry: { ...DEFAULTS.retry }, ...o.kafka };
+  const metrics = o.metrics === false ? undefined : { ...DEFAULTS.metrics, setting: 'metrics.port', ...o.metrics };
+  if (metrics) positive('metrics.port', metrics.port, 0, 0);
   return {
-    groupId,
-    topic: app.kafka.topic,
-    kafka: { brokers: app.kafka.brokers, clientId: `${app.kafka.clientId}-${groupId}`, ...kit.kafka },
-    databaseUrl: app.database.url,
-    chunkSize: kit.chunkSize,
-    partitionsConcurrency: kit.partitionsConcurrency,
-    maxAttempts: kit.maxAttempts,
-    retryBaseMs: kit.retryBaseMs,
-    retryMaxDelayMs: kit.retryMaxDelayMs,
-    inbox: kit.inbox,
-    metrics: kit.metrics,
-    logger,
+    brokers: o.brokers,
+    topic: o.topic,
+    groupId: o.groupId,
+    databaseUrl: o.databaseUrl,
+    schema: o.schema ?? DEFAULTS.schema,
+    migrate: o.migrate ?? false,
+    kafka,
+    consumer: { ...DEFAULTS.consumer, retry: kafka.retry, ...o.consumer },
+    chunkSize: positive('chunkSize', o.chunkSize, DEFAULTS.chunkSize),
+    partitionsConcurrency: positive('partitionsConcurrency', o.partitionsConcurrency, DEFAULTS.partitionsConcurrency),
+    maxAttempts: positive('maxAttempts', o.maxAttempts, DEFAULTS.maxAttempts),
+    retryBaseMs: positive('retryBaseMs', o.retryBaseMs, DEFAULTS.retryBaseMs, 0),
+    retryMaxDelayMs: positive('retryMaxDelayMs', o.retryMaxDelayMs, DEFAULTS.retryMaxDelayMs, 0),
+    inbox: {
+      retentionMs: positive('inbox.retentionMs', o.inbox?.retentionMs, DEFAULTS.inbox.retentionMs),
+      purgeIntervalMs: positive('inbox.purgeIntervalMs', o.inbox?.purgeIntervalMs, DEFAULTS.inbox.purgeIntervalMs),
+    },
+    metrics,
+    reconnectMaxDelayMs: positive('reconnectMaxDelayMs', o.reconnectMaxDelayMs, DEFAULTS.reconnectMaxDelayMs),
+    fromBeginning: o.fromBeginning ?? true,
+    logger: o.logger,
   };
 }

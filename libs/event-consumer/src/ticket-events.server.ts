@@ -2,23 +2,28 @@ import { Server, type CustomTransportStrategy, type MessageHandler } from '@nest
 import { Kafka, logLevel as KafkaLogLevel, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import { Pool } from 'pg';
 import { lastValueFrom } from 'rxjs';
-import type { Logger } from '@tickets/logger';
 import { ChunkProcessor, Abandoned, type HandlerTable } from './chunk-processor';
 import { ConsumerMetrics } from './consumer-metrics';
 import { TICKET_EVENTS_BATCH_PATTERN, TICKET_EVENTS_TRANSPORT, type HandlerExtras } from './decorators';
 import { parseEnvelope } from './envelope-parser';
+import { faultsOf, type KitFaults } from './faults';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
+import type { KitLogger as Logger } from './kit-logger';
+import { KitTables } from './kit-schema';
+import { assertMigrated, migrate } from './kit-schema.repository';
 import { ReplayCountersRepository } from './replay-counters.repository';
 import { ReplayWatch } from './replay-watch';
 import { checkTopicRetention } from './topic-retention';
-import type { TicketEventsOptions } from './ticket-events.options';
+import { optionsFromEnv } from './ticket-events.env';
+import { resolveOptions, type ResolvedOptions, type TicketEventsOptions } from './ticket-events.options';
 
 type Status = 'connected' | 'disconnected';
 
 /**
  * A Nest microservice transport for the ticket-events topic:
- * `NestFactory.createMicroservice(AppModule, { strategy: new TicketEventsServer(options) })`.
+ * `NestFactory.createMicroservice(AppModule, { strategy: new TicketEventsServer({ brokers, topic, groupId, databaseUrl }) })`,
+ * or `TicketEventsServer.fromEnv({ groupId })`.
  *
  * kafkajs eachBatch, autoCommit off, eachBatchAutoResolve off. Each chunk of a partition's batch is
  * parsed, deduplicated against the group's inbox and handled in ONE database transaction; only after
@@ -33,15 +38,28 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   private readonly pool: Pool;
   private readonly kafka: Kafka;
   private membership?: KafkaMembership;
-  private readonly inbox = new KitInboxRepository();
+  private readonly tables: KitTables;
+  private readonly inbox: KitInboxRepository;
+  private readonly options: ResolvedOptions;
+  private readonly faults?: KitFaults;
   private readonly log?: Logger;
   private metricsServer?: { port: number; close(): Promise<void> };
   private purgeTimer?: NodeJS.Timeout;
   private stopping = false;
   private killed = false;
 
-  constructor(private readonly options: TicketEventsOptions) {
+  /** The options from the environment (DATABASE_URL, KAFKA_BROKERS, TICKET_EVENTS_TOPIC, EVENT_CONSUMER_* ...), `overrides` winning. */
+  static fromEnv(overrides: Partial<TicketEventsOptions> = {}): TicketEventsServer {
+    return new TicketEventsServer(optionsFromEnv(overrides));
+  }
+
+  constructor(given: TicketEventsOptions) {
     super();
+    const options = resolveOptions(given);
+    this.options = options;
+    this.faults = faultsOf(given);
+    this.tables = new KitTables(options.schema);
+    this.inbox = new KitInboxRepository(this.tables);
     // The process metrics (GC, event loop, memory) only when /metrics is served: their observers cost CPU.
     this.metrics = new ConsumerMetrics(Boolean(options.metrics));
     this.log = options.logger?.child({ component: 'event-consumer', groupId: options.groupId, topic: options.topic });
@@ -54,11 +72,10 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
     });
     this.pool.on('error', (err) => this.log?.warn({ err }, 'idle database connection failed'));
     this.kafka = new Kafka({
-      clientId: options.kafka.clientId,
-      brokers: options.kafka.brokers,
       logLevel: KafkaLogLevel.WARN,
       logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),
-      ...(options.kafka.retry ? { retry: options.kafka.retry } : {}),
+      ...options.kafka,
+      brokers: options.brokers,
     });
   }
 
@@ -74,14 +91,16 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   async listen(callback: (err?: unknown, ...rest: unknown[]) => void): Promise<void> {
     try {
-      const counters = new ReplayCountersRepository();
+      if (this.options.migrate) await migrate({ databaseUrl: this.options.databaseUrl, schema: this.options.schema });
+      else await assertMigrated(this.pool, this.tables);
+      const counters = new ReplayCountersRepository(this.tables);
       const watch = new ReplayWatch(this.pool, counters);
       const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), { watch, counters }, this.log);
-      if (this.options.metrics) this.metricsServer = await this.metrics.serve(this.options.metrics.port, this.options.metrics.host, () => this.readiness());
-      const { brokers: _b, clientId: _c, reconnectMaxDelayMs, ...kafka } = this.options.kafka;
+      const m = this.options.metrics;
+      if (m) this.metricsServer = await this.metrics.serve(m.port, m.host, () => this.readiness(), m.setting);
       this.membership = new KafkaMembership(
         this.kafka,
-        { ...kafka, groupId: this.options.groupId, topic: this.options.topic, fromBeginning: this.options.fromBeginning ?? true, reconnectMaxDelayMs: reconnectMaxDelayMs ?? 5_000 },
+        { consumer: this.options.consumer, groupId: this.options.groupId, topic: this.options.topic, fromBeginning: this.options.fromBeginning, reconnectMaxDelayMs: this.options.reconnectMaxDelayMs },
         {
           autoCommit: false,
           eachBatchAutoResolve: false,
@@ -166,7 +185,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
         throw err; // database down: kafkajs retries the batch, then restarts the consumer; nothing was committed
       }
       const lastOffset = chunk[chunk.length - 1].offset;
-      if ((await this.options.faults?.afterTransactionBeforeCommit?.({ topic, partition, lastOffset })) === 'die') {
+      if ((await this.faults?.afterTransactionBeforeCommit?.({ topic, partition, lastOffset })) === 'die') {
         this.killed = true;
         return;
       }

@@ -1,5 +1,5 @@
 import { ConfigResourceTypes, type Kafka } from 'kafkajs';
-import type { Logger } from '@tickets/logger';
+import type { KitLogger as Logger } from './kit-logger';
 
 /**
  * Waits for the topic (the outbox relay creates it), then refuses to start when the topic keeps
@@ -23,8 +23,8 @@ export async function checkTopicRetention(kafka: Kafka, topic: string, inboxRete
     const topicMs = value === undefined ? undefined : Number(value);
     if (topicMs !== undefined && (topicMs < 0 || topicMs > inboxRetentionMs)) {
       throw new Error(
-        `topic ${topic} keeps messages for ${topicMs < 0 ? 'ever' : `${topicMs} ms`} but INBOX_RETENTION is ${inboxRetentionMs} ms: ` +
-          'a replay would handle the oldest events a second time. Raise INBOX_RETENTION or lower the topic retention.ms.',
+        `topic ${topic} keeps messages for ${topicMs < 0 ? 'ever' : `${topicMs} ms`} but the inbox keeps event ids for ${inboxRetentionMs} ms: ` +
+          'a replay would handle the oldest events a second time. Raise inbox.retentionMs (INBOX_RETENTION) or lower the topic retention.ms.',
       );
     }
   } finally {

@@ -30,13 +30,13 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
       WHERE t.created_at >= ${since}::timestamptz ${tenantFilter('t.tenant_id', tenant)}
         AND NOT EXISTS (SELECT 1 FROM outbox_events o WHERE o.aggregate_id = t.id AND o.event_type = 'ticket.created.v1')
         AND NOT EXISTS (SELECT 1 FROM outbox_dead_letters d WHERE d.aggregate_id = t.id AND d.event_type = 'ticket.created.v1')
-        AND NOT EXISTS (SELECT 1 FROM inbox_events i WHERE i.ticket_id = t.id AND i.event_type = 'ticket.created.v1')`,
+        AND NOT EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.ticket_id = t.id AND i.event_type = 'ticket.created.v1')`,
   'cancelled-without-cancelled-event': ({ since, tenant }) => Prisma.sql`
       SELECT t.id::text AS id FROM tickets t
       WHERE t.status = 'cancelled' AND t.cancelled_at >= ${since}::timestamptz ${tenantFilter('t.tenant_id', tenant)}
         AND NOT EXISTS (SELECT 1 FROM outbox_events o WHERE o.aggregate_id = t.id AND o.event_type = 'ticket.cancelled.v1')
         AND NOT EXISTS (SELECT 1 FROM outbox_dead_letters d WHERE d.aggregate_id = t.id AND d.event_type = 'ticket.cancelled.v1')
-        AND NOT EXISTS (SELECT 1 FROM inbox_events i WHERE i.ticket_id = t.id AND i.event_type = 'ticket.cancelled.v1')`,
+        AND NOT EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.ticket_id = t.id AND i.event_type = 'ticket.cancelled.v1')`,
   'key-without-ticket': ({ tenant }) => Prisma.sql`
       SELECT k.tenant_id::text || '/' || k.key AS id FROM idempotency_keys k
       WHERE NOT EXISTS (SELECT 1 FROM tickets t WHERE t.id = k.ticket_id) ${tenantFilter('k.tenant_id', tenant)}`,
@@ -52,10 +52,10 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
   'event-not-consumed': ({ grace, group, tenant }) => Prisma.sql`
       SELECT o.event_id::text AS id FROM outbox_events o
       WHERE o.published_at IS NOT NULL AND o.published_at < ${grace}::timestamptz ${tenantFilter('o.tenant_id', tenant)}
-        AND NOT EXISTS (SELECT 1 FROM inbox_events i WHERE i.group_id = ${group} AND i.event_id = o.event_id)
-        AND NOT EXISTS (SELECT 1 FROM consumer_dead_letters c WHERE c.group_id = ${group} AND c.key = o.aggregate_id::text)`,
+        AND NOT EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.group_id = ${group} AND i.event_id = o.event_id)
+        AND NOT EXISTS (SELECT 1 FROM ticket_events.consumer_dead_letters c WHERE c.group_id = ${group} AND c.key = o.aggregate_id::text)`,
   'consumed-without-notification': ({ since, group, tenant }) => Prisma.sql`
-      SELECT i.event_id::text AS id FROM inbox_events i
+      SELECT i.event_id::text AS id FROM ticket_events.inbox_events i
       WHERE i.group_id = ${group} AND i.received_at >= ${since}::timestamptz
         AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.event_id = i.event_id AND n.group_id = i.group_id)
         ${tenant ? Prisma.sql`AND i.ticket_id IN (SELECT id FROM tickets WHERE tenant_id = (SELECT id FROM tenants WHERE slug = ${tenant}))` : Prisma.empty}`,
@@ -85,7 +85,7 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
       SELECT r.id::text AS id FROM ranked r JOIN recent USING (id) WHERE r.ref_rank > 1 OR r.key_rank > 1`,
 };
 
-/** Reads only: tickets, idempotency_keys, outbox_events, outbox_dead_letters, inbox_events, consumer_dead_letters, notifications. */
+/** Reads only: tickets, idempotency_keys, outbox_events, outbox_dead_letters, ticket_events.inbox_events, ticket_events.consumer_dead_letters, notifications. */
 export class ReconcileRepository {
   constructor(private readonly prisma: PrismaClient) {}
 

@@ -28,7 +28,7 @@ export interface RecordBatchResult {
   processed: number;
   /** Events already in the inbox (redelivery, replay, duplicate publish): nothing created. */
   skippedDuplicate: number;
-  /** Invalid messages written to consumer_dead_letters. */
+  /** Invalid messages written to ticket_events.consumer_dead_letters. */
   deadLettered: number;
   /** New notifications waiting for the dispatcher, leased ones included. */
   pending: number;
@@ -105,7 +105,7 @@ export class InboxRepository {
   /**
    * Must run on a connection outside any transaction (the kit's `ctx.tx` in inbox 'handler' mode):
    * one atomic statement, its own transaction; the kit commits the Kafka offset only after it returns.
-   * It dead-letters the invalid messages, inserts each event id not yet in inbox_events and one
+   * It dead-letters the invalid messages, inserts each event id not yet in ticket_events.inbox_events and one
    * notification for it, counts the events already there as duplicates, and advances the counters of a
    * running replay of this group for offsets below its end.
    *
@@ -142,25 +142,25 @@ export class InboxRepository {
       -- Seen by this group before? One primary-key probe per event; OFFSET 0 keeps the EXISTS a per-row
       -- subplan (as a join, the planner may hash the whole inbox).
       c AS (
-        SELECT v.*, EXISTS (SELECT 1 FROM inbox_events i WHERE i.event_id = v.event_id AND i.group_id = ${groupId} OFFSET 0) AS seen
+        SELECT v.*, EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.event_id = v.event_id AND i.group_id = ${groupId} OFFSET 0) AS seen
         FROM v
       ),
       bad AS (
         SELECT * FROM jsonb_to_recordset(${JSON.stringify(c.invalid)}::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb)
       ),
       dl AS (
-        INSERT INTO consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+        INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
         SELECT ${groupId}, ${topic}, ${partition}, o, key, value, COALESCE(headers, '{}'::jsonb), reason FROM bad
         ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING
       ),
       ins AS (
-        INSERT INTO inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
+        INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
         SELECT ${groupId}, event_id, event_type, ticket_id, ${topic}, ${partition}, o, repeats FROM c WHERE NOT seen
         ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
         RETURNING event_id, "offset"
       ),
       dup AS (
-        UPDATE inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
+        UPDATE ticket_events.inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
         FROM c WHERE c.seen AND i.event_id = c.event_id AND i.group_id = ${groupId}
       ),
       -- A new notification with a target is pending; the first lease.limit of them are leased to this
@@ -201,8 +201,8 @@ export class InboxRepository {
                count(*) FILTER (WHERE NOT m.ok)::int AS bad,
                (SELECT count(*) FROM ins WHERE ins."offset" > rp.last_offset AND ins."offset" < rp.end_offset)::int AS new,
                max(m.o) AS top
-        FROM replay_partitions rp
-        JOIN replays r ON r.id = rp.replay_id AND r.group_id = ${groupId} AND r.topic = ${topic} AND r.status = 'running'
+        FROM ticket_events.replay_partitions rp
+        JOIN ticket_events.replays r ON r.id = rp.replay_id AND r.group_id = ${groupId} AND r.topic = ${topic} AND r.status = 'running'
         JOIN m ON m.o > rp.last_offset AND m.o < rp.end_offset
         WHERE rp.partition = ${partition}
         GROUP BY rp.replay_id, rp.last_offset, rp.end_offset
@@ -210,7 +210,7 @@ export class InboxRepository {
       counters AS (
         -- last_offset = seen: a message redelivered after a crash, or seen by a consumer that lost the
         -- partition in a rebalance (kafkajs#1046), is never counted twice.
-        UPDATE replay_partitions rp
+        UPDATE ticket_events.replay_partitions rp
         SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
         FROM counted c
         WHERE rp.replay_id = c.replay_id AND rp.partition = ${partition} AND rp.last_offset = c.seen

@@ -57,7 +57,7 @@ export class ConsoleRepository {
   async deadLetterCounts(notifierGroup: string): Promise<DeadLetterCounts> {
     const [r] = await this.db.prisma.$queryRaw<DeadLetterCounts[]>(Prisma.sql`
       SELECT (SELECT count(*) FROM outbox_dead_letters)::int AS outbox,
-             (SELECT count(*) FROM consumer_dead_letters WHERE resolution IS NULL)::int AS consumer,
+             (SELECT count(*) FROM ticket_events.consumer_dead_letters WHERE resolution IS NULL)::int AS consumer,
              (SELECT count(*) FROM notifications WHERE group_id = ${notifierGroup} AND status = 'dead')::int AS notification`);
     return r;
   }

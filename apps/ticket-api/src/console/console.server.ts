@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { AppConfig } from '@tickets/config';
 import { isDatabaseUnavailable } from '@tickets/db';
-import { DeadLetters, kafkaRepublisher, type MessageRepublisher } from '@tickets/dead-letters';
+import { ConsumerDeadLetters, DeadLetters, kafkaRepublisher, type MessageRepublisher } from '@tickets/dead-letters';
 import { createKafkaClient } from '@tickets/kafka';
 import type { Logger } from '@tickets/logger';
 import { APP_CONFIG, LOGGER } from '../common/tokens';
@@ -44,6 +44,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
   private sessions?: ConsoleSessions;
   private lag?: ConsumerLag;
   private republisher?: MessageRepublisher;
+  private consumerDeadLetters?: ConsumerDeadLetters;
   private sampleTimer?: NodeJS.Timeout;
   private readonly log: Logger;
 
@@ -80,7 +81,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
       loginFailures: new TokenBuckets(c.loginFailures.perSecond, c.loginFailures.burst),
       repo: this.repo,
       timeline: this.timeline,
-      deadLetters: new DeadLetters(this.db.prisma, this.republisher),
+      deadLetters: new DeadLetters(this.db.prisma, (this.consumerDeadLetters = new ConsumerDeadLetters({ databaseUrl: this.config.database.url, republisher: this.republisher }))),
       lag: this.lag,
       sampler,
       groups: { notifier: notifier.groupId, all: [...new Set([notifier.groupId, this.config.stats.groupId])] },
@@ -115,7 +116,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
-    await Promise.allSettled([this.lag?.close(), this.republisher?.close()]);
+    await Promise.allSettled([this.lag?.close(), this.republisher?.close(), this.consumerDeadLetters?.close()]);
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -85,7 +85,7 @@ export interface TicketTimelineRows {
 const byUuid = (q: string) => Prisma.sql`t.id = ${q}::uuid
           OR t.id IN (SELECT aggregate_id FROM outbox_events WHERE event_id = ${q}::uuid
                       UNION ALL SELECT aggregate_id FROM outbox_dead_letters WHERE event_id = ${q}::uuid
-                      UNION ALL SELECT ticket_id FROM inbox_events WHERE event_id = ${q}::uuid
+                      UNION ALL SELECT ticket_id FROM ticket_events.inbox_events WHERE event_id = ${q}::uuid
                       UNION ALL SELECT ticket_id FROM notifications WHERE id = ${q}::uuid) OR `;
 
 /** Everything the database knows about one ticket, for the console's timeline (read-only). */
@@ -137,7 +137,7 @@ export class TicketTimelineRepository {
     const inbox = await this.db.prisma.$queryRaw<InboxRow[]>(Prisma.sql`
       SELECT group_id AS "groupId", event_id::text AS "eventId", event_type AS "eventType", topic, partition,
              "offset"::text AS "offset", duplicates, received_at AS "receivedAt"
-        FROM inbox_events
+        FROM ticket_events.inbox_events
        WHERE event_id = ANY(${eventIds}::uuid[])
           OR (ticket_id = ${id}::uuid AND received_at >= ${ticket.createdAt} AND received_at < ${ticket.createdAt}::timestamptz + interval '1 day')
        ORDER BY received_at`);

@@ -1,5 +1,6 @@
-import { Kafka, logLevel } from 'kafkajs';
-import type { PrismaClient } from '@tickets/db';
+import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { Pool } from 'pg';
+import { KitTables } from '../kit-schema';
 import { awaitEmptyGroup } from './group-liveness';
 import { moveOffsets } from './group-offsets';
 import { followReplay } from './replay-progress';
@@ -21,8 +22,11 @@ export interface ReplayRequest {
 }
 
 export interface ReplayDeps {
-  prisma: PrismaClient;
-  kafka: { brokers: string[]; clientId: string };
+  /** The consumer group's database (where its members keep the kit's tables). */
+  databaseUrl: string;
+  /** The kit's schema there (default ticket_events). */
+  schema?: string;
+  kafka: { brokers: string[]; clientId: string } & Omit<Partial<KafkaConfig>, 'brokers' | 'clientId'>;
   out: (line: string) => void;
 }
 
@@ -40,16 +44,18 @@ export function isReplayStart(from: string): boolean {
 }
 
 /**
- * Works for any consumer group that records its events through the notifier's statement or the
- * @tickets/event-consumer kit: both advance the replay's counters. Moves a consumer group's offsets back to the earliest offset or to a point in time, records the replay
+ * Works for any consumer group built on the kit (the ticket service's notifier included: its own
+ * statement advances the same counters). Moves a consumer group's offsets back to the earliest offset or to a point in time, records the replay
  * (start and end offset per partition) so the consumers count what they re-read, and with `follow`
  * reports the outcome. Not one transaction: the replay row is written (own transaction) before the
  * offsets move, and marked failed if they cannot.
  */
 export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise<ReplayOutcome> {
-  const kafka = new Kafka({ clientId: deps.kafka.clientId, brokers: deps.kafka.brokers, logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ logLevel: logLevel.NOTHING, ...deps.kafka });
   const admin = kafka.admin();
-  const repo = new ReplayRepository(deps.prisma);
+  const pool = new Pool({ connectionString: deps.databaseUrl, max: 2, application_name: 'ticket-events-replay' });
+  pool.on('error', () => undefined);
+  const repo = new ReplayRepository(pool, new KitTables(deps.schema));
   const timing = { deadline: Date.now() + req.timeoutMs, pollMs: req.pollIntervalMs ?? 1000 };
   const { group, topic, out } = { ...req, out: deps.out };
   await admin.connect();
@@ -76,5 +82,6 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
     return followed === 'completed' ? { outcome: 'completed', replayId } : { outcome: followed };
   } finally {
     await admin.disconnect().catch(() => undefined);
+    await pool.end().catch(() => undefined);
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ticketCreated } from '../../../test/support/events-factory';
+import { ticketCreated } from '../../../../test/support/events-factory';
 import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
 
 const event = ticketCreated(randomUUID());

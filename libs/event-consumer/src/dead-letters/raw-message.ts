@@ -4,7 +4,7 @@ import { TicketEvent } from '@tickets/contracts';
 const BASE64 = 'base64:';
 
 /**
- * The bytes of a value stored by the consumer in consumer_dead_letters (key, value, header values):
+ * The bytes of a value stored by the kit in consumer_dead_letters (key, value, header values):
  * UTF-8 text, or `base64:<...>` when the bytes were not storable as text. A text value that itself
  * began with "base64:" cannot be told apart from an encoded one (the storage format's limit).
  */

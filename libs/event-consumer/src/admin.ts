@@ -1,0 +1,27 @@
+// @tickets/event-consumer/admin: maintenance of a consumer's kit tables and group, for the
+// `ticket-events` bin and for services that run it from their own tooling. Not the handler API.
+export { migrate, schemaVersion, KitSchemaOutdated, type MigrateOptions, type MigrateResult } from './kit-schema.repository';
+export { KIT_MIGRATIONS, KIT_SCHEMA_VERSION } from './kit.migrations';
+export { DEFAULT_SCHEMA, KitTables, KitSchemaError } from './kit-schema';
+export { forgetGroupInbox } from './group-inbox';
+export { replayTopic, isReplayStart, type ReplayRequest, type ReplayDeps, type ReplayOutcome } from './replay/topic-replay';
+export { progressLine, replayReport } from './replay/replay-progress';
+export type { ReplayPartitionPlan, ReplayProgress } from './replay/replay.repository';
+export { ConsumerDeadLetters, type ConsumerDeadLettersOptions } from './dead-letters/consumer-dead-letters';
+export type {
+  ConsumerActionRequest,
+  ConsumerAuditEntry,
+  ConsumerDeadLetterDetail,
+  ConsumerDeadLetterFilter,
+  ConsumerDeadLetterItem,
+  ConsumerDeadLetterState,
+  KitActionOutcome,
+  KitActionResult,
+  KitActor,
+} from './dead-letters/consumer-dead-letters.types';
+export { kafkaRepublisher, type MessageRepublisher, type RawMessageOut } from './dead-letters/message-republisher';
+export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message';
+export { isDatabaseUnavailable, sqlState } from './database-errors';
+export { wellFormedTraceparent } from './tracing';
+export { DEFAULTS as OPTION_DEFAULTS, resolveOptions, type ResolvedOptions } from './ticket-events.options';
+export { optionsFromEnv, binEnvironment } from './ticket-events.env';

@@ -1,0 +1,116 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { binEnvironment, brokersOf } from '../ticket-events.env';
+
+export const BIN = 'ticket-events';
+
+/** Exit codes of every command: 0 done, 1 failed or refused, 2 wrong usage, 3 the group has live members, 4 timed out. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, groupBusy: 3, timeout: 4 } as const;
+
+export class Usage extends Error {
+  override name = 'Usage';
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+export type Values = Record<string, string | boolean | undefined>;
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+/** Where every command acts: flags win over the environment. */
+export const COMMON: Options = {
+  'database-url': { type: 'string' },
+  brokers: { type: 'string' },
+  topic: { type: 'string' },
+  schema: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+export const COMMON_HELP = [
+  '  --database-url <url>   the consumer\'s PostgreSQL (default: DATABASE_URL)',
+  '  --brokers <a:9092,..>  Kafka bootstrap brokers (default: KAFKA_BROKERS)',
+  '  --topic <topic>        the events topic (default: TICKET_EVENTS_TOPIC, else ticket-events)',
+  '  --schema <name>        schema of the kit\'s tables (default: EVENT_CONSUMER_SCHEMA, else ticket_events)',
+  '  -h, --help             this help',
+];
+
+export interface Command {
+  name: string;
+  summary: string;
+  help: string[];
+  options: Options;
+  run(values: Values, positionals: string[], io: Io): Promise<number>;
+}
+
+export function parse(command: Command, argv: string[]): { values: Values; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true });
+    return { values: values as Values, positionals };
+  } catch (e) {
+    throw new Usage(`${(e as Error).message.split('\n')[0]}. Run \`${BIN} ${command.name} --help\`.`);
+  }
+}
+
+export function commandHelp(c: Command): string {
+  return [...c.help, '', 'Where (flags win over the environment):', ...COMMON_HELP].join('\n');
+}
+
+export interface Target {
+  databaseUrl: string;
+  brokers: string[];
+  topic: string;
+  schema?: string;
+}
+
+/** The database, brokers and topic: flags, else the environment. Says which is missing and how to give it. */
+export function target(values: Values, need: { database?: boolean; brokers?: boolean }): Target {
+  const env = binEnvironment();
+  const databaseUrl = (values['database-url'] as string | undefined) ?? env.databaseUrl;
+  const brokersText = values.brokers as string | undefined;
+  const brokers = brokersText ? brokersOf(brokersText) : env.brokers;
+  if (need.database && !databaseUrl) throw new Usage('no database: pass --database-url postgresql://user@host:5432/db or set DATABASE_URL');
+  if (need.database && databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Usage(`--database-url / DATABASE_URL is not a postgresql:// URL`);
+  if (need.brokers && !brokers?.length) throw new Usage('no Kafka brokers: pass --brokers host:9092 or set KAFKA_BROKERS');
+  return { databaseUrl: databaseUrl ?? '', brokers: brokers ?? [], topic: (values.topic as string | undefined) ?? env.topic, schema: (values.schema as string | undefined) ?? env.schema };
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+export function duration(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!m) throw new Usage(`${flag} "${text}" is not a duration (30s, 10m, 24h, 7d)`);
+  return Math.round(Number(m[1]) * UNITS[m[2]]);
+}
+
+/** An ISO-8601 time, or a duration back from now (24h). */
+export function timeBound(text: string, flag: string): Date {
+  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
+    const at = Date.parse(text);
+    if (Number.isNaN(at)) throw new Usage(`${flag} "${text}" is not a valid ISO-8601 time`);
+    return new Date(at);
+  }
+  return new Date(Date.now() - duration(text, flag));
+}
+
+/** What an error from the database or the broker means for the operator, in one line. */
+export function explain(err: unknown, t?: Partial<Target>): string {
+  const e = err as { code?: string; name?: string; message?: string };
+  const msg = e?.message ?? String(err);
+  if (e?.code === 'ECONNREFUSED' || e?.code === 'ENOTFOUND' || e?.code === '3D000' || e?.code === '28P01' || e?.code === '28000') {
+    const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
+    return `cannot use PostgreSQL at ${host} (${e.code}: ${msg}): check --database-url / DATABASE_URL and that the server is up`;
+  }
+  if (/^KafkaJS/.test(e?.name ?? '')) return `Kafka at ${t?.brokers?.join(',') ?? '?'} failed (${e.name}: ${msg}): check --brokers / KAFKA_BROKERS and that the broker is up`;
+  if (e?.code === '42P01' || e?.code === '3F000') return `${msg}: the kit's tables are missing; run \`${BIN} migrate\` first`;
+  return msg;
+}
+
+function safeHost(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return 'the database';
+  }
+}

@@ -1,0 +1,127 @@
+import { userInfo } from 'node:os';
+import { ConsumerDeadLetters } from '../dead-letters/consumer-dead-letters';
+import type { ConsumerDeadLetterFilter, ConsumerDeadLetterItem, KitActionResult } from '../dead-letters/consumer-dead-letters.types';
+import { kafkaRepublisher } from '../dead-letters/message-republisher';
+import { BIN, EXIT, Usage, target, timeBound, type Command } from './bin-support';
+
+const ACTIONS = ['list', 'show', 'requeue', 'discard'] as const;
+type Action = (typeof ACTIONS)[number];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const line = (i: ConsumerDeadLetterItem) =>
+  [i.id, i.state.padEnd(9), i.deadAt.toISOString(), `ticket=${i.ticketId ?? '-'}`, i.eventType ?? '-', `(${i.where})`, `reason: ${i.reason}`].join('  ');
+
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export const deadLettersCommand: Command = {
+  name: 'dead-letters',
+  summary: "list, show, requeue or discard the messages a consumer group dead-lettered",
+  help: [
+    'ticket-events dead-letters list --group <group> [--ticket <id>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
+    'ticket-events dead-letters show --id <id> [--json]',
+    'ticket-events dead-letters requeue --group <group> (--id <id> | <filters>) [--dry-run] [--note "<why>"] [--by <who>] [--json]',
+    'ticket-events dead-letters discard --group <group> (--id <id> | <filters>) [--dry-run] [--note "<why>"] [--by <who>] [--json]',
+    '',
+    "The group's dead letters: messages that did not parse as a ticket event, and events whose handler",
+    "failed every attempt, kept as read in <schema>.consumer_dead_letters of the consumer's database.",
+    '  requeue  produces the stored bytes again to their topic with the same key and headers (fix the cause',
+    '           first); refused while they still do not parse. Every group reads the copy; a group that',
+    '           already applied the event skips it by its id.',
+    '  discard  gives up on it; the row is kept, marked, and listed only with --all.',
+    'Both act only on what is still dead (a second run says so) and write an audit row',
+    '(<schema>.dead_letter_actions: who, when, why, what) in the same transaction; --dry-run changes nothing.',
+    '',
+    '  --group <group>        the consumer group (required, except for show)',
+    '  --id <id>              one dead letter',
+    "  --ticket <id>          only those whose message key is this ticket",
+    '  --reason <text>        only those whose reason contains this, any case',
+    '  --since, --until       an ISO-8601 time or a duration back from now (24h, 7d)',
+    '  --limit <n>            at most this many, 1-1000 (default 50)',
+    '  --all                  with list: also those already requeued or discarded',
+    '  --dry-run              with requeue or discard: say what would happen',
+    '  --note <why>, --by <who>  recorded in the audit row (default --by: the OS user)',
+    '  --json                 print JSON',
+    'Exit codes: 0 done or nothing to do, 1 a dead letter was refused or something failed, 2 wrong usage.',
+  ],
+  options: {
+    group: { type: 'string' },
+    id: { type: 'string' },
+    ticket: { type: 'string' },
+    reason: { type: 'string' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    limit: { type: 'string' },
+    all: { type: 'boolean' },
+    'dry-run': { type: 'boolean' },
+    note: { type: 'string' },
+    by: { type: 'string' },
+    json: { type: 'boolean' },
+  },
+  async run(values, positionals, io) {
+    const [action, ...extra] = positionals as [Action, ...string[]];
+    if (!ACTIONS.includes(action) || extra.length) throw new Usage(`the action is one of ${ACTIONS.join(', ')}${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`);
+    for (const name of ['id', 'ticket'] as const) {
+      const v = values[name];
+      if (typeof v === 'string' && !UUID.test(v)) throw new Usage(`--${name} must be a uuid, got "${v}"`);
+    }
+    const group = values.group as string | undefined;
+    if (action === 'show' && !values.id) throw new Usage('show needs --id <id> (the id in the first column of list)');
+    if (action !== 'show' && !group) throw new Usage(`${action} needs --group <group>: the consumer group whose dead letters to ${action}`);
+    const selected = ['id', 'ticket', 'reason', 'since', 'until'].some((n) => values[n] !== undefined);
+    if ((action === 'requeue' || action === 'discard') && !selected) throw new Usage(`${action} needs --id <id>, or at least one of --ticket, --reason, --since, --until to choose the dead letters`);
+    const limit = values.limit === undefined ? 50 : Number(values.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new Usage(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
+    const filter: ConsumerDeadLetterFilter = {
+      groupId: group,
+      id: values.id as string | undefined,
+      ticket: values.ticket as string | undefined,
+      reason: values.reason as string | undefined,
+      since: values.since === undefined ? undefined : timeBound(values.since as string, '--since'),
+      until: values.until === undefined ? undefined : timeBound(values.until as string, '--until'),
+      limit,
+      all: values.all === true,
+    };
+    const t = target(values, { database: true, brokers: action === 'requeue' && values['dry-run'] !== true });
+    const republisher = action === 'requeue' ? kafkaRepublisher(t.brokers, `${BIN}-dead-letters`) : undefined;
+    const dl = new ConsumerDeadLetters({ databaseUrl: t.databaseUrl, schema: t.schema, republisher });
+    const json = values.json === true;
+    try {
+      if (action === 'list') {
+        const items = await dl.list(filter);
+        if (json) io.out(JSON.stringify({ items }));
+        else if (!items.length) io.out(`dead-letters: none match for group ${group}`);
+        else for (const i of items) io.out(line(i));
+        return EXIT.ok;
+      }
+      if (action === 'show') {
+        const d = await dl.show(filter.id!);
+        if (!d) {
+          io.out(json ? 'null' : `dead-letters: no dead letter ${filter.id}`);
+          return EXIT.failed;
+        }
+        if (json) io.out(JSON.stringify(d));
+        else {
+          io.out(line(d.item));
+          io.out(`content: ${JSON.stringify(d.content)}`);
+          for (const h of d.history) io.out(`${h.action} by ${h.actor} at ${h.at.toISOString()}${h.note ? ` (${h.note})` : ''}: ${JSON.stringify(h.detail)}`);
+        }
+        return EXIT.ok;
+      }
+      const req = { filter, actor: { by: (values.by as string | undefined) ?? osUser(), note: (values.note as string | undefined) ?? null }, dryRun: values['dry-run'] === true };
+      const results: KitActionResult[] = action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
+      if (json) io.out(JSON.stringify({ dryRun: req.dryRun, results }));
+      else if (!results.length) io.out('dead-letters: none match; nothing done');
+      else for (const r of results) io.out(`${r.outcome}: ${r.message}`);
+      return results.some((r) => r.outcome === 'refused') ? EXIT.failed : EXIT.ok;
+    } finally {
+      await republisher?.close();
+      await dl.close();
+    }
+  },
+};

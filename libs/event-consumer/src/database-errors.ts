@@ -1,0 +1,45 @@
+/**
+ * Whether a `pg` error means the database could not serve the call (an outage: no retry count, no
+ * dead letter), read from the error's structure only (SQLSTATE, a Node socket error's code/syscall),
+ * never from message text. The kit talks to PostgreSQL through `pg` only, so this is the pg subset of
+ * the ticket service's classification (libs/db).
+ */
+
+/** Refused before anything ran: cannot_connect_now, too_many_connections, 08001/08004. */
+const REFUSED_STATES = new Set(['57P03', '53300', '08001', '08004']);
+/** The session ended under a statement: admin/crash shutdown, idle_session_timeout, connection_exception family. */
+const LOST_STATES = new Set(['57P01', '57P02', '57P05', '08000', '08003', '08006', '08007']);
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED']);
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+function* chain(error: unknown): Generator<Record<string, unknown>> {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  while (queue.length) {
+    const cur = queue.shift();
+    if (!cur || typeof cur !== 'object' || seen.has(cur)) continue;
+    seen.add(cur);
+    const o = cur as Record<string, unknown>;
+    yield o;
+    queue.push(o.cause);
+    if (Array.isArray(o.errors)) queue.push(...o.errors);
+  }
+}
+
+/** The PostgreSQL SQLSTATE of a pg error (or of one in its cause chain), if any. */
+export function sqlState(error: unknown): string | undefined {
+  for (const o of chain(error)) if (typeof o.code === 'string' && SQLSTATE.test(o.code) && !o.syscall) return o.code;
+  return undefined;
+}
+
+/** The database could not serve the call (refused, unreachable, or the session died under it): a retry later can help. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (const o of chain(error)) {
+    const code = o.code;
+    if (typeof code !== 'string') continue;
+    if (REFUSED_STATES.has(code) || LOST_STATES.has(code)) return true;
+    if (typeof o.syscall === 'string' && (CONNECT_CODES.has(code) || LOST_CODES.has(code) || o.syscall === 'connect' || o.syscall === 'getaddrinfo')) return true;
+  }
+  return false;
+}

@@ -1,0 +1,114 @@
+import type { Pool, PoolClient } from 'pg';
+import type { KitTables } from '../kit-schema';
+import type { ConsumerAuditEntry, ConsumerDeadLetterFilter, ConsumerDeadLetterItem, KitActor } from './consumer-dead-letters.types';
+
+const UUID_RE = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+export interface ConsumerDeadRow {
+  id: string;
+  groupId: string;
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+  reason: string;
+}
+
+export interface CurrentState {
+  state: string;
+  lastAction?: { action: string; actor: string; at: Date };
+}
+
+/**
+ * consumer_dead_letters and the kit's dead_letter_actions (audit), in the kit's schema. Reads are one
+ * statement each; `row` and `resolve` run inside the caller's transaction, so that a requeue or
+ * discard changes the dead letter and writes its audit row together.
+ */
+export class ConsumerDeadLettersRepository {
+  constructor(
+    private readonly pool: Pool,
+    private readonly t: KitTables,
+  ) {}
+
+  /** Up to `limit` matching the filter, newest first. Every value is a parameter. */
+  async list(f: ConsumerDeadLetterFilter): Promise<ConsumerDeadLetterItem[]> {
+    const values: unknown[] = [];
+    const p = (v: unknown) => `$${values.push(v)}`;
+    const where: string[] = [];
+    if (!f.all) where.push('c.resolution IS NULL');
+    if (f.groupId) where.push(`c.group_id = ${p(f.groupId)}`);
+    if (f.id) where.push(`c.id = ${p(f.id)}::uuid`);
+    if (f.ticket) where.push(`c.key = ${p(f.ticket)}`);
+    if (f.tickets) where.push(`c.key = ANY(${p(f.tickets)}::text[])`);
+    if (f.reason) where.push(`strpos(lower(c.reason), lower(${p(f.reason)})) > 0`);
+    if (f.since) where.push(`c.created_at >= ${p(f.since)}::timestamptz`);
+    if (f.until) where.push(`c.created_at < ${p(f.until)}::timestamptz`);
+    const uuid = p(UUID_RE);
+    const limit = p(f.limit);
+    const r = await this.pool.query<ConsumerDeadLetterItem>(
+      `SELECT c.id::text AS id, COALESCE(c.resolution, 'dead') AS state, c.group_id AS "groupId",
+              CASE WHEN c.key ~* ${uuid} THEN c.key END AS "ticketId",
+              CASE WHEN c.headers->>'event-id' ~* ${uuid} THEN c.headers->>'event-id' END AS "eventId",
+              c.headers->>'event-type' AS "eventType", c.reason, c.created_at AS "deadAt",
+              'group ' || c.group_id || ', ' || c.topic || '[' || c.partition || ']@' || c."offset" AS "where"
+         FROM ${this.t.deadLetters} c
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY c.created_at DESC LIMIT ${limit}::int`,
+      values,
+    );
+    return r.rows;
+  }
+
+  /** The stored message of one dead letter. */
+  async content(id: string): Promise<Record<string, unknown>> {
+    const r = await this.pool.query(`SELECT key, value, headers, resolved_at AS "resolvedAt" FROM ${this.t.deadLetters} WHERE id = $1::uuid`, [id]);
+    return r.rows[0] ?? {};
+  }
+
+  /** Every requeue and discard of one dead letter, oldest first. */
+  async history(id: string): Promise<ConsumerAuditEntry[]> {
+    const r = await this.pool.query<ConsumerAuditEntry>(
+      `SELECT action, actor, note, detail, created_at AS at FROM ${this.t.actions} WHERE dead_letter_id = $1::uuid ORDER BY created_at, id`,
+      [id],
+    );
+    return r.rows;
+  }
+
+  /** A dead letter still dead, inside the caller's transaction; with `lock`, FOR UPDATE. */
+  async row(tx: PoolClient, id: string, lock: boolean): Promise<ConsumerDeadRow | null> {
+    const r = await tx.query<ConsumerDeadRow>(
+      `SELECT id::text AS id, group_id AS "groupId", topic, partition, "offset"::text AS "offset", key, value, headers, reason
+         FROM ${this.t.deadLetters} WHERE id = $1::uuid AND resolution IS NULL ${lock ? 'FOR UPDATE' : ''}`,
+      [id],
+    );
+    return r.rows[0] ?? null;
+  }
+
+  /** Marks a dead letter requeued or discarded and audits it, inside the caller's transaction. */
+  async resolve(tx: PoolClient, row: ConsumerDeadRow, action: 'requeue' | 'discard', actor: KitActor, eventId: string | null, detail: object): Promise<void> {
+    await tx.query(
+      `WITH resolved AS (
+         UPDATE ${this.t.deadLetters} SET resolution = $2, resolved_at = now()
+          WHERE id = $1::uuid AND resolution IS NULL
+         RETURNING id, group_id, key, reason
+       )
+       INSERT INTO ${this.t.actions} (dead_letter_id, group_id, action, ticket_id, event_id, dead_reason, actor, note, detail)
+       SELECT r.id, r.group_id, $3, CASE WHEN r.key ~* $4 THEN r.key::uuid END, $5::uuid, r.reason, $6, $7, $8::jsonb
+         FROM resolved r`,
+      [row.id, action === 'requeue' ? 'requeued' : 'discarded', action, UUID_RE, eventId, actor.by, actor.note, JSON.stringify(detail)],
+    );
+  }
+
+  /** A dead letter's resolution and last action (reads only); null when there is no such row. */
+  async state(id: string): Promise<CurrentState | null> {
+    const r = await this.pool.query<{ resolution: string | null }>(`SELECT resolution FROM ${this.t.deadLetters} WHERE id = $1::uuid`, [id]);
+    if (!r.rows[0]) return null;
+    const last = await this.pool.query<{ action: string; actor: string; at: Date }>(
+      `SELECT action, actor, created_at AS at FROM ${this.t.actions} WHERE dead_letter_id = $1::uuid ORDER BY created_at DESC LIMIT 1`,
+      [id],
+    );
+    return { state: r.rows[0].resolution ?? 'dead', lastAction: last.rows[0] };
+  }
+}

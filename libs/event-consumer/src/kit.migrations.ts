@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The kit's schema, step by step. A step is applied once, in its own transaction, under an advisory
+ * lock per schema (kit-schema.repository.ts), and recorded in `<schema>.kit_migrations` with the
+ * checksum of its text: a later kit appends steps here and never edits an applied one.
+ *
+ * `{{schema}}` is the quoted schema name and `{{name}}` the bare one, both validated by KitTables
+ * (lower-case letters, digits and _), so they can stand in a statement and in a string literal.
+ */
+export interface KitMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+const TABLES = `
+CREATE SCHEMA IF NOT EXISTS {{schema}};
+
+-- Adoption: a deployment whose tables were created in public by the ticket service's earlier Prisma
+-- migrations keeps them, rows and indexes included, moved into the kit's schema. Only a table of the
+-- kit's shape (a column only the kit has) is taken, and only when the schema has no copy yet.
+DO $kit$
+BEGIN
+  IF '{{name}}' <> 'public' THEN
+    IF to_regclass('public.inbox_events') IS NOT NULL AND to_regclass('{{schema}}.inbox_events') IS NULL
+       AND EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = 'public' AND table_name = 'inbox_events' AND column_name = 'last_duplicate_at') THEN
+      ALTER TABLE public.inbox_events SET SCHEMA {{schema}};
+    END IF;
+    IF to_regclass('public.consumer_dead_letters') IS NOT NULL AND to_regclass('{{schema}}.consumer_dead_letters') IS NULL
+       AND EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = 'public' AND table_name = 'consumer_dead_letters' AND column_name = 'headers') THEN
+      ALTER TABLE public.consumer_dead_letters SET SCHEMA {{schema}};
+    END IF;
+    IF to_regclass('public.replays') IS NOT NULL AND to_regclass('public.replay_partitions') IS NOT NULL
+       AND to_regclass('{{schema}}.replays') IS NULL AND to_regclass('{{schema}}.replay_partitions') IS NULL
+       AND EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = 'public' AND table_name = 'replay_partitions' AND column_name = 'last_offset') THEN
+      ALTER TABLE public.replays SET SCHEMA {{schema}};
+      ALTER TABLE public.replay_partitions SET SCHEMA {{schema}};
+    END IF;
+  END IF;
+END
+$kit$;
+
+-- Dedup: one row per (event, consumer group), written in the handler's transaction.
+CREATE TABLE IF NOT EXISTS {{schema}}.inbox_events (
+  group_id          text        NOT NULL,
+  event_id          uuid        NOT NULL,
+  event_type        text        NOT NULL,
+  ticket_id         uuid        NOT NULL,
+  topic             text        NOT NULL,
+  partition         integer     NOT NULL,
+  "offset"          bigint      NOT NULL,
+  duplicates        integer     NOT NULL DEFAULT 0,
+  last_duplicate_at timestamptz(3),
+  received_at       timestamptz(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  CONSTRAINT inbox_events_pkey PRIMARY KEY (event_id, group_id)
+);
+-- Rows arrive in received_at order: a BRIN index serves the purge at almost no cost per insert.
+CREATE INDEX IF NOT EXISTS inbox_events_received_at_idx ON {{schema}}.inbox_events USING BRIN (received_at);
+
+-- Messages a group could not take (invalid, or a handler that failed every attempt), kept as read.
+CREATE TABLE IF NOT EXISTS {{schema}}.consumer_dead_letters (
+  id          uuid        NOT NULL DEFAULT gen_random_uuid(),
+  group_id    text        NOT NULL,
+  topic       text        NOT NULL,
+  partition   integer     NOT NULL,
+  "offset"    bigint      NOT NULL,
+  key         text,
+  value       text,
+  headers     jsonb       NOT NULL DEFAULT '{}',
+  reason      text        NOT NULL,
+  created_at  timestamptz(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  resolution  text,
+  resolved_at timestamptz(3),
+  CONSTRAINT consumer_dead_letters_pkey PRIMARY KEY (id)
+);
+ALTER TABLE {{schema}}.consumer_dead_letters ADD COLUMN IF NOT EXISTS resolution text, ADD COLUMN IF NOT EXISTS resolved_at timestamptz(3);
+CREATE UNIQUE INDEX IF NOT EXISTS consumer_dead_letters_group_id_topic_partition_offset_key
+  ON {{schema}}.consumer_dead_letters (group_id, topic, partition, "offset");
+CREATE INDEX IF NOT EXISTS consumer_dead_letters_created_at_idx ON {{schema}}.consumer_dead_letters (created_at);
+
+-- Replays (ticket-events replay): the group's offsets moved back; the members count what they re-read.
+CREATE TABLE IF NOT EXISTS {{schema}}.replays (
+  id          uuid        NOT NULL,
+  group_id    text        NOT NULL,
+  topic       text        NOT NULL,
+  from_spec   text        NOT NULL,
+  status      text        NOT NULL DEFAULT 'running',
+  started_at  timestamptz(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  finished_at timestamptz(3),
+  CONSTRAINT replays_pkey PRIMARY KEY (id),
+  CONSTRAINT replays_status_check CHECK (status IN ('running', 'completed', 'superseded', 'failed'))
+);
+CREATE INDEX IF NOT EXISTS replays_group_id_topic_status_idx ON {{schema}}.replays (group_id, topic, status);
+CREATE TABLE IF NOT EXISTS {{schema}}.replay_partitions (
+  replay_id    uuid    NOT NULL,
+  partition    integer NOT NULL,
+  start_offset bigint  NOT NULL,
+  end_offset   bigint  NOT NULL,
+  last_offset  bigint  NOT NULL,
+  reread       integer NOT NULL DEFAULT 0,
+  skipped      integer NOT NULL DEFAULT 0,
+  invalid      integer NOT NULL DEFAULT 0,
+  CONSTRAINT replay_partitions_pkey PRIMARY KEY (replay_id, partition),
+  CONSTRAINT replay_partitions_replay_id_fkey FOREIGN KEY (replay_id) REFERENCES {{schema}}.replays (id) ON DELETE CASCADE ON UPDATE CASCADE
+);
+
+-- One row per requeue or discard of a consumer dead letter: who, when, why, what was done.
+CREATE TABLE IF NOT EXISTS {{schema}}.dead_letter_actions (
+  id             uuid        NOT NULL DEFAULT gen_random_uuid(),
+  dead_letter_id uuid        NOT NULL,
+  group_id       text        NOT NULL,
+  action         text        NOT NULL,
+  event_id       uuid,
+  ticket_id      uuid,
+  dead_reason    text        NOT NULL,
+  actor          text        NOT NULL,
+  note           text,
+  detail         jsonb       NOT NULL DEFAULT '{}',
+  created_at     timestamptz(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  CONSTRAINT dead_letter_actions_pkey PRIMARY KEY (id),
+  CONSTRAINT dead_letter_actions_action_check CHECK (action IN ('requeue', 'discard'))
+);
+CREATE INDEX IF NOT EXISTS dead_letter_actions_dead_letter_id_idx ON {{schema}}.dead_letter_actions (dead_letter_id, created_at);
+
+-- The ticket service audited consumer dead letters in its own public.dead_letter_actions (kind
+-- 'consumer', beside its outbox and notification kinds, which stay there): those rows move here.
+DO $kit$
+BEGIN
+  IF '{{name}}' <> 'public' AND to_regclass('public.dead_letter_actions') IS NOT NULL
+     AND EXISTS (SELECT 1 FROM information_schema.columns
+                  WHERE table_schema = 'public' AND table_name = 'dead_letter_actions' AND column_name = 'target_id') THEN
+    INSERT INTO {{schema}}.dead_letter_actions (id, dead_letter_id, group_id, action, event_id, ticket_id, dead_reason, actor, note, detail, created_at)
+    SELECT a.id, a.target_id::uuid, COALESCE(c.group_id, ''), a.action, a.event_id, a.ticket_id, a.dead_reason, a.actor, a.note, a.detail, a.created_at
+      FROM public.dead_letter_actions a
+      LEFT JOIN {{schema}}.consumer_dead_letters c ON c.id::text = a.target_id
+     WHERE a.kind = 'consumer'
+    ON CONFLICT (id) DO NOTHING;
+    DELETE FROM public.dead_letter_actions WHERE kind = 'consumer';
+  END IF;
+END
+$kit$;
+`;
+
+/** Every step of the kit's schema, in order. Append only. */
+export const KIT_MIGRATIONS: readonly KitMigration[] = [{ version: 1, name: 'kit_tables', sql: TABLES }];
+
+/** The schema version this build of the kit needs (the last step). */
+export const KIT_SCHEMA_VERSION = KIT_MIGRATIONS[KIT_MIGRATIONS.length - 1].version;
+
+/** The step's checksum: of its text as written here, before the schema name goes in. */
+export const checksumOf = (m: KitMigration): string => createHash('sha256').update(m.sql).digest('hex');
+
+/** The kit_migrations table itself, created (under the lock) before any step. */
+export const BOOKKEEPING = `
+CREATE SCHEMA IF NOT EXISTS {{schema}};
+CREATE TABLE IF NOT EXISTS {{schema}}.kit_migrations (
+  version    integer     NOT NULL PRIMARY KEY,
+  name       text        NOT NULL,
+  checksum   text        NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now()
+);`;
+
+/** The text of a step for one schema (the name was validated by KitTables). */
+export function forSchema(sql: string, schema: { schema: string; quotedSchema: string }): string {
+  return sql.replaceAll('{{schema}}', schema.quotedSchema).replaceAll('{{name}}', schema.schema);
+}

@@ -1,0 +1,74 @@
+// The consumer kit's own migration (`ticket-events migrate`, migrate() of @tickets/event-consumer/admin)
+// on an empty database: two replicas migrating at once both succeed and every step is applied once,
+// a second run changes nothing, a step applied with another text is refused, and a consumer refuses to
+// start on an unmigrated schema, naming the command to run.
+import { Pool } from 'pg';
+import { KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
+import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, migrate } from '@tickets/event-consumer/admin';
+import { TEST_KAFKA_BROKERS } from '../support/env';
+import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
+
+jest.setTimeout(60_000);
+
+let database: ScratchDatabase;
+let db: Pool;
+
+beforeAll(async () => {
+  database = await scratchDatabase('migrate');
+  db = new Pool({ connectionString: database.url, max: 2 });
+});
+
+afterAll(async () => {
+  await db?.end();
+  await database?.drop();
+});
+
+const tables = async (schema: string) =>
+  (await db.query<{ t: string }>('SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1', [schema])).rows.map((r) => r.t);
+
+it('two concurrent migrations of an empty database both succeed and apply each step once; a second run is a no-op', async () => {
+  const [a, b] = await Promise.all([migrate({ databaseUrl: database.url }), migrate({ databaseUrl: database.url })]);
+  expect(a.version).toBe(KIT_SCHEMA_VERSION);
+  expect(b.version).toBe(KIT_SCHEMA_VERSION);
+  // One of them applied every step, the other found them recorded.
+  expect([a.applied.length, b.applied.length].sort()).toEqual([0, KIT_MIGRATIONS.length]);
+  const steps = await db.query('SELECT version, name FROM ticket_events.kit_migrations ORDER BY version');
+  expect(steps.rows).toEqual(KIT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
+  expect(await tables('ticket_events')).toEqual(['consumer_dead_letters', 'dead_letter_actions', 'inbox_events', 'kit_migrations', 'replay_partitions', 'replays']);
+  // Nothing of the ticket service: the kit's tables only.
+  expect(await tables('public')).toEqual([]);
+
+  const again = await migrate({ databaseUrl: database.url });
+  expect(again.applied).toEqual([]);
+  const appliedAt = await db.query('SELECT applied_at FROM ticket_events.kit_migrations');
+  expect(appliedAt.rowCount).toBe(KIT_MIGRATIONS.length);
+});
+
+it('puts the tables in the schema it is given, and refuses a schema name that is not a plain identifier', async () => {
+  await migrate({ databaseUrl: database.url, schema: 'billing_events' });
+  expect(await tables('billing_events')).toContain('inbox_events');
+  await expect(migrate({ databaseUrl: database.url, schema: 'x"; DROP SCHEMA ticket_events CASCADE; --' })).rejects.toThrow(/not a valid schema name/);
+  expect(await tables('ticket_events')).toContain('inbox_events');
+});
+
+it('refuses a schema whose recorded step has another checksum (migrated by a different kit)', async () => {
+  await db.query("UPDATE billing_events.kit_migrations SET checksum = 'something-else' WHERE version = 1");
+  await expect(migrate({ databaseUrl: database.url, schema: 'billing_events' })).rejects.toThrow(/step 1 \(kit_tables\) was applied with another text/);
+});
+
+it('a consumer on an unmigrated schema refuses to start and names the command; with migrate: true it migrates itself', async () => {
+  const options = { brokers: TEST_KAFKA_BROKERS, topic: 'kit-migrate-unused', groupId: 'kit-migrate-it', databaseUrl: database.url, metrics: false as const };
+  const refused = new TicketEventsServer({ ...options, schema: 'never_migrated' });
+  const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
+  expect(err).toBeInstanceOf(KitSchemaOutdated);
+  expect((err as Error).message).toContain('run `npx ticket-events migrate --schema never_migrated`');
+
+  const self = new TicketEventsServer({ ...options, schema: 'self_migrated', migrate: true });
+  // It migrates, then waits for the (absent) topic: stop it once the schema is there.
+  const listening = new Promise<unknown>((resolve) => void self.listen((e) => resolve(e)));
+  for (let i = 0; i < 100 && !(await tables('self_migrated')).includes('kit_migrations'); i++) await new Promise((r) => setTimeout(r, 100));
+  await self.close();
+  await listening;
+  const v = await db.query('SELECT max(version)::int AS v FROM self_migrated.kit_migrations');
+  expect(v.rows[0].v).toBe(KIT_SCHEMA_VERSION);
+});
