@@ -55,7 +55,7 @@ describe('event consumer kit: replay of a kit group', () => {
     const out: string[] = [];
     const outcome = replayTopic(
       { group: groupId, topic, from: 'earliest', partition: 1, wait: true, follow: true, timeoutMs: 60_000, pollIntervalMs: 200 },
-      { prisma, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
+      { prisma, databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
     );
     await eventually(() => out.join('\n'), (t) => t.includes('message(s) to re-read'), 20_000, 'the offsets to move');
     expect(await committed()).toEqual(['5', '0']);
@@ -80,7 +80,7 @@ describe('event consumer kit: replay of a kit group', () => {
     const before = await committed();
     const r = await replayTopic(
       { group: groupId, topic, from: 'earliest', partition: 7, wait: true, follow: false, timeoutMs: 30_000, pollIntervalMs: 200 },
-      { prisma, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
+      { prisma, databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
     );
     expect(r).toEqual({ outcome: 'failed' });
     expect(out.join('\n')).toContain('has no partition 7');

@@ -6,6 +6,9 @@ export { OnTicketEvent, OnTicketEventBatch, TICKET_EVENTS_TRANSPORT, type BatchH
 export { TicketEventContext, TicketEventBatchContext, type OwnInboxResult } from './event-context';
 export type { InvalidMessage } from './envelope-parser';
 export { forgetGroupInbox } from './group-inbox';
+// The replay command's side of a pause (libs/topic-replay), and the table's DDL for the kit's migrations.
+export { GroupPauseRepository, type PauseClaim, type PauseState } from './group-pause.repository';
+export { PAUSE_MIGRATION } from './pause.migration';
 // Nest's parameter decorators, so that a consumer needs no other import for its handlers.
 export { Ctx, Payload } from '@nestjs/microservices';
 // The event types of the shared contracts, as handlers receive them.

@@ -9,6 +9,7 @@ import { TICKET_EVENTS_BATCH_PATTERN, TICKET_EVENTS_TRANSPORT, type HandlerExtra
 import { parseEnvelope } from './envelope-parser';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
+import { PauseWatch } from './pause-watch';
 import { ReplayCountersRepository } from './replay-counters.repository';
 import { ReplayWatch } from './replay-watch';
 import { checkTopicRetention } from './topic-retention';
@@ -33,6 +34,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   private readonly pool: Pool;
   private readonly kafka: Kafka;
   private membership?: KafkaMembership;
+  private pauses?: PauseWatch;
   private readonly inbox = new KitInboxRepository();
   private readonly log?: Logger;
   private metricsServer?: { port: number; close(): Promise<void> };
@@ -91,7 +93,12 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
         this.log,
         { joined: () => watch.forget(), rebuilt: () => this.metrics.rebuilds.inc({ group: this.options.groupId }) },
       );
-      await this.membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log));
+      // A replay that pauses the group keeps new members out too: they join once it is released.
+      const membership = this.membership;
+      this.pauses = new PauseWatch(this.pool, this.options.databaseUrl, this.options.groupId, this.log);
+      const paused = await this.pauses.read();
+      await membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log), paused);
+      this.pauses.start((p) => (p ? membership.leave() : membership.rejoin()));
       this.startPurge();
       this._status$.next('connected');
       this.log?.info({ metricsPort: this.metricsPort }, 'event consumer started');
@@ -124,6 +131,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   private async shutdown(): Promise<void> {
     clearInterval(this.purgeTimer);
+    await this.pauses?.stop();
     await this.membership?.stop();
     await this.metricsServer?.close();
     await this.pool.end().catch(() => undefined);
