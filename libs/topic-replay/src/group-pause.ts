@@ -79,7 +79,7 @@ export async function pauseGroup(
       out(
         `replay: ${plural(left, 'member')} of group ${group.groupId} did not leave within ${seconds(Date.now() - t0)} (${memberNames(g)}); nothing was changed.\n` +
           'A member leaves only if it runs the consumer kit (@tickets/event-consumer) with pause support against this database. ' +
-          'Stop those consumers and run this again with --no-pause, or check their logs for "group paused by a replay".',
+          'Stop those consumers, then run this again; or check their logs for "group paused by a replay" (a member that saw the request and is still finishing a long chunk).',
       );
       return { paused: false, outcome: 'timeout' };
     }
