@@ -1,4 +1,4 @@
-// Replay (`npm run cli -- replay`, libs/topic-replay) against the real broker: the group's offsets
+// Replay (`npm run cli -- replay`, the kit's replayTopic) against the real broker: the group's offsets
 // really move back, the consumer really re-reads the topic, and the inbox turns every re-read event
 // into a skip. The command is run as the CLI runs it: argument parsing, then the lib.
 import { randomUUID } from 'node:crypto';
@@ -63,18 +63,18 @@ afterAll(async () => {
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);
 });
 
-it('refuses to move the offsets while the group has live members', async () => {
-  const { out, done } = replay(['--from', 'earliest']);
+it('with --no-pause, refuses to move the offsets while the group has live members', async () => {
+  const { out, done } = replay(['--from', 'earliest', '--no-pause']);
   expect(await done).toBe(EXIT.groupBusy);
-  expect(out.join('\n')).toMatch(/has 1 live member\(s\).*\n.*stop its consumers.*--wait/);
+  expect(out.join('\n')).toMatch(/has 1 live member\(s\).*\n.*without --no-pause to ask its members to pause, stop its consumers first, or pass --wait/);
   const { rows } = await db.query('SELECT count(*)::int AS n FROM ticket_events.replays WHERE group_id = $1', [groupId]);
   expect(rows[0].n).toBe(0);
 });
 
 it('replays the whole topic from earliest: every event is skipped, no new webhook', async () => {
-  // --wait: the command waits for the running consumer to stop, then moves the offsets; --follow: it
-  // stays until the restarted consumer has re-read everything.
-  const { out, done } = replay(['--from', 'earliest', '--wait', '--follow', '--timeout', '60s']);
+  // --no-pause --wait: the command waits for the running consumer to stop, then moves the offsets;
+  // --follow: it stays until the restarted consumer has re-read everything.
+  const { out, done } = replay(['--from', 'earliest', '--no-pause', '--wait', '--follow', '--timeout', '60s']);
   await eventually(() => out.join('\n'), (t) => t.includes('waiting for group'), 10_000, 'the wait message');
   await stopNotifier();
   await eventually(() => out.join('\n'), (t) => t.includes('message(s) to re-read'), 20_000, 'the offsets to move');
@@ -119,4 +119,19 @@ it('replays from a point in time: only the events after it are re-read; new even
   await new Promise((r) => setTimeout(r, 500));
   expect(receiver.requests).toHaveLength(N + 5);
   expect(await notificationCount()).toBe(before + 5);
+});
+
+it('replays the live group without stopping it: the notifier pauses, rejoins, re-reads everything and sends nothing again', async () => {
+  const sent = receiver.requests.length;
+  const before = await notificationCount();
+  const { out, done } = replay(['--from', 'earliest', '--follow', '--timeout', '60s']);
+  expect(await done).toBe(EXIT.ok);
+  const text = out.join('\n');
+  expect(text).toContain(`asking 1 member of ${groupId} to pause`);
+  expect(text).toContain(`offsets moved; members rejoining (pause of ${groupId} released)`);
+  expect(text).toMatch(new RegExp(`re-read\\s+${sent} of ${sent}\\n\\s+skipped \\(already processed\\)\\s+${sent}\\n`));
+  expect(consumer!.server.readiness()).toMatchObject({ ready: true });
+  await new Promise((r) => setTimeout(r, 500));
+  expect(receiver.requests).toHaveLength(sent);
+  expect(await notificationCount()).toBe(before);
 });

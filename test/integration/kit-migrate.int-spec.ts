@@ -4,7 +4,7 @@
 // start on an unmigrated schema, naming the command to run.
 import { Pool } from 'pg';
 import { KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
-import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, migrate } from '@tickets/event-consumer/admin';
+import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf, migrate } from '@tickets/event-consumer/admin';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
 
@@ -30,11 +30,13 @@ it('two concurrent migrations of an empty database both succeed and apply each s
   const [a, b] = await Promise.all([migrate({ databaseUrl: database.url }), migrate({ databaseUrl: database.url })]);
   expect(a.version).toBe(KIT_SCHEMA_VERSION);
   expect(b.version).toBe(KIT_SCHEMA_VERSION);
-  // One of them applied every step, the other found them recorded.
-  expect([a.applied.length, b.applied.length].sort()).toEqual([0, KIT_MIGRATIONS.length]);
+  // Every step was applied by exactly one of them (each step takes the lock on its own: one may apply
+  // step 1 and the other step 2), the other found it recorded.
+  const applied = [...a.applied, ...b.applied].sort((x, y) => x.version - y.version);
+  expect(applied).toEqual(KIT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
   const steps = await db.query('SELECT version, name FROM ticket_events.kit_migrations ORDER BY version');
   expect(steps.rows).toEqual(KIT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
-  expect(await tables('ticket_events')).toEqual(['consumer_dead_letters', 'dead_letter_actions', 'inbox_events', 'kit_migrations', 'replay_partitions', 'replays']);
+  expect(await tables('ticket_events')).toEqual(['consumer_dead_letters', 'dead_letter_actions', 'inbox_events', 'kit_migrations', 'replay_partitions', 'replay_pauses', 'replays']);
   // Nothing of the ticket service: the kit's tables only.
   expect(await tables('public')).toEqual([]);
 
@@ -54,6 +56,28 @@ it('puts the tables in the schema it is given, and refuses a schema name that is
 it('refuses a schema whose recorded step has another checksum (migrated by a different kit)', async () => {
   await db.query("UPDATE billing_events.kit_migrations SET checksum = 'something-else' WHERE version = 1");
   await expect(migrate({ databaseUrl: database.url, schema: 'billing_events' })).rejects.toThrow(/step 1 \(kit_tables\) was applied with another text/);
+});
+
+it('a schema at version 1 (an earlier kit) gets step 2 alone; step 1 keeps the text and checksum it shipped with', async () => {
+  // Step 1 as the first kit shipped it: a later kit never edits it (deployments recorded this checksum).
+  expect(checksumOf(KIT_MIGRATIONS[0])).toBe('e3ad02dd431e2dfca039fb03341f571ee21f07c7cd05cf4b58a22d83e75dad37');
+  expect(KIT_MIGRATIONS.map((m) => `${m.version} ${m.name}`)).toEqual(['1 kit_tables', '2 replay_pauses']);
+  await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
+  // What the first kit left: step 1 only.
+  await db.query('DROP TABLE earlier_kit.replay_pauses');
+  await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version = 2');
+  const before = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations');
+  const options = { brokers: TEST_KAFKA_BROKERS, topic: 'kit-migrate-unused', groupId: 'kit-migrate-it', databaseUrl: database.url, metrics: false as const, schema: 'earlier_kit' };
+  const refused = new TicketEventsServer(options);
+  const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
+  expect((err as Error).message).toContain('in schema earlier_kit are at version 1, this kit needs 2: run `npx ticket-events migrate --schema earlier_kit`');
+
+  const r = await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
+  expect(r).toEqual({ schema: 'earlier_kit', applied: [{ version: 2, name: 'replay_pauses' }], version: 2 });
+  expect(await tables('earlier_kit')).toContain('replay_pauses');
+  const after = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations ORDER BY version');
+  expect(after.rows[0]).toEqual(before.rows[0]);
+  expect(after.rows[1]).toMatchObject({ version: 2, checksum: checksumOf(KIT_MIGRATIONS[1]) });
 });
 
 it('a consumer on an unmigrated schema refuses to start and names the command; with migrate: true it migrates itself', async () => {

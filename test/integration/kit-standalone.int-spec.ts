@@ -58,10 +58,10 @@ it('the bin: --help on itself and on each command; a missing database says how t
 
 it('migrates a database of its own that then holds only the kit schema, and a consumer applies each event once', async () => {
   const first = await bin('migrate');
-  expect(first).toMatchObject({ code: 0, out: 'migrated schema ticket_events to version 1: applied 1 kit_tables\n' });
+  expect(first).toMatchObject({ code: 0, out: 'migrated schema ticket_events to version 2: applied 1 kit_tables, 2 replay_pauses\n' });
   // The --database-url flag wins over DATABASE_URL.
   const again = await runKitBin(['migrate', '--database-url', database.url], { DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/nothing' });
-  expect(again).toMatchObject({ code: 0, out: 'schema ticket_events is up to date (version 1); nothing to do\n' });
+  expect(again).toMatchObject({ code: 0, out: 'schema ticket_events is up to date (version 2); nothing to do\n' });
   const schemas = await db.query<{ s: string; t: string }>(
     "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
   );
@@ -71,6 +71,7 @@ it('migrates a database of its own that then holds only the kit schema, and a co
     'ticket_events.inbox_events',
     'ticket_events.kit_migrations',
     'ticket_events.replay_partitions',
+    'ticket_events.replay_pauses',
     'ticket_events.replays',
   ]);
 
@@ -104,13 +105,13 @@ it('dead-letters list, requeue (refused: still invalid) and discard on the consu
   expect(JSON.parse(show.out)).toMatchObject({ item: { id, state: 'discarded' }, history: [{ action: 'discard', actor: 'ops-test' }] });
 });
 
-it('replay from earliest: refused while the group has a live member; then every event is re-read and skipped, no second effect', async () => {
-  const busy = await bin('replay', '--group', groupId, '--from', 'earliest');
+it('replay from earliest with --no-pause: refused while the group has a live member; then every event is re-read and skipped, no second effect', async () => {
+  const busy = await bin('replay', '--group', groupId, '--from', 'earliest', '--no-pause');
   expect(busy.code).toBe(3);
   expect(busy.out).toContain('live member(s)');
   await example!.app.close();
   example = undefined;
-  const moved = await runKitBin(['replay', '--group', groupId, '--from', 'earliest', '--wait', '--timeout', '60s', '--brokers', TEST_KAFKA_BROKERS.join(','), '--topic', topic], { DATABASE_URL: database.url });
+  const moved = await runKitBin(['replay', '--group', groupId, '--from', 'earliest', '--no-pause', '--wait', '--timeout', '60s', '--brokers', TEST_KAFKA_BROKERS.join(','), '--topic', topic], { DATABASE_URL: database.url });
   expect(moved.code).toBe(0);
   expect(moved.out).toContain('17 message(s) to re-read');
   example = await startExample(options());

@@ -69,14 +69,18 @@ afterAll(async () => {
 
 it('moves the kit tables into ticket_events with every row, and a replay from earliest sends nothing again', async () => {
   const out = serviceMigrate(database.url);
-  expect(out).toContain('consumer kit schema ticket_events: applied 1 kit_tables');
+  expect(out).toContain('consumer kit schema ticket_events: applied 1 kit_tables, 2 replay_pauses');
+  expect((await db.query('SELECT version, name FROM ticket_events.kit_migrations ORDER BY version')).rows).toEqual([
+    { version: 1, name: 'kit_tables' },
+    { version: 2, name: 'replay_pauses' },
+  ]);
   expect(await count("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name IN ('inbox_events', 'consumer_dead_letters', 'replays', 'replay_partitions')")).toBe(0);
   expect(await count('SELECT count(*)::int AS n FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [[notifierGroup, kitGroup]])).toBe(12);
   expect(await count("SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND resolution = 'discarded'", [notifierGroup])).toBe(1);
   // The consumer kind's audit moved to the kit's table; the service's other kinds stayed in public.
   expect((await db.query('SELECT actor, note, group_id FROM ticket_events.dead_letter_actions')).rows).toEqual([{ actor: 'ops', note: 'before the upgrade', group_id: notifierGroup }]);
   expect((await db.query('SELECT kind FROM public.dead_letter_actions')).rows).toEqual([{ kind: 'notification' }]);
-  expect(serviceMigrate(database.url)).toContain('consumer kit schema ticket_events is up to date (version 1)');
+  expect(serviceMigrate(database.url)).toContain('consumer kit schema ticket_events is up to date (version 2)');
 
   // Both groups have no committed offset: they read the whole topic from earliest, as a replay would.
   const config = loadConfig({ DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, NOTIFIER_GROUP_ID: notifierGroup });

@@ -34,8 +34,8 @@ export interface KitChild {
   exited: Promise<number | null>;
 }
 
-/** The kit example consumer as a real OS process. */
-export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx?: boolean }): KitChild {
+/** The kit example consumer as a real OS process (on the test database, or on `databaseUrl`). */
+export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx?: boolean; databaseUrl?: string }): KitChild {
   const entry = compileChild();
   const proc = spawn(process.execPath, [entry], {
     env: {
@@ -43,7 +43,7 @@ export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx
       TOPIC: env.topic,
       GROUP_ID: env.groupId,
       KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
-      DATABASE_URL: TEST_DATABASE_URL,
+      DATABASE_URL: env.databaseUrl ?? TEST_DATABASE_URL,
       KILL_AFTER_TX: env.killAfterTx ? '1' : '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

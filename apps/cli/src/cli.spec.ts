@@ -158,13 +158,14 @@ describe('cli arguments', () => {
     expect(argsOf(reconcileCli, '--tenant=acme').tenant).toBe('acme');
   });
 
-  it('replay: from earliest or a time, wait, follow, timeout', () => {
-    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({ group: 'g', topic: undefined, from: 'earliest', partition: undefined, wait: false, follow: false, timeoutMs: 1_800_000 });
-    expect(argsOf(replayCli, '--group', 'g', '--topic', 't', '--from', '2026-11-30T08:00:00+01:00', '--wait', '--follow', '--timeout', '60s')).toEqual({
+  it('replay: from earliest or a time, pause by default or --no-pause, wait, follow, timeout', () => {
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({ group: 'g', topic: undefined, from: 'earliest', partition: undefined, pause: true, wait: false, follow: false, timeoutMs: 1_800_000 });
+    expect(argsOf(replayCli, '--group', 'g', '--topic', 't', '--from', '2026-11-30T08:00:00+01:00', '--no-pause', '--wait', '--follow', '--timeout', '60s')).toEqual({
       group: 'g',
       topic: 't',
       from: '2026-11-30T08:00:00+01:00',
       partition: undefined,
+      pause: false,
       wait: true,
       follow: true,
       timeoutMs: 60_000,

@@ -2,7 +2,7 @@ import { parseDuration } from '@tickets/config';
 import { isReplayStart, replayTopic, type ReplayOutcome } from '@tickets/event-consumer/admin';
 import { CLI, UsageProblem, type CliCommand } from './command-line';
 
-/** Exit codes: 0 done, 1 failed, 2 usage, 3 the group has live members (no --wait), 4 timed out. */
+/** Exit codes: 0 done, 1 failed, 2 usage, 3 the group is busy (--no-pause without --wait, or paused by another replay), 4 timed out. */
 export const REPLAY_EXIT = { ok: 0, failed: 1, usage: 2, groupBusy: 3, timeout: 4 } as const;
 
 const EXIT_OF: Record<ReplayOutcome['outcome'], number> = {
@@ -20,6 +20,7 @@ interface ReplayArgs {
   topic?: string;
   from?: string;
   partition?: number;
+  pause: boolean;
   wait: boolean;
   follow: boolean;
   timeoutMs: number;
@@ -30,15 +31,18 @@ export const replayCli: CliCommand<ReplayArgs> = {
   name: 'replay',
   summary: "move a consumer group's offsets back so it re-reads the topic (safe: dedup by event id)",
   usage: [
-    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--partition <n>] [--wait] [--follow] [--timeout 30m]',
+    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--partition <n>] [--no-pause [--wait]] [--follow] [--timeout 30m]',
     'replay --group <group> [--topic <topic>] --follow      (follow the group\'s latest replay)',
   ],
   details: [
     "Moves the consumer group's committed offsets back, so the consumers re-read the topic from there.",
-    'The group must have no live members (stop the consumers first), or pass --wait to wait until it has none.',
+    'Kafka moves only an empty group\'s offsets. A group with live members is asked to pause: each member (a',
+    'consumer built on @tickets/event-consumer) finishes and commits its chunk, leaves the group, and rejoins by',
+    'itself once the offsets moved. No consumer is stopped by hand; nothing is lost or handled twice (inbox).',
+    'With --no-pause a group with live members is refused (exit 3), or with --wait waited for until it is empty.',
     '--follow stays until the group\'s committed offsets pass the messages that existed at replay time and',
     'reports how many were re-read and how many were skipped as already processed (no new notification).',
-    'Exit codes: 0 done, 1 failed, 2 usage, 3 the group has live members (no --wait), 4 timed out.',
+    'Exit codes: 0 done, 1 failed, 2 usage, 3 the group is busy (--no-pause, or paused by another replay), 4 timed out.',
   ],
   options: {
     group: { type: 'string', value: '<group>', description: 'the consumer group to rewind, e.g. ticket-notifier', required: true },
@@ -50,7 +54,8 @@ export const replayCli: CliCommand<ReplayArgs> = {
       default: 'none: only --follow',
     },
     partition: { type: 'string', value: '<n>', description: 'rewind only this partition (the others keep their offsets)', default: 'every partition' },
-    wait: { type: 'boolean', description: 'wait for the group to become empty instead of refusing (exit 3)', default: 'off' },
+    'no-pause': { type: 'boolean', description: 'do not ask live members to pause: refuse a group with live members (exit 3), or --wait', default: 'off (pause)' },
+    wait: { type: 'boolean', description: 'with --no-pause: wait for the group to become empty instead of refusing (exit 3); a pause always waits for the members to leave', default: 'off' },
     follow: { type: 'boolean', description: 'stay, show progress and report re-read vs skipped when done', default: 'off' },
     timeout: { type: 'string', value: '<duration>', description: 'give up waiting or following after this long (exit 4)', default: '30m' },
   },
@@ -72,7 +77,8 @@ export const replayCli: CliCommand<ReplayArgs> = {
     } catch (e) {
       return new UsageProblem(`--timeout: ${(e as Error).message}`);
     }
-    return { group, topic: values.topic as string | undefined, from, partition, wait: values.wait === true, follow, timeoutMs };
+    const pause = values['no-pause'] !== true;
+    return { group, topic: values.topic as string | undefined, from, partition, pause, wait: values.wait === true, follow, timeoutMs };
   },
   async run(args, { config, out }) {
     const topic = args.topic ?? config.kafka.topic;
@@ -81,7 +87,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
       { databaseUrl: config.database.url, kafka: { brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-replay` }, out },
     );
     if (result.outcome === 'started') {
-      out(`start the consumers (npm run start:consumer), then follow the replay with: ${CLI} replay --group ${args.group} --topic ${topic} --follow`);
+      out(`the group's consumers re-read from there (running ones rejoin by themselves, stopped ones when started); follow the replay with: ${CLI} replay --group ${args.group} --topic ${topic} --follow`);
     }
     return EXIT_OF[result.outcome];
   },

@@ -29,7 +29,10 @@ export async function resetStatsGroup(t: RebuildTarget, opts: { clear: boolean }
   try {
     const members = async () => (await admin.describeGroups([t.groupId])).groups[0]?.members.length ?? 0;
     if ((await members()) > 0) {
-      throw new GroupBusyError(`consumer group ${t.groupId} has live members: stop every stats consumer of the group first`);
+      throw new GroupBusyError(
+        `consumer group ${t.groupId} has live members: stop every stats consumer of the group first` +
+          (opts.clear ? '' : ` (or replay without stopping them: npm run cli -- replay --group ${t.groupId} --from earliest --follow)`),
+      );
     }
     await admin.resetOffsets({ groupId: t.groupId, topic: t.topic, earliest: true });
     if (!opts.clear) return { cleared: false, inboxRowsForgotten: 0 };

@@ -130,4 +130,48 @@ describe('KafkaMembership', () => {
     expect(made).toHaveLength(n);
     expect(m.status().state).toBe('stopped');
   });
+
+  it('leaves the group for a pause and rejoins with a new consumer; a start while paused joins only at rejoin()', async () => {
+    const { made, m } = setup();
+    await m.start();
+    await m.leave();
+    expect(made[0].connected).toBe(false);
+    expect(m.status()).toEqual({ ready: false, state: 'paused' });
+    // The left consumer crashes in its join and kafkajs would restart it: it is disconnected again.
+    let disconnects = 0;
+    made[0].disconnect = async () => void disconnects++;
+    made[0].crash(true);
+    await until(() => disconnects === 1);
+    expect(m.status().state).toBe('paused');
+    await m.rejoin();
+    await until(() => m.status().ready);
+    expect(made).toHaveLength(2);
+    expect(made[1].runs).toBe(1);
+    await m.stop();
+
+    const late = setup();
+    await late.m.start(async () => undefined, true);
+    expect(late.made).toHaveLength(0);
+    expect(late.m.status()).toEqual({ ready: false, state: 'paused' });
+    await late.m.rejoin();
+    await until(() => late.m.status().ready);
+    expect(late.made).toHaveLength(1);
+    await late.m.stop();
+  });
+
+  it('a pause during a rebuild ends the rebuild without joining', async () => {
+    const { world, made, m } = setup();
+    await m.start();
+    world.brokerDown = true;
+    made[0].crash(false);
+    await until(() => made.length >= 2);
+    await m.leave();
+    world.brokerDown = false;
+    const n = made.length;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(made).toHaveLength(n);
+    expect(made.every((c) => !c.connected)).toBe(true);
+    expect(m.status().state).toBe('paused');
+    await m.stop();
+  });
 });

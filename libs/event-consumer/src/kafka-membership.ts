@@ -1,8 +1,11 @@
 import type { Consumer, ConsumerConfig, ConsumerRunConfig, Kafka } from 'kafkajs';
 import type { KitLogger as Logger } from './kit-logger';
 
-/** starting → running (joined) ⇄ rejoining (kafkajs restarts itself) / reconnecting (rebuilt by us) → stopped. */
-export type MembershipState = 'starting' | 'running' | 'rejoining' | 'reconnecting' | 'stopped';
+/**
+ * starting → running (joined) ⇄ rejoining (kafkajs restarts itself) / reconnecting (rebuilt by us) → stopped;
+ * paused: out of the group while a replay moves its offsets (leave / rejoin), and resuming back in.
+ */
+export type MembershipState = 'starting' | 'running' | 'rejoining' | 'reconnecting' | 'paused' | 'resuming' | 'stopped';
 
 export interface MembershipOptions {
   groupId: string;
@@ -44,6 +47,8 @@ export class KafkaMembership {
   private consumer?: Consumer;
   private state: MembershipState = 'starting';
   private stopping = false;
+  private paused = false;
+  private leaving?: Promise<void>;
   private rebuilding?: Promise<void>;
   private wake?: () => void;
 
@@ -66,20 +71,24 @@ export class KafkaMembership {
   /**
    * The first start. `before` (the topic checks) runs first; while the broker does not answer, both
    * are retried with the same backoff as a rebuild, so a process started during an outage waits for
-   * the broker instead of exiting. Any other failure (a bad configuration) is thrown.
+   * the broker instead of exiting. Any other failure (a bad configuration) is thrown. `paused`: a
+   * replay pauses the group, so the checks run but the group is joined only at `rejoin()`.
    */
-  async start(before: () => Promise<void> = async () => undefined): Promise<void> {
+  async start(before: () => Promise<void> = async () => undefined, paused = false): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         await before();
-        await this.connect();
+        if (paused) {
+          this.paused = true;
+          this.setState('paused');
+        } else await this.connect();
         return;
       } catch (err) {
         await this.consumer?.disconnect().catch(() => undefined);
         if (this.stopping || !brokerUnreachable(err)) throw err;
         if (attempt === 1) this.log?.error({ err: `${(err as Error).name}: ${(err as Error).message}` }, 'kafka unreachable at start; retrying with backoff until the broker answers');
-        await this.pause(attempt);
-        if (this.stopping) throw new Error('stopped while waiting for the broker');
+        await this.backoff(attempt);
+        if (this.stopping) throw new Error('stopped while waiting for the broker', { cause: err });
       }
     }
   }
@@ -89,12 +98,41 @@ export class KafkaMembership {
     this.stopping = true;
     this.wake?.();
     await this.rebuilding;
+    await this.leaving;
     await this.consumer?.disconnect().catch((err) => this.log?.warn({ err }, 'kafka disconnect failed'));
     this.setState('stopped');
   }
 
-  /** The backoff before attempt `n`; stop() cuts it short. */
-  private pause(attempt: number): Promise<void> {
+  /**
+   * Leaves the group while a replay moves its offsets, as stop() does (the chunk in flight finishes and
+   * is committed, the rest of its batch is left uncommitted), but keeps the process: `rejoin()` comes back.
+   */
+  async leave(): Promise<void> {
+    if (this.stopping || this.paused) return;
+    this.paused = true;
+    this.wake?.();
+    this.leaving = (async () => {
+      await this.rebuilding; // a rebuild in progress gives up (paused), or its consumer is left below
+      const c = this.consumer;
+      this.consumer = undefined;
+      await c?.disconnect().catch((err) => this.log?.warn({ err }, 'kafka disconnect failed'));
+      this.setState('paused');
+    })();
+    await this.leaving;
+    this.leaving = undefined;
+  }
+
+  /** Joins the group again after `leave()` (or a start while paused), with the rebuild's backoff until the broker answers. */
+  async rejoin(): Promise<void> {
+    if (this.stopping || !this.paused) return;
+    await this.leaving;
+    this.paused = false;
+    this.setState('resuming');
+    this.rebuilding ??= this.rebuild().finally(() => (this.rebuilding = undefined));
+  }
+
+  /** The backoff before attempt `n`; stop() and leave() cut it short. */
+  private backoff(attempt: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const t = setTimeout(resolve, fullJitterMs(attempt, this.o.reconnectMaxDelayMs));
       this.wake = () => {
@@ -114,6 +152,7 @@ export class KafkaMembership {
     });
     this.consumer = c;
     c.on(c.events.GROUP_JOIN, () => {
+      if (c !== this.consumer) return;
       this.hooks.joined?.();
       this.setState('running');
     });
@@ -124,7 +163,13 @@ export class KafkaMembership {
   }
 
   private crashed(c: Consumer, err: Error, restart: boolean): void {
-    if (this.stopping || c !== this.consumer) return;
+    if (this.stopping || c !== this.consumer) {
+      // A consumer we left (or are stopping) that crashed in its join: kafkajs would restart it after
+      // the retry time and it would join again. Its restart timer is set right after this event, so a
+      // disconnect on the next turn clears it.
+      if (restart) setImmediate(() => void c.disconnect().catch(() => undefined));
+      return;
+    }
     if (restart) {
       this.setState('rejoining', err);
       return;
@@ -133,15 +178,16 @@ export class KafkaMembership {
     this.rebuilding ??= this.rebuild(c).finally(() => (this.rebuilding = undefined));
   }
 
-  private async rebuild(old: Consumer): Promise<void> {
-    await old.disconnect().catch(() => undefined);
-    for (let attempt = 1; !this.stopping; attempt++) {
-      await this.pause(attempt);
-      if (this.stopping) return;
+  /** Builds a new consumer with backoff until one runs (after `old` gave up, or after a pause). */
+  private async rebuild(old?: Consumer): Promise<void> {
+    await old?.disconnect().catch(() => undefined);
+    for (let attempt = 1; !this.stopping && !this.paused; attempt++) {
+      await this.backoff(attempt);
+      if (this.stopping || this.paused) return;
       try {
         await this.connect();
-        this.hooks.rebuilt?.();
-        this.log?.info({ attempts: attempt }, 'kafka consumer rebuilt; joining the group');
+        if (old) this.hooks.rebuilt?.();
+        this.log?.info({ attempts: attempt }, old ? 'kafka consumer rebuilt; joining the group' : 'joining the group again after the pause');
         return;
       } catch {
         // Still down: the next attempt after the backoff (the state, and so the log, is unchanged).

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** The schema of the kit's tables when the options name none. */
 export const DEFAULT_SCHEMA = 'ticket_events';
 
@@ -19,7 +21,14 @@ export class KitTables {
   readonly actions: string;
   readonly replays: string;
   readonly replayPartitions: string;
+  readonly pauses: string;
   readonly migrations: string;
+  /**
+   * The NOTIFY channel of this schema's pause requests, bare (for pg_notify) and quoted (for LISTEN):
+   * one per schema, so that two kit schemas in one database do not wake each other's members.
+   */
+  readonly pauseChannel: string;
+  readonly quotedPauseChannel: string;
 
   constructor(schema: string = DEFAULT_SCHEMA) {
     if (!IDENTIFIER.test(schema)) {
@@ -32,11 +41,25 @@ export class KitTables {
     this.actions = q('dead_letter_actions');
     this.replays = q('replays');
     this.replayPartitions = q('replay_partitions');
+    this.pauses = q('replay_pauses');
     this.migrations = q('kit_migrations');
+    this.pauseChannel = pauseChannelOf(schema);
+    this.quotedPauseChannel = `"${this.pauseChannel}"`;
   }
 
   /** The quoted schema name alone. */
   get quotedSchema(): string {
     return `"${this.schema}"`;
   }
+}
+
+/**
+ * `<schema>_pause` (ticket_events_pause by default); a schema name too long for that (a channel is an
+ * identifier: at most 63 bytes) keeps its first 40 characters and gets a hash of the whole name, so the
+ * channel stays one per schema. Only [a-z0-9_], like the schema name.
+ */
+function pauseChannelOf(schema: string): string {
+  const plain = `${schema}_pause`;
+  if (plain.length <= 63) return plain;
+  return `${schema.slice(0, 40)}_pause_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
 }

@@ -145,8 +145,25 @@ END
 $kit$;
 `;
 
-/** Every step of the kit's schema, in order. Append only. */
-export const KIT_MIGRATIONS: readonly KitMigration[] = [{ version: 1, name: 'kit_tables', sql: TABLES }];
+const PAUSES = `
+-- A replay's request that the members of a consumer group leave it while its offsets move (pause-watch.ts
+-- on the members' side, group-pause.repository.ts for both sides). In force while expires_at is ahead:
+-- the replay command renews it and deletes it once the offsets moved; a command that died lets it expire.
+CREATE TABLE IF NOT EXISTS {{schema}}.replay_pauses (
+  group_id     text        NOT NULL,
+  request_id   uuid        NOT NULL,
+  requested_by text        NOT NULL,
+  requested_at timestamptz(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  expires_at   timestamptz(3) NOT NULL,
+  CONSTRAINT replay_pauses_pkey PRIMARY KEY (group_id)
+);
+`;
+
+/** Every step of the kit's schema, in order. Append only: an applied step's text is never edited (its checksum is checked). */
+export const KIT_MIGRATIONS: readonly KitMigration[] = [
+  { version: 1, name: 'kit_tables', sql: TABLES },
+  { version: 2, name: 'replay_pauses', sql: PAUSES },
+];
 
 /** The schema version this build of the kit needs (the last step). */
 export const KIT_SCHEMA_VERSION = KIT_MIGRATIONS[KIT_MIGRATIONS.length - 1].version;

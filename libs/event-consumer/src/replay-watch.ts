@@ -4,8 +4,8 @@ import type { ReplayCountersRepository } from './replay-counters.repository';
 
 /**
  * Whether a replay of the group is running, read once after each join of the group and then kept:
- * a replay can only start while the group has no members (replay/topic-replay.ts refuses otherwise), so a
- * member learns of a new one only by joining again. A replay seen running is read again every
+ * a replay can only start while the group has no members (replay/topic-replay.ts pauses them, see
+ * pause-watch.ts, or refuses), so a member learns of a new one only by joining again. A replay seen running is read again every
  * `recheckMs`, so the counting statement stops soon after it completes.
  */
 export class ReplayWatch {

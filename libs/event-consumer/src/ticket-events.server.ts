@@ -12,6 +12,7 @@ import { KafkaMembership } from './kafka-membership';
 import type { KitLogger as Logger } from './kit-logger';
 import { KitTables } from './kit-schema';
 import { assertMigrated, migrate } from './kit-schema.repository';
+import { PauseWatch } from './pause-watch';
 import { ReplayCountersRepository } from './replay-counters.repository';
 import { ReplayWatch } from './replay-watch';
 import { checkTopicRetention } from './topic-retention';
@@ -30,7 +31,7 @@ type Status = 'connected' | 'disconnected';
  * it commits are the chunk's offsets resolved and committed (last + 1). A partition revoked meanwhile
  * (isStale) gets no commit: its new owner re-reads the chunk and the inbox turns it into skips.
  */
-export class TicketEventsServer extends Server<Record<string, Function>, Status> implements CustomTransportStrategy {
+export class TicketEventsServer extends Server<Record<string, never>, Status> implements CustomTransportStrategy {
   override readonly transportId = TICKET_EVENTS_TRANSPORT;
   /** A failing handler must reach the kit (retry, dead letter), not be logged and forgotten by Nest. */
   override readonly propagatesEventHandlerErrors = true;
@@ -42,6 +43,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
   private readonly inbox: KitInboxRepository;
   private readonly options: ResolvedOptions;
   private readonly faults?: KitFaults;
+  private pauses?: PauseWatch;
   private readonly log?: Logger;
   private metricsServer?: { port: number; close(): Promise<void> };
   private purgeTimer?: NodeJS.Timeout;
@@ -110,7 +112,12 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
         this.log,
         { joined: () => watch.forget(), rebuilt: () => this.metrics.rebuilds.inc({ group: this.options.groupId }) },
       );
-      await this.membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log));
+      // A replay that pauses the group keeps new members out too: they join once it is released.
+      const membership = this.membership;
+      this.pauses = new PauseWatch(this.pool, this.options.databaseUrl, this.tables, this.options.groupId, this.log);
+      const paused = await this.pauses.read();
+      await membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log), paused);
+      this.pauses.start((p) => (p ? membership.leave() : membership.rejoin()));
       this.startPurge();
       this._status$.next('connected');
       this.log?.info({ metricsPort: this.metricsPort }, 'event consumer started');
@@ -143,6 +150,7 @@ export class TicketEventsServer extends Server<Record<string, Function>, Status>
 
   private async shutdown(): Promise<void> {
     clearInterval(this.purgeTimer);
+    await this.pauses?.stop();
     await this.membership?.stop();
     await this.metricsServer?.close();
     await this.pool.end().catch(() => undefined);

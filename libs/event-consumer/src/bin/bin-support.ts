@@ -3,7 +3,7 @@ import { binEnvironment, brokersOf } from '../ticket-events.env';
 
 export const BIN = 'ticket-events';
 
-/** Exit codes of every command: 0 done, 1 failed or refused, 2 wrong usage, 3 the group has live members, 4 timed out. */
+/** Exit codes of every command: 0 done, 1 failed or refused, 2 wrong usage, 3 the group is busy (live members with --no-pause, or paused by another replay), 4 timed out. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, groupBusy: 3, timeout: 4 } as const;
 
 export class Usage extends Error {

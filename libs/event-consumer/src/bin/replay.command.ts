@@ -15,27 +15,32 @@ export const replayCommand: Command = {
   name: 'replay',
   summary: "move a consumer group's offsets back so it re-reads the topic (each event still applied once)",
   help: [
-    'ticket-events replay --group <group> --from earliest|<ISO-8601 time> [--partition <n>] [--wait] [--follow] [--timeout 30m]',
+    'ticket-events replay --group <group> --from earliest|<ISO-8601 time> [--partition <n>] [--no-pause [--wait]] [--follow] [--timeout 30m]',
     'ticket-events replay --group <group> --follow        (follow the group\'s latest replay)',
     '',
     "Moves the group's committed offsets back, records the replay in the kit's tables, and with --follow",
     'stays until the members have re-read every message that existed at replay time, then reports how',
     'many were re-read and how many were skipped as already processed (no second effect).',
-    'Kafka moves only an empty group\'s offsets: stop the group\'s consumers first, or pass --wait to wait',
-    'until it has no live members.',
+    'Kafka moves only an empty group\'s offsets. A group with live members is asked to pause (through the',
+    'kit\'s replay_pauses table, which every member reads): each member finishes and commits its chunk,',
+    'leaves the group, and rejoins by itself once the offsets moved. No consumer is stopped by hand.',
+    'With --no-pause a group with live members is refused (exit 3), or with --wait waited for until empty.',
     '',
     '  --group <group>        the consumer group (required)',
     '  --from <where>         earliest, or the first message at or after an ISO-8601 time (2026-11-30T08:00:00Z)',
     '  --partition <n>        only this partition (default: every partition)',
-    '  --wait                 wait for the group to become empty instead of refusing (exit 3)',
+    '  --no-pause             do not ask live members to pause: refuse a group with live members (exit 3)',
+    '  --wait                 with --no-pause: wait for the group to become empty instead of refusing',
     '  --follow               show progress and report when the members are done',
     '  --timeout <duration>   give up waiting or following after this long (default 30m, exit 4)',
-    'Exit codes: 0 done, 1 failed, 2 wrong usage, 3 the group has live members, 4 timed out.',
+    'Exit codes: 0 done, 1 failed, 2 wrong usage, 3 the group is busy (--no-pause, or paused by another',
+    'replay), 4 timed out (the members did not leave within 2 min, or the follow).',
   ],
   options: {
     group: { type: 'string' },
     from: { type: 'string' },
     partition: { type: 'string' },
+    'no-pause': { type: 'boolean' },
     wait: { type: 'boolean' },
     follow: { type: 'boolean' },
     timeout: { type: 'string' },
@@ -53,10 +58,10 @@ export const replayCommand: Command = {
     const timeoutMs = duration((values.timeout as string | undefined) ?? '30m', '--timeout');
     const t = target(values, { database: true, brokers: true });
     const result = await replayTopic(
-      { group, topic: t.topic, from, partition: p === undefined ? undefined : Number(p), wait: values.wait === true, follow, timeoutMs },
+      { group, topic: t.topic, from, partition: p === undefined ? undefined : Number(p), pause: values['no-pause'] !== true, wait: values.wait === true, follow, timeoutMs },
       { databaseUrl: t.databaseUrl, schema: t.schema, kafka: { brokers: t.brokers, clientId: `${BIN}-replay` }, out: io.out },
     );
-    if (result.outcome === 'started') io.out(`start the group's consumers, then follow the replay with: ${BIN} replay --group ${group} --topic ${t.topic} --follow`);
+    if (result.outcome === 'started') io.out(`the group's consumers re-read from there (running ones rejoin by themselves); follow the replay with: ${BIN} replay --group ${group} --topic ${t.topic} --follow`);
     return EXIT_OF[result.outcome];
   },
 };

@@ -4,8 +4,8 @@ import { seconds, sleep, type ReplayTiming } from './replay-timing';
 export type GroupLiveness = 'empty' | 'busy' | 'timeout';
 
 /**
- * Kafka lets a group's offsets move only while the group has no live members. Without `wait` a busy
- * group is refused at once, naming its members; with `wait` this polls describeGroups until it is empty.
+ * Kafka lets a group's offsets move only while the group has no live members. For a replay with
+ * --no-pause (group-pause.ts asks members to leave otherwise): without `wait` a busy group is refused at once, naming its members; with `wait` this polls describeGroups until it is empty.
  * Reads the broker only; no database.
  */
 export async function awaitEmptyGroup(admin: Admin, groupId: string, wait: boolean, timing: ReplayTiming, out: (line: string) => void): Promise<GroupLiveness> {
@@ -24,7 +24,7 @@ export async function awaitEmptyGroup(admin: Admin, groupId: string, wait: boole
     if (!wait) {
       out(
         `replay: consumer group "${groupId}" has ${members.length} live member(s) (state ${g.state}: ${who}).\n` +
-          'Offsets can only be moved while the group is empty: stop its consumers and run this again, or pass --wait to wait for them to stop.',
+          'Offsets can only be moved while the group is empty: run this again without --no-pause to ask its members to pause, stop its consumers first, or pass --wait to wait for them to stop.',
       );
       return 'busy';
     }

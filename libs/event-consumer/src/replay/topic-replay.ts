@@ -2,6 +2,7 @@ import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { Pool } from 'pg';
 import { KitTables } from '../kit-schema';
 import { awaitEmptyGroup } from './group-liveness';
+import { awaitRejoin, pauseGroup, type PauseHold } from './group-pause';
 import { moveOffsets } from './group-offsets';
 import { followReplay } from './replay-progress';
 import { ReplayRepository } from './replay.repository';
@@ -13,16 +14,24 @@ export interface ReplayRequest {
   from?: string;
   /** Only this partition (the others keep their offsets); absent: every partition. */
   partition?: number;
-  /** Wait for the group to become empty instead of refusing. */
+  /**
+   * A group with live members: ask them to pause (leave while the offsets move, then rejoin by
+   * themselves), the default. false: refuse as a busy group, or with `wait` wait until it is empty.
+   */
+  pause?: boolean;
+  /** Without pause: wait for the group to become empty instead of refusing. */
   wait: boolean;
   /** Stay until the consumers have re-read everything, then report. */
   follow: boolean;
   timeoutMs: number;
   pollIntervalMs?: number;
+  /** The pause request's lease (renewed every third of it; default 15 s) and the members' time to leave (default 2 min). */
+  pauseLeaseMs?: number;
+  pauseWaitMs?: number;
 }
 
 export interface ReplayDeps {
-  /** The consumer group's database (where its members keep the kit's tables). */
+  /** The consumer group's database (where its members keep the kit's tables and read the pause requests). */
   databaseUrl: string;
   /** The kit's schema there (default ticket_events). */
   schema?: string;
@@ -48,14 +57,16 @@ export function isReplayStart(from: string): boolean {
  * statement advances the same counters). Moves a consumer group's offsets back to the earliest offset or to a point in time, records the replay
  * (start and end offset per partition) so the consumers count what they re-read, and with `follow`
  * reports the outcome. Not one transaction: the replay row is written (own transaction) before the
- * offsets move, and marked failed if they cannot.
+ * offsets move, and marked failed if they cannot. A group with live members is paused for the move
+ * (group-pause.ts): they commit and leave, the offsets move, the request is released and they rejoin.
  */
 export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise<ReplayOutcome> {
   const kafka = new Kafka({ logLevel: logLevel.NOTHING, ...deps.kafka });
   const admin = kafka.admin();
   const pool = new Pool({ connectionString: deps.databaseUrl, max: 2, application_name: 'ticket-events-replay' });
   pool.on('error', () => undefined);
-  const repo = new ReplayRepository(pool, new KitTables(deps.schema));
+  const tables = new KitTables(deps.schema);
+  const repo = new ReplayRepository(pool, tables);
   const timing = { deadline: Date.now() + req.timeoutMs, pollMs: req.pollIntervalMs ?? 1000 };
   const { group, topic, out } = { ...req, out: deps.out };
   await admin.connect();
@@ -66,10 +77,25 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
     }
     let replayId: string | undefined;
     if (req.from) {
-      const liveness = await awaitEmptyGroup(admin, group, req.wait, timing, out);
-      if (liveness !== 'empty') return { outcome: liveness === 'busy' ? 'group-busy' : 'timeout' };
-      replayId = await moveOffsets(kafka, admin, repo, { group, topic, from: req.from, partition: req.partition }, out);
+      const live = (await admin.describeGroups([group])).groups[0];
+      const members = live?.members.length ?? 0;
+      let hold: PauseHold | undefined;
+      if (members > 0 && req.pause !== false) {
+        const paused = await pauseGroup(admin, pool, tables, live, { leaseMs: req.pauseLeaseMs ?? 15_000, waitMs: req.pauseWaitMs ?? 120_000 }, timing, out);
+        if (!paused.paused) return { outcome: paused.outcome };
+        hold = paused.hold;
+      } else {
+        const liveness = await awaitEmptyGroup(admin, group, req.wait, timing, out);
+        if (liveness !== 'empty') return { outcome: liveness === 'busy' ? 'group-busy' : 'timeout' };
+      }
+      try {
+        replayId = await moveOffsets(kafka, admin, repo, { group, topic, from: req.from, partition: req.partition }, out);
+      } finally {
+        await hold?.release();
+      }
+      if (hold) out(replayId ? `offsets moved; members rejoining (pause of ${group} released)` : `members rejoining (pause of ${group} released)`);
       if (!replayId) return { outcome: 'failed' };
+      if (hold && req.follow) await awaitRejoin(admin, group, members, 30_000, out);
       if (!req.follow) return { outcome: 'started', replayId };
     } else {
       replayId = await repo.latest(group, topic);
