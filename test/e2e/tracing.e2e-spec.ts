@@ -71,7 +71,7 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     };
     api = await startApiProcess({ ...env, RELAY_ENABLED: 'false' });
     procs.push({ stop: api.stop, output: () => '' });
-    procs.push(startDistProcess('apps/relay/src/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms' }));
+    procs.push(startDistProcess('apps/relay/src/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms', RELAY_METRICS_PORT: '0' }));
     procs.push(startDistProcess('apps/consumer/src/main.js', { ...env, NOTIFIER_GROUP_ID: groupId, NOTIFIER_METRICS_PORT: '0', NOTIFY_RETRY_BASE: '50ms' }));
   });
   afterAll(async () => {

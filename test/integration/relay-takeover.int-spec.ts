@@ -45,6 +45,7 @@ function startRelay(name: string): RelayProcess {
       KAFKA_CLIENT_ID: `relay-takeover-${name}`,
       TICKET_EVENTS_TOPIC: topic,
       LOG_LEVEL: 'info',
+      RELAY_METRICS_PORT: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

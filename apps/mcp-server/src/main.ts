@@ -3,12 +3,17 @@ import pino from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { FileKeyStore, InMemoryKeyStore, TicketClient, ticketClientMetrics, type TicketClientEvent } from '@tickets/agent-client';
 import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from '@tickets/config';
+import { exitProcess, guardStdio, stdioDestination } from '@tickets/logger';
 import { serveMetrics, type MetricsEndpoint } from '@tickets/metrics';
+import { failStartup } from '@tickets/startup';
 import { createTicketsMcpServer } from './ticket-tools';
 
 // stdout is the MCP protocol channel: every log line goes to stderr (fd 2).
 
 const VERSION = '0.1.0';
+
+// An agent host that went away leaves stdout and stderr without a reader: no EPIPE may crash or hold the process.
+guardStdio();
 
 async function main(): Promise<void> {
   let config: McpServerConfig;
@@ -21,7 +26,7 @@ async function main(): Promise<void> {
 
   const logger = pino(
     { name: 'mcp-server', level: config.logLevel, base: { service: 'mcp-server' }, timestamp: pino.stdTimeFunctions.isoTime },
-    pino.destination(2),
+    stdioDestination(2),
   );
   // TICKETS_METRICS_PORT: the client's events also become Prometheus metrics, served on GET /metrics.
   let metrics: MetricsEndpoint | undefined;
@@ -30,7 +35,9 @@ async function main(): Promise<void> {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     count = ticketClientMetrics(registry);
-    metrics = await serveMetrics(registry, config.metrics);
+    metrics = await serveMetrics(registry, { ...config.metrics, variable: 'TICKETS_METRICS_PORT' }).catch((err: unknown) =>
+      failStartup('mcp-server', err, { ports: [{ variable: 'TICKETS_METRICS_PORT', hostVariable: 'TICKETS_METRICS_HOST', ...config.metrics! }] }, logger),
+    );
   }
   const client = new TicketClient({
     baseUrl: config.apiUrl,
@@ -52,7 +59,7 @@ async function main(): Promise<void> {
 
   const stop = (signal: string): void => {
     logger.info({ signal }, 'stopping');
-    void Promise.allSettled([server.close(), metrics?.close()]).finally(() => process.exit(0));
+    void Promise.allSettled([server.close(), metrics?.close()]).finally(() => exitProcess(0));
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
@@ -71,7 +78,4 @@ function logEvent(logger: pino.Logger, event: TicketClientEvent): void {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`mcp-server: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+main().catch((error: unknown) => failStartup('mcp-server', error, {}));
