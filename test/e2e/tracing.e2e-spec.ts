@@ -14,6 +14,7 @@ import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../supp
 import { createRelayTestDatabase, type RelayTestDatabase } from '../support/outbox-factory';
 import { post, ROOT, startApiProcess } from '../support/stack';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
+import { trackChild } from '../support/children';
 
 jest.setTimeout(120_000);
 
@@ -24,10 +25,10 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
 /** A compiled app as its own OS process; its log (stdout and stderr, last 16 KB) for failure messages. */
 function startDistProcess(main: string, env: Record<string, string>): { proc: ChildProcess; output(): string; stop(): Promise<void> } {
-  const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist', main)], {
+  const proc = trackChild(spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist', main)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-16_384));
   proc.stdout!.on('data', keep);

@@ -18,6 +18,7 @@ import {
   waitFor,
   type RelayTestDatabase,
 } from '../support/outbox-factory';
+import { trackChild } from '../support/children';
 
 jest.setTimeout(180_000);
 
@@ -37,7 +38,7 @@ interface RelayProcess {
 }
 
 function startRelay(name: string): RelayProcess {
-  const proc = spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/relay/src/main.js')], {
+  const proc = trackChild(spawn(process.execPath, ['-r', join(ROOT, 'scripts/register-aliases.js'), join(ROOT, 'dist/apps/relay/src/main.js')], {
     env: {
       ...process.env,
       DATABASE_URL: database.url,
@@ -48,7 +49,7 @@ function startRelay(name: string): RelayProcess {
       RELAY_METRICS_PORT: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   const relay: RelayProcess = {
     name,
     proc,

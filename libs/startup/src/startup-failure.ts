@@ -132,7 +132,7 @@ export function explainStartupFailure(error: unknown, ctx: StartupContext = {}):
       return known('database_not_migrated', `the database ${db.where} is not migrated (${str(o.message) ?? 'a table is missing'}): run npm run db:migrate`);
     }
     if ((code && (DB_UNREACHABLE_STATES.has(code) || code === 'P1001' || code === 'P1002')) || kind === 'DatabaseNotReachable') {
-      return known('database_unreachable', `cannot reach PostgreSQL at ${db.where} (DATABASE_URL): ${str(o.message) ?? code ?? kind}. Start PostgreSQL or fix DATABASE_URL`);
+      return known('database_unreachable', `cannot reach PostgreSQL at ${db.where} (DATABASE_URL): ${str(socket?.code) ?? str(o.message) ?? 'no answer'}. Start PostgreSQL or fix DATABASE_URL`);
     }
   }
   if (socket) {
