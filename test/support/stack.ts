@@ -111,7 +111,7 @@ export async function startApiProcess(env: Record<string, string> = {}): Promise
     }
     if (!up) {
       // Another process took the port between freePort() and the API's listen: try another one.
-      if (output.includes('EADDRINUSE') && attempt < 3) continue;
+      if ((output.includes('EADDRINUSE') || output.includes('"cause":"port_in_use"')) && attempt < 3) continue;
       throw new Error(`API process exited with ${proc.exitCode}: ${output}`);
     }
     return {
