@@ -8,15 +8,30 @@ import type { ChildProcess } from 'node:child_process';
  */
 const live = new Set<number>();
 
-function killAll(): void {
-  for (const pid of live) {
+/** Every test file's children, for one exit hook on the Jest process (a test that timed out may still start one after its file's afterAll). */
+const REGISTRY = Symbol.for('tickets.test.children');
+const holder = process as unknown as Record<symbol, Set<number> | undefined>;
+const all: Set<number> = holder[REGISTRY] ?? hookExit((holder[REGISTRY] = new Set<number>()));
+
+function hookExit(pids: Set<number>): Set<number> {
+  process.once('exit', () => kill(pids));
+  return pids;
+}
+
+function kill(pids: Set<number>): void {
+  for (const pid of pids) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
       /* already gone */
     }
+    all.delete(pid);
   }
-  live.clear();
+  pids.clear();
+}
+
+function killAll(): void {
+  kill(live);
 }
 
 /** Registers a child (a ChildProcess, or the pid of one started by a library such as the MCP SDK's transport). */
@@ -24,7 +39,13 @@ export function trackChild<T extends ChildProcess | number | undefined | null>(c
   const pid = typeof child === 'number' ? child : child?.pid;
   if (pid === undefined || pid === null) return child;
   live.add(pid);
-  if (typeof child === 'object' && child) child.once('exit', () => live.delete(pid));
+  all.add(pid);
+  if (typeof child === 'object' && child) {
+    child.once('exit', () => {
+      live.delete(pid);
+      all.delete(pid);
+    });
+  }
   return child;
 }
 
