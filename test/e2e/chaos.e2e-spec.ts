@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { KafkaCluster } from '../../scripts/chaos/kafka-cluster';
 import { PgCluster } from '../../scripts/chaos/pg-cluster';
 import { ROOT } from '../support/stack';
+import { trackChild } from '../support/children';
 
 // A shortened `npm run chaos` (compiled dist/scripts/chaos/chaos.js): its own PostgreSQL and
 // three-broker cluster, two API instances, two consumers, agents storming, and every fault kind once.
@@ -72,7 +73,7 @@ describe('chaos run (shortened)', () => {
     delete env.CHAOS_DATABASE_URL;
     delete env.CHAOS_KEEP_CLUSTER;
     let out = '';
-    child = spawn(process.execPath, [join(ROOT, 'dist/scripts/chaos/chaos.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = trackChild(spawn(process.execPath, [join(ROOT, 'dist/scripts/chaos/chaos.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const code = await new Promise<number | null>((resolve) => child!.once('exit', (c) => resolve(c)));

@@ -7,6 +7,7 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_MAIN as MAIN, startMcpStdio } from '../support/mcp-stdio';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack';
+import { trackChild } from '../support/children';
 
 // The MCP server as an agent host runs it (test/support/mcp-stdio.ts), in front of the real API and database.
 
@@ -94,7 +95,7 @@ describe('tickets MCP server over stdio', () => {
 
   it('refuses to start without TICKETS_API_KEY and says so on stderr (stdout stays clean)', async () => {
     const env = { ...getDefaultEnvironment(), TICKETS_API_URL: stack.baseUrl };
-    const child = spawn(process.execPath, [MAIN], { cwd: tmpdir(), env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = trackChild(spawn(process.execPath, [MAIN], { cwd: tmpdir(), env, stdio: ['pipe', 'pipe', 'pipe'] }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -9,6 +9,7 @@ import { eventually } from '../support/events-factory';
 import { startMcpStdio } from '../support/mcp-stdio';
 import { createRelayTestDatabase, deleteTopic, insertOutboxRows, ticketEventRow, type RelayTestDatabase } from '../support/outbox-factory';
 import { ROOT, freePort, startTestStack } from '../support/stack';
+import { trackChild } from '../support/children';
 
 jest.setTimeout(120_000);
 
@@ -38,10 +39,10 @@ describe('the standalone relay', () => {
 
   it('serves /metrics and /health/ready on RELAY_METRICS_PORT: leader, published rows, lag; exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    relay = spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
+    relay = trackChild(spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
       env: { ...process.env, DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, LOG_LEVEL: 'warn', RELAY_METRICS_PORT: String(port) },
       stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    }));
     const exited = new Promise<number | null>((resolve) => relay!.once('exit', (code) => resolve(code)));
     await insertOutboxRows(db, [ticketEventRow({ tenantId: randomUUID(), kind: 'created' }), ticketEventRow({ tenantId: randomUUID(), kind: 'created' })]);
     const text = await eventually(() => scrape(port).catch(() => ''), (t) => sample(t, 'outbox_published_total') === 2, 60_000, 'two rows published');

@@ -10,13 +10,16 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ConsoleServer, SESSION_COOKIE } from '../../apps/ticket-api/src/console/console.server';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { createLogger } from '@tickets/logger';
 import { reconcile } from '@tickets/reconcile';
+import { PortUnavailableError } from '@tickets/startup';
+import { createApiApp } from '../../apps/ticket-api/src/app.factory';
 import { launchChromium } from '../support/browser';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, newWebhookSecret, uniqueName } from '../support/events-factory';
 import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { rawRequest } from '../support/raw-http';
-import { ROOT, post, startTestStack, type TestStack } from '../support/stack';
+import { ROOT, post, startTestStack, testConfig, type TestStack } from '../support/stack';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(180_000);
@@ -254,15 +257,20 @@ it('a request target that is not a path is a 400 page; behind a TLS proxy (X-For
   expect(direct.headers.get('set-cookie')).toMatch(/; HttpOnly; SameSite=Strict$/);
 });
 
-it('a second API whose console port is taken serves its API without a console', async () => {
+it('a second API whose console port is taken does not start: the error names the port and ADMIN_PORT (0: any free port)', async () => {
   const port = new URL(consoleUrl).port;
-  const second = await startTestStack({ env: { ADMIN_TOKEN, ADMIN_PORT: port, TICKET_EVENTS_TOPIC: topic } });
+  const second = await createApiApp(testConfig({ ADMIN_TOKEN, ADMIN_PORT: port, TICKET_EVENTS_TOPIC: topic }), createLogger('silent', 'second-api'));
   try {
-    expect(second.app.get(ConsoleServer).url()).toBeUndefined();
-    expect((await post(second.baseUrl, '/v1/tickets', second.apiKey, { title: 'still served' }, uniqueName('second'))).status).toBe(201);
+    const err = await second.listen(0, '127.0.0.1').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(PortUnavailableError);
+    expect((err as Error).message).toBe(`port ${port} on 127.0.0.1 is in use (ADMIN_PORT): stop the other process, or set ADMIN_PORT to another port, or 0 for any free port`);
+    expect(second.get(ConsoleServer).url()).toBeUndefined();
     // The first console still answers.
     expect((await fetch(`${consoleUrl}/login`)).status).toBe(200);
   } finally {
-    await second.stop();
+    await second.close();
   }
 });

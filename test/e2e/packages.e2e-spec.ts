@@ -7,8 +7,14 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Message } from 'kafkajs';
+import { Pool } from 'pg';
+import { TEST_KAFKA_BROKERS } from '../support/env';
+import { eventually, kafkaFixture, testKafka, uniqueName } from '../support/events-factory';
+import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
 import { copyExample, npmInstall, packPublicPackages, run } from '../support/packed';
-import { createTenant, startApiProcess, type TestTenant } from '../support/stack';
+import { createTenant, post, startApiProcess, type TestTenant } from '../support/stack';
 
 let packDir: string;
 let tarballs: Record<string, string>;
@@ -101,3 +107,135 @@ describe('tickets-mcp from its tarball', () => {
     expect(second.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: first.structuredContent?.ticket_id });
   });
 });
+
+describe('examples/downstream-consumer: the consumer kit from its tarball, in a database of its own', () => {
+  const topic = uniqueName('pkg-events');
+  const groupId = uniqueName('ticket-log');
+  let example: { dir: string; cleanup(): void };
+  let database: ScratchDatabase;
+  let db: Pool;
+  let api: Awaited<ReturnType<typeof startApiProcess>>;
+  let tenant: TestTenant;
+  let consumer: ChildProcess | undefined;
+  let kafka: Awaited<ReturnType<typeof kafkaFixture>>;
+  const env = () => ({ DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, GROUP_ID: groupId, METRICS_PORT: '0' });
+
+  beforeAll(async () => {
+    example = copyExample('downstream-consumer');
+    // What a downstream team runs: the tarballs (stand-ins for the registry) and Nest from the registry.
+    await npmInstall(example.dir, [tarballs['@tickets/event-consumer'], tarballs['@tickets/contracts'], '@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'reflect-metadata', 'rxjs']);
+    database = await scratchDatabase('downstream');
+    db = new Pool({ connectionString: database.url, max: 2 });
+    kafka = await kafkaFixture(topic, 3);
+    tenant = await createTenant('pkg-consumer');
+    // The ticket service as it ships: the API with its relay, publishing to this test's topic.
+    api = await startApiProcess({ RELAY_ENABLED: 'true', TICKET_EVENTS_TOPIC: topic, TICKET_EVENTS_PARTITIONS: '3', RELAY_POLL_INTERVAL: '200ms' });
+  }, 600_000);
+  afterAll(async () => {
+    consumer?.kill('SIGKILL');
+    await api?.stop();
+    await kafka?.close();
+    await db?.end();
+    await database?.drop();
+    example?.cleanup();
+  });
+
+  const startConsumer = async (): Promise<ChildProcess> => {
+    const child = spawn(process.execPath, ['dist/main.js'], { cwd: example.dir, env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    await eventually(() => output, (o) => o.includes('consuming') || child.exitCode !== null, 60_000, 'the consumer to start');
+    expect({ exit: child.exitCode, output: child.exitCode === null ? '' : output }).toEqual({ exit: null, output: '' });
+    return child;
+  };
+  const stop = (child: ChildProcess | undefined, signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      if (!child || child.exitCode !== null || child.signalCode) return resolve();
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  // This tenant's events in the log (the relay also publishes whatever other tests left in the shared
+  // test database's outbox), and whether any event at all was logged twice.
+  const logged = async () => {
+    const all = (await db.query<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM ticket_log')).rows[0];
+    const ours = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ticket_log WHERE tenant_id = $1', [tenant.tenantId])).rows[0];
+    return { n: ours.n, appliedTwice: all.n - all.distinct };
+  };
+  const createTickets = async (n: number, prefix: string) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = await post(api.baseUrl, '/v1/tickets', tenant.apiKey, { title: `${prefix} ${i}` }, `${prefix}-${i}`);
+      expect(r.status).toBe(201);
+      ids.push(JSON.parse(r.text).id);
+    }
+    return ids;
+  };
+
+  it('compiles under strict', async () => {
+    const build = await run('npm', ['run', 'build'], { cwd: example.dir });
+    expect({ code: build.code, output: build.code === 0 ? '' : build.stdout + build.stderr }).toEqual({ code: 0, output: '' });
+  });
+
+  it('migrates its own empty database: the kit schema and its own table, nothing of the ticket service; a second migrate changes nothing', async () => {
+    const first = await run('npm', ['run', 'migrate'], { cwd: example.dir, env: env() });
+    expect({ code: first.code, out: first.code === 0 ? '' : first.stdout + first.stderr }).toEqual({ code: 0, out: '' });
+    const tables = await db.query<{ t: string }>("SELECT table_schema || '.' || table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1");
+    const names = tables.rows.map((r) => r.t);
+    expect(names).toContain('public.ticket_log');
+    expect(names).toContain('ticket_events.inbox_events');
+    expect(names.filter((t) => !t.startsWith('ticket_events.') && t !== 'public.ticket_log')).toEqual([]);
+    const migrations = await db.query('SELECT version FROM ticket_events.kit_migrations ORDER BY version');
+    const again = await run(join(example.dir, 'node_modules', '.bin', 'ticket-events'), ['migrate'], { cwd: example.dir, env: env() });
+    expect(again.code).toBe(0);
+    expect((await db.query('SELECT version FROM ticket_events.kit_migrations ORDER BY version')).rows).toEqual(migrations.rows);
+  });
+
+  it('applies each event once through redeliveries, a SIGKILL mid-stream and a replay of the whole topic', async () => {
+    consumer = await startConsumer();
+    const first = await createTickets(20, 'first');
+    for (const id of first.slice(0, 5)) expect((await post(api.baseUrl, `/v1/tickets/${id}/cancel`, tenant.apiKey, {}, `cancel-${id}`)).status).toBe(200);
+    await eventually(logged, (c) => c.n >= 25, 60_000, '25 events logged');
+
+    // Redeliveries: every message on the topic produced again, as a producer retry or a relay crash would.
+    const copies = await readTopic(topic);
+    expect(copies.length).toBeGreaterThanOrEqual(25);
+    await kafka.producer.send({ topic, messages: copies });
+    await eventually(async () => (await db.query<{ d: number }>('SELECT coalesce(sum(duplicates), 0)::int AS d FROM ticket_events.inbox_events')).rows[0].d, (d) => d >= 25, 60_000, 'the copies skipped by the inbox');
+    expect(await logged()).toEqual({ n: 25, appliedTwice: 0 });
+
+    // A SIGKILL while events stream in: nothing lost, nothing applied twice after the restart.
+    const more = createTickets(40, 'second');
+    await eventually(logged, (c) => c.n > 25, 60_000, 'the second batch to start arriving');
+    await stop(consumer, 'SIGKILL');
+    await more;
+    consumer = await startConsumer();
+    await eventually(logged, (c) => c.n >= 65, 90_000, '65 events logged');
+    expect(await logged()).toEqual({ n: 65, appliedTwice: 0 });
+
+    // The whole topic read again (the group stopped first): every event skipped by the inbox.
+    await stop(consumer, 'SIGTERM');
+    const replay = await run(join(example.dir, 'node_modules', '.bin', 'ticket-events'), ['replay', '--group', groupId, '--from', 'earliest'], { cwd: example.dir, env: env() });
+    expect({ code: replay.code, out: replay.code === 0 ? '' : replay.stdout + replay.stderr }).toEqual({ code: 0, out: '' });
+    consumer = await startConsumer();
+    const reread = async () => (await db.query<{ reread: number; skipped: number; total: number }>(
+      `SELECT coalesce(sum(reread), 0)::int AS reread, coalesce(sum(skipped), 0)::int AS skipped, coalesce(sum(end_offset - start_offset), 0)::int AS total
+         FROM ticket_events.replay_partitions p JOIN ticket_events.replays r ON r.id = p.replay_id WHERE r.group_id = $1`, [groupId])).rows[0];
+    const report = await eventually(reread, (r) => r.total > 0 && r.reread >= r.total, 90_000, 'the replay to be re-read');
+    expect(report.skipped).toBe(report.reread);
+    expect(await logged()).toEqual({ n: 65, appliedTwice: 0 });
+    await stop(consumer, 'SIGTERM');
+  });
+});
+
+/** Every message of the topic, as a producer would send it again. */
+async function readTopic(topic: string): Promise<Message[]> {
+  const reader = testKafka().consumer({ groupId: uniqueName('pkg-reader') });
+  const messages: Message[] = [];
+  await reader.connect();
+  await reader.subscribe({ topic, fromBeginning: true });
+  await reader.run({ eachMessage: async ({ message }) => void messages.push({ key: message.key, value: message.value, headers: message.headers as Message['headers'] }) });
+  await eventually(() => messages.length, (n) => n >= 25, 60_000, 'the topic to be read');
+  await reader.disconnect();
+  return messages;
+}

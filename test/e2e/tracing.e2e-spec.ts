@@ -14,6 +14,7 @@ import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../supp
 import { createRelayTestDatabase, type RelayTestDatabase } from '../support/outbox-factory';
 import { post, ROOT, startApiProcess } from '../support/stack';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
+import { trackChild } from '../support/children';
 
 jest.setTimeout(120_000);
 
@@ -24,10 +25,10 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
 /** A compiled app as its own OS process; its log (stdout and stderr, last 16 KB) for failure messages. */
 function startDistProcess(main: string, env: Record<string, string>): { proc: ChildProcess; output(): string; stop(): Promise<void> } {
-  const proc = spawn(process.execPath, [join(ROOT, main)], {
+  const proc = trackChild(spawn(process.execPath, [join(ROOT, main)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-16_384));
   proc.stdout!.on('data', keep);
@@ -71,7 +72,7 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     };
     api = await startApiProcess({ ...env, RELAY_ENABLED: 'false' });
     procs.push({ stop: api.stop, output: () => '' });
-    procs.push(startDistProcess('apps/relay/dist/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms' }));
+    procs.push(startDistProcess('apps/relay/dist/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms', RELAY_METRICS_PORT: '0' }));
     procs.push(startDistProcess('apps/consumer/dist/main.js', { ...env, NOTIFIER_GROUP_ID: groupId, NOTIFIER_METRICS_PORT: '0', NOTIFY_RETRY_BASE: '50ms' }));
   });
   afterAll(async () => {

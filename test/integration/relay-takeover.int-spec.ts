@@ -18,6 +18,7 @@ import {
   waitFor,
   type RelayTestDatabase,
 } from '../support/outbox-factory';
+import { trackChild } from '../support/children';
 
 jest.setTimeout(180_000);
 
@@ -37,7 +38,7 @@ interface RelayProcess {
 }
 
 function startRelay(name: string): RelayProcess {
-  const proc = spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
+  const proc = trackChild(spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
     env: {
       ...process.env,
       DATABASE_URL: database.url,
@@ -45,9 +46,10 @@ function startRelay(name: string): RelayProcess {
       KAFKA_CLIENT_ID: `relay-takeover-${name}`,
       TICKET_EVENTS_TOPIC: topic,
       LOG_LEVEL: 'info',
+      RELAY_METRICS_PORT: '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   const relay: RelayProcess = {
     name,
     proc,

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ts from 'typescript';
+import { trackChild } from './children';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from './env';
 import { ROOT } from './stack';
 
@@ -37,7 +38,7 @@ export interface KitChild {
 /** The kit example consumer as a real OS process (on the test database, or on `databaseUrl`). */
 export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx?: boolean; databaseUrl?: string }): KitChild {
   const entry = compileChild();
-  const proc = spawn(process.execPath, [entry], {
+  const proc = trackChild(spawn(process.execPath, [entry], {
     env: {
       ...process.env,
       TOPIC: env.topic,
@@ -47,7 +48,7 @@ export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx
       KILL_AFTER_TX: env.killAfterTx ? '1' : '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let stdout = '';
   let stderr = '';
   const waiters: (() => void)[] = [];

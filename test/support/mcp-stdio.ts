@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { trackChild } from './children';
 import { ROOT } from './stack';
 
 // The MCP server as an agent host runs it: a child process on stdio (compiled dist/, built before
@@ -44,5 +45,6 @@ export async function startMcpStdio(env: Record<string, string>): Promise<McpStd
   });
   const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
   await client.connect(transport);
+  trackChild(transport.pid);
   return { client, logs };
 }

@@ -9,6 +9,7 @@ import { createLogger } from '@tickets/logger';
 import { createPrismaClient } from '@tickets/db';
 import { createApiApp } from '../../apps/ticket-api/src/app.factory';
 import { createApiKey } from '@tickets/tenants';
+import { trackChild } from './children';
 import { TEST_DATABASE_URL } from './env';
 
 export const ROOT = join(__dirname, '..', '..');
@@ -84,10 +85,12 @@ export function freePort(): Promise<number> {
 export async function startApiProcess(env: Record<string, string> = {}): Promise<{ baseUrl: string; proc: ChildProcess; stop(): Promise<void> }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    const proc = spawn(process.execPath, [join(ROOT, 'apps/ticket-api/dist/main.js')], {
-      env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = trackChild(
+      spawn(process.execPath, [join(ROOT, 'apps/ticket-api/dist/main.js')], {
+        env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
     // The process's log (pino writes to stdout) and stderr, the last 8 KB, for the error message.
     let output = '';
     const keep = (d: Buffer) => (output = (output + d.toString()).slice(-8_192));
@@ -108,7 +111,7 @@ export async function startApiProcess(env: Record<string, string> = {}): Promise
     }
     if (!up) {
       // Another process took the port between freePort() and the API's listen: try another one.
-      if (output.includes('EADDRINUSE') && attempt < 3) continue;
+      if ((output.includes('EADDRINUSE') || output.includes('"cause":"port_in_use"')) && attempt < 3) continue;
       throw new Error(`API process exited with ${proc.exitCode}: ${output}`);
     }
     return {

@@ -7,6 +7,8 @@ export interface CliIo {
   err(text: string): void;
   /** Loads the configuration and connects to the database; called only once the arguments are valid. */
   open(): Promise<{ ctx: CliContext; close(): Promise<void> }>;
+  /** One line for a failed command (main.ts: the real cause of a database or broker failure); default: the error's message. */
+  describe?(error: unknown): string;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function runCli(argv: string[], commands: Array<CliCommand<any>>, i
   try {
     return await command.run(parsed.args, ctx);
   } catch (e) {
-    io.err(`cli ${command.name}: ${(e as Error).message}\n`);
+    io.err(`cli ${command.name}: ${io.describe ? io.describe(e) : (e as Error).message}\n`);
     return 1;
   } finally {
     await close();

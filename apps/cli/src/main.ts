@@ -2,6 +2,8 @@ import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { purgeIdempotencyKeys } from '@tickets/idempotency';
 import { createApiKey } from '@tickets/tenants';
+import { guardStdio } from '@tickets/logger';
+import { explainStartupFailure } from '@tickets/startup';
 import { quietKafkajsTimeoutWarning } from '@tickets/telemetry';
 import { apiKeysCli } from './api-keys.command';
 import { runCli } from './cli';
@@ -13,6 +15,8 @@ import { replayCli } from './replay.command';
 import { webhooksCli } from './webhooks.command';
 
 quietKafkajsTimeoutWarning();
+// `npm run cli -- ... | head`: a reader that leaves early must not turn into an EPIPE stack trace.
+guardStdio();
 
 // `npm run cli -- <command> [options]`; `npm run cli -- --help` lists the commands.
 const commands = [
@@ -24,8 +28,10 @@ const commands = [
   deadLettersCli,
 ];
 
+let config: AppConfig | undefined;
+
 async function open(): Promise<{ ctx: CliContext; close(): Promise<void> }> {
-  const config: AppConfig = loadConfigOrExit('cli');
+  config = loadConfigOrExit('cli');
   const prisma: PrismaClient = createPrismaClient(config.database.url, 2, 'tickets-cli');
   const ctx: CliContext = { prisma, config, out: (line) => process.stdout.write(`${line}\n`), err: (text) => process.stderr.write(text) };
   return { ctx, close: () => prisma.$disconnect() };
@@ -35,6 +41,10 @@ void runCli(process.argv.slice(2), commands, {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (text) => process.stderr.write(text),
   open,
+  describe: (error) => {
+    const failure = explainStartupFailure(error, { databaseUrl: config?.database.url, brokers: config?.kafka.brokers });
+    return failure.unexpected ? (error as Error).message : failure.message;
+  },
 }).then((code) => {
   process.exitCode = code;
 });

@@ -1,7 +1,10 @@
 import './instrument';
 import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
-import { createLogger } from '@tickets/logger';
+import { createLogger, guardStdio } from '@tickets/logger';
+import { failStartup } from '@tickets/startup';
 import { createConsumerApp } from './consumer.app';
+
+guardStdio();
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('consumer');
@@ -14,8 +17,11 @@ async function main(): Promise<void> {
     const { server } = await createConsumerApp(config, kit, logger);
     logger.info({ groupId: config.notifier.groupId, topic: config.kafka.topic, metricsPort: server.metricsPort }, 'consumer running (SIGTERM/SIGINT to stop)');
   } catch (err) {
-    logger.fatal({ err }, 'consumer failed to start: are PostgreSQL (DATABASE_URL, migrated) and Kafka (KAFKA_BROKERS) up?');
-    process.exit(1);
+    await failStartup('consumer', err, {
+      ports: kit.notifierMetrics ? [{ variable: 'NOTIFIER_METRICS_PORT', hostVariable: 'EVENT_CONSUMER_METRICS_HOST', ...kit.notifierMetrics }] : [],
+      databaseUrl: config.database.url,
+      brokers: config.kafka.brokers,
+    }, logger);
   }
 }
 

@@ -3,41 +3,52 @@
 // It starts and keeps running while the broker or the database is down (it logs one line when
 // either becomes unreachable and one when it is back). SIGTERM/SIGINT: the in-flight batch
 // finishes or is abandoned unmarked, the lock is released (a standby leads within milliseconds),
-// then the process exits 0. /metrics and /health/ready on RELAY_METRICS_PORT (9466; -1: none).
+// then the process exits 0. /metrics and /health/ready on RELAY_METRICS_PORT (9466; 0: any free
+// port; -1: none).
 import './instrument';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { loadConfigOrExit } from '@tickets/config';
-import { createLogger } from '@tickets/logger';
+import { loadConfigOrExit, type AppConfig } from '@tickets/config';
+import { createLogger, exitProcess, guardStdio, type Logger } from '@tickets/logger';
 import { serveMetrics, type MetricsEndpoint } from '@tickets/metrics';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
+import { failStartup, type StartupContext } from '@tickets/startup';
 import { flushTelemetry } from '@tickets/telemetry';
 
 const STATS_LOG_INTERVAL_MS = 60_000;
 
+guardStdio();
+
 async function main(): Promise<void> {
   const config = loadConfigOrExit('outbox-relay');
   const logger = createLogger(config.logLevel, 'outbox-relay');
+  const ctx: StartupContext = { ports: config.relay.metrics ? [{ variable: 'RELAY_METRICS_PORT', ...config.relay.metrics }] : [], databaseUrl: config.database.url, brokers: config.kafka.brokers };
+  try {
+    await run(config, logger);
+  } catch (err) {
+    await failStartup('outbox-relay', err, ctx, logger);
+  }
+}
+
+async function run(config: AppConfig, logger: Logger): Promise<void> {
   const registry = new Registry();
   const relay = new OutboxRelay(relayOptionsFromConfig(config, logger, { registry }));
   let endpoint: MetricsEndpoint | undefined;
   if (config.relay.metrics) {
     collectDefaultMetrics({ register: registry });
-    try {
-      endpoint = await serveMetrics(registry, config.relay.metrics, {
+    // A taken port stops the start (one line naming RELAY_METRICS_PORT): a second relay on this host
+    // takes RELAY_METRICS_PORT=0 (any free port, logged below) or -1 (none).
+    endpoint = await serveMetrics(
+      registry,
+      { ...config.relay.metrics, variable: 'RELAY_METRICS_PORT' },
+      {
         stateKey: 'relay',
         ready: () => {
           const h = relay.health();
           const ok = h.database.state === 'up' && h.broker.state === 'up';
           return { ready: ok, state: ok ? (h.isLeader ? 'leader' : 'standby') : h.database.state === 'up' ? 'broker unreachable' : 'database unreachable' };
         },
-      });
-    } catch (err) {
-      // Publishing matters more than its metrics: a second relay on the same host keeps running.
-      logger.error(
-        { err },
-        `cannot serve /metrics on ${config.relay.metrics.host}:${config.relay.metrics.port}; relaying without it. Set RELAY_METRICS_PORT to a free port (0: any, -1: none)`,
-      );
-    }
+      },
+    );
   }
 
   let stopping = false;
@@ -47,10 +58,10 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'stopping');
     clearInterval(statsTimer);
     Promise.all([relay.stop(), endpoint?.close()]).then(
-      () => flushTelemetry().then(() => process.exit(0)),
+      () => flushTelemetry().then(() => exitProcess(0)),
       (err) => {
         logger.error({ err }, 'stop failed');
-        process.exit(1);
+        void exitProcess(1);
       },
     );
   };
@@ -69,8 +80,4 @@ async function main(): Promise<void> {
   logger.info({ metricsPort: endpoint?.port }, 'outbox relay started (SIGTERM/SIGINT to stop)');
 }
 
-main().catch((err) => {
-  // Start-up failures before the logger exists: print and exit non-zero.
-  console.error(err instanceof Error ? err.message : err);
-  process.exit(1);
-});
+void main();

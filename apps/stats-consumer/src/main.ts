@@ -1,7 +1,10 @@
 import './instrument';
 import { loadConfigOrExit, loadEventConsumerConfigOrExit, ticketEventsOptions } from '@tickets/config';
-import { createLogger } from '@tickets/logger';
+import { createLogger, guardStdio } from '@tickets/logger';
+import { failStartup } from '@tickets/startup';
 import { createStatsConsumer } from './stats-consumer.app';
+
+guardStdio();
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('stats-consumer');
@@ -12,10 +15,12 @@ async function main(): Promise<void> {
     const { server } = await createStatsConsumer(options, logger);
     logger.info({ groupId: options.groupId, topic: options.topic, metricsPort: server.metricsPort }, 'stats consumer running (SIGTERM/SIGINT to stop)');
   } catch (err) {
-    logger.fatal({ err }, 'stats consumer failed to start: are PostgreSQL (DATABASE_URL, migrated) and Kafka (KAFKA_BROKERS) up?');
-    process.exit(1);
+    await failStartup('stats-consumer', err, {
+      ports: kit.metrics ? [{ variable: 'EVENT_CONSUMER_METRICS_PORT', hostVariable: 'EVENT_CONSUMER_METRICS_HOST', ...kit.metrics }] : [],
+      databaseUrl: config.database.url,
+      brokers: config.kafka.brokers,
+    }, logger);
   }
 }
 
 void main();
-

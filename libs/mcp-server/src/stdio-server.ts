@@ -14,6 +14,9 @@ import { VERSION } from './version';
  * TICKETS_KEY_STORE, ...; see README). A bad environment exits with code 2 and says why on stderr.
  */
 export async function runStdioServer(): Promise<void> {
+  // An agent host that went away leaves stdout and stderr without a reader: an EPIPE must not crash the
+  // process in the middle of its work or its shutdown.
+  for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount('error') === 0) stream.on('error', () => undefined);
   let config: McpServerConfig;
   try {
     config = loadMcpServerConfig();

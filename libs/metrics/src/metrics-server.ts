@@ -1,6 +1,7 @@
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { listen } from '@tickets/startup';
 
 export interface Readiness {
   ready: boolean;
@@ -16,11 +17,12 @@ export interface MetricsEndpoint {
 /**
  * Serves `registry` as GET /metrics, and GET /health/ready (200 while `ready()`, else 503 with the
  * state under `stateKey`), on host:port of a small HTTP server of its own: the processes without an HTTP API (the
- * consumers, the standalone relay, the MCP server) expose their metrics this way.
+ * consumers, the standalone relay, the MCP server) expose their metrics this way. A port that is taken
+ * rejects with a PortUnavailableError naming `at.variable` (port 0: any free port, see `port`).
  */
 export async function serveMetrics(
   registry: Registry,
-  at: { port: number; host: string },
+  at: { port: number; host: string; variable?: string },
   health: { ready?: () => Readiness; stateKey?: string } = {},
 ): Promise<MetricsEndpoint> {
   const { ready = () => ({ ready: true, state: 'running' }), stateKey = 'state' } = health;
@@ -40,10 +42,7 @@ export async function serveMetrics(
       .then((text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text))
       .catch((err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(at.port, at.host, () => resolve());
-  });
+  await listen(server, at);
   return {
     port: (server.address() as AddressInfo).port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),

@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from '@tickets/db';
 import { ConsumerDeadLetters, DeadLetters, kafkaRepublisher, type MessageRepublisher } from '@tickets/dead-letters';
 import { createKafkaClient } from '@tickets/kafka';
 import type { Logger } from '@tickets/logger';
+import { listen } from '@tickets/startup';
 import { APP_CONFIG, LOGGER } from '../common/tokens';
 import { TokenBuckets } from '../edge/token-bucket';
 import { Database } from '../infra/database';
@@ -90,19 +91,13 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
     });
     const server = createServer({ requestTimeout: edge.requestTimeoutMs, headersTimeout: edge.headersTimeoutMs, keepAliveTimeout: 5_000 }, (req, res) => void this.serve(req, res));
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(c.port, c.host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      await listen(server, { variable: 'ADMIN_PORT', hostVariable: 'ADMIN_HOST', port: c.port, host: c.host });
     } catch (err) {
-      // The console is for operators; the API serves agents: a second API process on this host (the
-      // port taken) or a wrong ADMIN_HOST must not stop it. Say so once and serve without a console.
-      this.log.warn({ err, host: c.host, port: c.port }, `ops console not started: cannot listen on ${c.host}:${c.port} (${(err as Error).message}); set ADMIN_PORT to a free port`);
+      // A taken ADMIN_PORT stops the API's start (main.ts says which port and which variable): an API
+      // that runs on without the console its operator asked for (ADMIN_TOKEN) fails later, in the dark.
+      // Two APIs on one host: give the second ADMIN_PORT=0 (any free port) or another port.
       await this.beforeApplicationShutdown();
-      return;
+      throw err;
     }
     this.server = server;
     this.log.info({ url: this.url() }, 'ops console listening');

@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { Logger } from '@tickets/logger';
+import { exitProcess, type Logger } from '@tickets/logger';
 import { RelayService } from '../relay/relay.service';
 import { beginDrain } from './http-edge';
 import { flushTelemetry } from '@tickets/telemetry';
@@ -51,7 +51,7 @@ export function installGracefulShutdown(app: NestFastifyApplication, graceMs: nu
   const onSignal = (signal: NodeJS.Signals) => {
     if (started) {
       log.warn({ signal }, 'second signal during the shutdown: exiting now');
-      process.exit(1);
+      void exitProcess(1, 200);
     }
     started = true;
     log.info({ signal, graceMs }, 'shutting down: draining HTTP and stopping the relay');
@@ -64,11 +64,11 @@ export function installGracefulShutdown(app: NestFastifyApplication, graceMs: nu
         await app.close();
         await flushTelemetry();
         log.info('ticket-api stopped');
-        process.exit(0);
+        await exitProcess(0);
       })
       .catch((err: unknown) => {
         log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        void exitProcess(1);
       });
   };
   process.on('SIGTERM', onSignal);
