@@ -8,7 +8,17 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/', '**/dist/', '.cache/', '.tmp/', 'coverage/', '**/generated/', 'examples/*/node_modules/'] },
+  {
+    ignores: [
+      '**/node_modules/',
+      '**/dist/',
+      '.cache/',
+      '.tmp/',
+      'coverage/',
+      '**/generated/',
+      'examples/*/node_modules/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -16,7 +26,10 @@ export default tseslint.config(
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     rules: {
       // `_`-prefixed names are deliberately unused (destructuring away a field, an unused parameter).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       // Optional peers (prom-client) and test-only loaders are required lazily, on purpose.
       '@typescript-eslint/no-require-imports': 'off',
       'no-constant-condition': ['error', { checkLoops: false }],

@@ -65,7 +65,12 @@ interface AcOptions {
   timeout: number;
   requests: Array<{
     setupRequest: (req: AcRequest, context: Record<string, unknown>) => AcRequest;
-    onResponse: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string | string[]>) => void;
+    onResponse: (
+      status: number,
+      body: string,
+      context: Record<string, unknown>,
+      headers: Record<string, string | string[]>,
+    ) => void;
   }>;
 }
 interface AcResult {
@@ -77,7 +82,10 @@ interface AcResult {
 interface AcInstance {
   on(event: 'response', fn: (client: unknown, status: number, bytes: number, ms: number) => void): void;
 }
-const autocannon = require('autocannon') as (opts: AcOptions, cb: (err: Error | null, res: AcResult) => void) => AcInstance;
+const autocannon = require('autocannon') as (
+  opts: AcOptions,
+  cb: (err: Error | null, res: AcResult) => void,
+) => AcInstance;
 
 const DEFAULT_URL = 'postgresql://postgres@127.0.0.1:5432/tickets_bench';
 const env = process.env;
@@ -119,8 +127,24 @@ interface Ctx {
 
 async function runReference(ctx: Ctx, schema: string, tenantId: string, seconds: number, name: string): Promise<Phase> {
   const meter = await cpuMeter(ctx.pool, ctx.apiPid);
-  const r = await runThreeInsertLoop(ctx.pool, { schema, tenantId, concurrency: ctx.concurrency, seconds, keyPrefix: `${name}-${ctx.runId}` });
-  return { name, ok: r.ok, bad: r.bad, badDetail: r.lastError, seconds: r.seconds, rate: r.ok / r.seconds, p50: r.p50, p99: r.p99, cpu: meter() };
+  const r = await runThreeInsertLoop(ctx.pool, {
+    schema,
+    tenantId,
+    concurrency: ctx.concurrency,
+    seconds,
+    keyPrefix: `${name}-${ctx.runId}`,
+  });
+  return {
+    name,
+    ok: r.ok,
+    bad: r.bad,
+    badDetail: r.lastError,
+    seconds: r.seconds,
+    rate: r.ok / r.seconds,
+    p50: r.p50,
+    p99: r.p99,
+    cpu: meter(),
+  };
 }
 
 // ---------- API phases through autocannon ----------
@@ -191,11 +215,21 @@ async function runHttp(
   if (res.errors || res.timeouts) badCodes.set('socket errors/timeouts', res.errors + res.timeouts);
   const badDetail = [...badCodes].map(([k, v]) => `${k}: ${v}`).join(', ');
   await new Promise((r) => setTimeout(r, 300)); // let in-flight requests finish before the next phase
-  return { name, ok, bad, badDetail, seconds: secs, rate: ok / secs, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), cpu, created };
+  return {
+    name,
+    ok,
+    bad,
+    badDetail,
+    seconds: secs,
+    rate: ok / secs,
+    p50: percentile(lat, 0.5),
+    p99: percentile(lat, 0.99),
+    cpu,
+    created,
+  };
 }
 
 // ---------- setup ----------
-
 
 const isBenchDb = (url: string) => /(^|_)bench$/.test(decodeURIComponent(new URL(url).pathname.slice(1)));
 
@@ -215,11 +249,12 @@ function benchDatabaseUrl(): string {
   }
   url ??= DEFAULT_URL;
   if (!isBenchDb(url)) {
-    throw new Error(`refusing to run against ${new URL(url).pathname.slice(1)}: the bench truncates its ticket tables, so the database name must end in "bench"`);
+    throw new Error(
+      `refusing to run against ${new URL(url).pathname.slice(1)}: the bench truncates its ticket tables, so the database name must end in "bench"`,
+    );
   }
   return url;
 }
-
 
 /** CPU time the request path used per successful request: API child + this process + the bench DB's Postgres. */
 const cpuMsPerReq = (p: Phase) => ((p.cpu.api + p.cpu.bench + p.cpu.pg) * 10) / p.rate;
@@ -237,12 +272,19 @@ export async function runCreateBench(): Promise<string> {
   const poolSize = num('BENCH_POOL', concurrency);
   const cpuProfDir = env.BENCH_CPU_PROF;
   // The API child's IDEMPOTENCY_REPLAY_CACHE_SIZE (it inherits this environment).
-  const cacheConfig = loadConfig({ IDEMPOTENCY_REPLAY_CACHE_SIZE: env.IDEMPOTENCY_REPLAY_CACHE_SIZE, IDEMPOTENCY_REPLAY_CACHE_MB: env.IDEMPOTENCY_REPLAY_CACHE_MB }).idempotency;
+  const cacheConfig = loadConfig({
+    IDEMPOTENCY_REPLAY_CACHE_SIZE: env.IDEMPOTENCY_REPLAY_CACHE_SIZE,
+    IDEMPOTENCY_REPLAY_CACHE_MB: env.IDEMPOTENCY_REPLAY_CACHE_MB,
+  }).idempotency;
   // Entries the cache holds: its count bound, or its bound on body characters over a created ticket's
   // JSON (the request's fields plus id, status and timestamps: BODY_TEXT + ~200 characters).
-  const cacheSize = Math.min(cacheConfig.replayCacheSize, Math.floor(cacheConfig.replayCacheChars / (BODY_TEXT.length + 200)));
+  const cacheSize = Math.min(
+    cacheConfig.replayCacheSize,
+    Math.floor(cacheConfig.replayCacheChars / (BODY_TEXT.length + 200)),
+  );
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
-  const apiNodeArgs = env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : API_HEAP_CAP;
+  const apiNodeArgs =
+    env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : API_HEAP_CAP;
   const url = benchDatabaseUrl();
   const root = repoRoot();
   const distRoot = join(__dirname, '..');
@@ -251,9 +293,17 @@ export async function runCreateBench(): Promise<string> {
   const runId = randomBytes(4).toString('hex');
 
   log(`migrating ${new URL(url).pathname.slice(1)}`);
-  execFileSync(process.execPath, [join(root, 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...env, DATABASE_URL: url }, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(root, 'scripts', 'db-migrate.mjs'), 'deploy'], {
+    env: { ...env, DATABASE_URL: url },
+    stdio: 'inherit',
+  });
 
-  const pool = new Pool({ connectionString: url, max: concurrency, application_name: 'bench-references', idleTimeoutMillis: 0 });
+  const pool = new Pool({
+    connectionString: url,
+    max: concurrency,
+    application_name: 'bench-references',
+    idleTimeoutMillis: 0,
+  });
   let api: ApiChild | undefined;
   let api2: ApiChild | undefined;
   try {
@@ -272,20 +322,40 @@ export async function runCreateBench(): Promise<string> {
     await prisma.$disconnect();
 
     const nodeArgs = [...requireHooks(), ...apiNodeArgs];
-    if (cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js'));
+    if (cpuProfDir)
+      nodeArgs.push(
+        '--cpu-prof',
+        `--cpu-prof-dir=${cpuProfDir}`,
+        '-r',
+        join(__dirname, 'support', 'exit-on-sigterm.js'),
+      );
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     const apiEnv = { DATABASE_URL: url, LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', DB_POOL_MAX: String(poolSize) };
     api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port, env: apiEnv });
     log(`API child pid ${api.pid} on ${api.baseUrl} (DB_POOL_MAX=${poolSize}), RSS ${mb(memoryOf(api.pid).rss)} MB`);
     // A small pool: a replay is one statement, and three pools of `concurrency` would crowd max_connections.
     const pool2 = Math.min(poolSize, DB_REPLAY_POOL);
-    api2 = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port: port + 1, env: { ...apiEnv, IDEMPOTENCY_REPLAY_CACHE_SIZE: '0', DB_POOL_MAX: String(pool2) } });
+    api2 = await startApi({
+      mainJs: apiMainJs(distRoot),
+      nodeArgs,
+      port: port + 1,
+      env: { ...apiEnv, IDEMPOTENCY_REPLAY_CACHE_SIZE: '0', DB_POOL_MAX: String(pool2) },
+    });
     log(`second API child (replay cache off) pid ${api2.pid} on ${api2.baseUrl} (DB_POOL_MAX=${pool2})`);
     const rss = rssSampler(api.pid);
     // open the references' connections up front, like the API's pool after warm-up
     await Promise.all(Array.from({ length: concurrency }, () => pool.connect().then((c) => c.release())));
 
-    const ctx: Ctx = { baseUrl: api.baseUrl, apiKey: tenant.apiKey, apiPid: api.pid, dbReplay: { baseUrl: api2.baseUrl, pid: api2.pid }, pool, concurrency, runId, log };
+    const ctx: Ctx = {
+      baseUrl: api.baseUrl,
+      apiKey: tenant.apiKey,
+      apiPid: api.pid,
+      dbReplay: { baseUrl: api2.baseUrl, pid: api2.pid },
+      pool,
+      concurrency,
+      runId,
+      log,
+    };
     let createdTotal = 0;
     const plain = (secs: number, name: string) => runReference(ctx, PLAIN_SCHEMA, refTenant.tenantId, secs, name);
     const schema = (secs: number, name: string) => runReference(ctx, 'public', refTenant.tenantId, secs, name);
@@ -295,7 +365,9 @@ export async function runCreateBench(): Promise<string> {
     createdTotal += w1.ok;
     log(`warm-up: API create   ${phaseLine(w1)}`);
     // Opens the second process's pool too, so its backends are counted from the first measured (c'').
-    log(`warm-up: (c'') db replay ${phaseLine(await runHttp(ctx, 'replay', warmup, 'warm-up replay (db)', w1.created, ctx.dbReplay))}`);
+    log(
+      `warm-up: (c'') db replay ${phaseLine(await runHttp(ctx, 'replay', warmup, 'warm-up replay (db)', w1.created, ctx.dbReplay))}`,
+    );
     log(`warm-up: (a) plain, (b) schema ${warmup}s each`);
     log(`warm-up: (a) plain    ${phaseLine(await plain(warmup, 'warm-up plain'))}`);
     log(`warm-up: (b) schema   ${phaseLine(await schema(warmup, 'warm-up schema'))}`);
@@ -313,7 +385,9 @@ export async function runCreateBench(): Promise<string> {
       // than it holds would miss on every request (each miss evicts the key needed next) and measure (c'').
       const cachedKeys = create.created.slice(-Math.max(1, Math.floor(cacheSize / 2)));
       const replay = await runHttp(ctx, 'replay', seconds, 'replay', cachedKeys);
-      log(`round ${r}/${rounds}: (c') replay  ${phaseLine(replay)} (${cachedKeys.length} of the round's ${create.created.length} keys)`);
+      log(
+        `round ${r}/${rounds}: (c') replay  ${phaseLine(replay)} (${cachedKeys.length} of the round's ${create.created.length} keys)`,
+      );
       const dbReplay = await runHttp(ctx, 'replay', seconds, 'replay (db)', create.created, ctx.dbReplay);
       log(`round ${r}/${rounds}: (c'') db replay ${phaseLine(dbReplay)}`);
       perRound.push({ plain: a, schema: b, create, replay, dbReplay });
@@ -347,20 +421,30 @@ export async function runCreateBench(): Promise<string> {
     const createToSchema = ratio((x) => x.create.rate / x.schema.rate);
     const replayRatio = ratio((x) => x.replay.rate / x.create.rate);
     const dbReplayRatio = ratio((x) => x.dbReplay.rate / x.create.rate);
-    const rateCell = (s: ReturnType<typeof summary>) => `${int(s.rate)} (${int(s.min)}–${int(s.max)}, spread ${fixed(s.spread, 0)}%)`;
+    const rateCell = (s: ReturnType<typeof summary>) =>
+      `${int(s.rate)} (${int(s.min)}–${int(s.max)}, spread ${fixed(s.spread, 0)}%)`;
     const row = (what: string, ps: Phase[], ratios: string) => {
       const s = summary(ps);
       return `| ${what} | ${rateCell(s)} | ${fixed(s.p50)} | ${fixed(s.p99)} | ${ratios} |`;
     };
     const bar = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
     const peakMb = mb(peakRss);
-    const integrityOk = cnt[0].tickets === cnt[0].keys && cnt[0].keys === cnt[0].events && cnt[0].tickets >= createdTotal;
-    const unexpected = perRound.reduce((n, x) => n + x.plain.bad + x.schema.bad + x.create.bad + x.replay.bad + x.dbReplay.bad, 0);
+    const integrityOk =
+      cnt[0].tickets === cnt[0].keys && cnt[0].keys === cnt[0].events && cnt[0].tickets >= createdTotal;
+    const unexpected = perRound.reduce(
+      (n, x) => n + x.plain.bad + x.schema.bad + x.create.bad + x.replay.bad + x.dbReplay.bad,
+      0,
+    );
     const cpuInfo = cpus();
-    const replayCache = env.IDEMPOTENCY_REPLAY_CACHE_SIZE === '0' ? 'through the database (IDEMPOTENCY_REPLAY_CACHE_SIZE=0)' : "from the API's in-process cache";
+    const replayCache =
+      env.IDEMPOTENCY_REPLAY_CACHE_SIZE === '0'
+        ? 'through the database (IDEMPOTENCY_REPLAY_CACHE_SIZE=0)'
+        : "from the API's in-process cache";
     let commit = 'unknown';
     try {
-      commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+      commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim();
     } catch {
       /* not a checkout */
     }
@@ -368,7 +452,9 @@ export async function runCreateBench(): Promise<string> {
     const lines: string[] = [];
     lines.push(`## bench:create — ${new Date(started).toISOString()}`, '');
     lines.push(
-      `Node ${process.version}, ${cpuInfo.length} CPUs (${cpuInfo[0]?.model.trim() ?? '?'}), load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ` +
+      `Node ${process.version}, ${cpuInfo.length} CPUs (${cpuInfo[0]?.model.trim() ?? '?'}), load average at start ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; ` +
         `${String(info.rows[0].v).split(' on ')[0]}, synchronous_commit=${info.rows[0].sc}, max_connections=${info.rows[0].mc}, ` +
         `outbox_events trigger ${info.rows[0].outbox_trigger ? 'PRESENT (not the migrated schema: it has none since 20261201010000_outbox_wakeup)' : 'none'}; ` +
         `concurrency ${concurrency}, pool size ${poolSize} (API DB_POOL_MAX) and ${concurrency} (references' pg.Pool); ${rounds} rounds of ${seconds} s per phase, ` +
@@ -377,24 +463,73 @@ export async function runCreateBench(): Promise<string> {
         `warm-up ${warmup} s; commit ${commit}.`,
       '',
     );
-    lines.push(`| what | req/s (median of ${rounds}) | p50 ms | p99 ms | ratios (median of per-round ratios) |`, '|---|---|---|---|---|');
-    lines.push(row('(a) plain: raw pg, BEGIN + 3 INSERT + COMMIT, plain tables (primary keys only, no trigger)', col('plain'), '1.00'));
-    lines.push(row("(b) schema: the same transaction on the project's tables", col('schema'), `b/a ${fixed(schemaToPlain, 2)}`));
-    lines.push(row('(c) API create: POST /v1/tickets, new key', col('create'), `**c/a ${fixed(createToPlain, 2)}**, c/b ${fixed(createToSchema, 2)}`));
-    lines.push(row(`(c') API replay: same key again (201, Idempotent-Replayed), ${replayCache}`, col('replay'), `c'/c ${fixed(replayRatio, 2)}`));
-    lines.push(row("(c'') API replay through the database: the same keys to a second API process (replay cache off)", col('dbReplay'), `c''/c ${fixed(dbReplayRatio, 2)}`));
+    lines.push(
+      `| what | req/s (median of ${rounds}) | p50 ms | p99 ms | ratios (median of per-round ratios) |`,
+      '|---|---|---|---|---|',
+    );
+    lines.push(
+      row(
+        '(a) plain: raw pg, BEGIN + 3 INSERT + COMMIT, plain tables (primary keys only, no trigger)',
+        col('plain'),
+        '1.00',
+      ),
+    );
+    lines.push(
+      row("(b) schema: the same transaction on the project's tables", col('schema'), `b/a ${fixed(schemaToPlain, 2)}`),
+    );
+    lines.push(
+      row(
+        '(c) API create: POST /v1/tickets, new key',
+        col('create'),
+        `**c/a ${fixed(createToPlain, 2)}**, c/b ${fixed(createToSchema, 2)}`,
+      ),
+    );
+    lines.push(
+      row(
+        `(c') API replay: same key again (201, Idempotent-Replayed), ${replayCache}`,
+        col('replay'),
+        `c'/c ${fixed(replayRatio, 2)}`,
+      ),
+    );
+    lines.push(
+      row(
+        "(c'') API replay through the database: the same keys to a second API process (replay cache off)",
+        col('dbReplay'),
+        `c''/c ${fixed(dbReplayRatio, 2)}`,
+      ),
+    );
     lines.push('');
-    lines.push("Each round runs (a), (b), (c), (c') and (c'') back to back; a ratio is taken within a round, then the median over the rounds.", '');
+    lines.push(
+      "Each round runs (a), (b), (c), (c') and (c'') back to back; a ratio is taken within a round, then the median over the rounds.",
+      '',
+    );
     const perReq = (ps: Phase[], k: keyof CpuShares) => median(ps.map((p) => (p.cpu[k] * 10) / p.rate));
     const cpuMs = (ps: Phase[]) => median(ps.map(cpuMsPerReq));
-    lines.push('CPU ms per request (median of the rounds; "bench" is the references\' in-process `pg` client, or autocannon for (c) and (c\'); "pg" is the bench database\'s Postgres processes):', '');
+    lines.push(
+      'CPU ms per request (median of the rounds; "bench" is the references\' in-process `pg` client, or autocannon for (c) and (c\'); "pg" is the bench database\'s Postgres processes):',
+      '',
+    );
     lines.push('| what | API | bench | pg | total | other processes (% of one core) |', '|---|---|---|---|---|---|');
-    for (const [what, ps] of [['(a) plain', col('plain')], ['(b) schema', col('schema')], ['(c) create', col('create')], ["(c') replay", col('replay')], ["(c'') replay (db)", col('dbReplay')]] as const) {
+    for (const [what, ps] of [
+      ['(a) plain', col('plain')],
+      ['(b) schema', col('schema')],
+      ['(c) create', col('create')],
+      ["(c') replay", col('replay')],
+      ["(c'') replay (db)", col('dbReplay')],
+    ] as const) {
       lines.push(
         `| ${what} | ${fixed(perReq(ps, 'api'), 2)} | ${fixed(perReq(ps, 'bench'), 2)} | ${fixed(perReq(ps, 'pg'), 2)} | ${fixed(cpuMs(ps), 2)} | ${int(median(ps.map((p) => p.cpu.other)))}% |`,
       );
     }
-    const others = median(perRound.flatMap((x) => [x.plain.cpu.other, x.schema.cpu.other, x.create.cpu.other, x.replay.cpu.other, x.dbReplay.cpu.other]));
+    const others = median(
+      perRound.flatMap((x) => [
+        x.plain.cpu.other,
+        x.schema.cpu.other,
+        x.create.cpu.other,
+        x.replay.cpu.other,
+        x.dbReplay.cpu.other,
+      ]),
+    );
     lines.push('');
     lines.push(
       `If CPU were the only limit and the box did nothing else: (a) ~${int((cpuInfo.length * 1000) / cpuMs(col('plain')))}/s, ` +
@@ -405,11 +540,19 @@ export async function runCreateBench(): Promise<string> {
     lines.push('| bar (issue #13) | measured | result |', '|---|---|---|');
     lines.push(`| create >= 0.6x (a) | ${fixed(createToPlain, 2)}x | ${bar(createToPlain >= 0.6)} |`);
     lines.push(`| replay >= 3x create (${replayCache}) | ${fixed(replayRatio, 2)}x | ${bar(replayRatio >= 3)} |`);
-    lines.push(`| replay through the database >= 3x create (second process) | ${fixed(dbReplayRatio, 2)}x | ${bar(dbReplayRatio >= 3)} |`);
+    lines.push(
+      `| replay through the database >= 3x create (second process) | ${fixed(dbReplayRatio, 2)}x | ${bar(dbReplayRatio >= 3)} |`,
+    );
     lines.push(`| API peak RSS < 200 MB | ${peakMb} MB (VmHWM) | ${bar(peakMb < 200)} |`);
     lines.push('');
-    lines.push(`Per round (cpu: % of ONE core during the phase, the box has ${cpuInfo.length}; "other" is every other process on the box, e.g. concurrent jobs):`, '');
-    lines.push('| round | phase | req/s | p50 ms | p99 ms | cpu api | cpu bench | cpu postgres | cpu other | CPU ms/req (api+bench+pg) | unexpected |', '|---|---|---|---|---|---|---|---|---|---|---|');
+    lines.push(
+      `Per round (cpu: % of ONE core during the phase, the box has ${cpuInfo.length}; "other" is every other process on the box, e.g. concurrent jobs):`,
+      '',
+    );
+    lines.push(
+      '| round | phase | req/s | p50 ms | p99 ms | cpu api | cpu bench | cpu postgres | cpu other | CPU ms/req (api+bench+pg) | unexpected |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
     perRound.forEach((x, i) => {
       for (const p of [x.plain, x.schema, x.create, x.replay, x.dbReplay]) {
         lines.push(

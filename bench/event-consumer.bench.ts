@@ -24,7 +24,15 @@ import { loadConfig } from '@tickets/config';
 import { int8Array, textArray, uuidArray } from '@tickets/db';
 import { benchTicketCreated } from './support/ticket-event';
 import { TicketCreatedV1, TicketEvent } from '@tickets/contracts';
-import { Ctx, OnTicketEvent, OnTicketEventBatch, Payload, TicketEventBatchContext, TicketEventContext, TicketEventsServer } from '@tickets/event-consumer';
+import {
+  Ctx,
+  OnTicketEvent,
+  OnTicketEventBatch,
+  Payload,
+  TicketEventBatchContext,
+  TicketEventContext,
+  TicketEventsServer,
+} from '@tickets/event-consumer';
 import { scratchDatabase } from './support/paths';
 
 const PARTITIONS = 6;
@@ -39,7 +47,11 @@ class BatchEffects {
   @OnTicketEventBatch()
   async apply(@Payload() events: TicketEvent[], @Ctx() ctx: TicketEventBatchContext): Promise<void> {
     markFirst();
-    await ctx.tx.query({ name: 'bench-effect', text: EFFECT_SQL, values: [uuidArray(events.map((e) => e.id)), uuidArray(events.map((e) => e.ticketId))] });
+    await ctx.tx.query({
+      name: 'bench-effect',
+      text: EFFECT_SQL,
+      values: [uuidArray(events.map((e) => e.id)), uuidArray(events.map((e) => e.ticketId))],
+    });
   }
 }
 
@@ -48,7 +60,11 @@ class EventEffects {
   @OnTicketEvent('ticket.created.v1')
   async apply(@Payload() e: TicketCreatedV1, @Ctx() ctx: TicketEventContext): Promise<void> {
     markFirst();
-    await ctx.tx.query({ name: 'bench-effect-one', text: 'INSERT INTO bench_kit_effects (event_id, ticket_id) VALUES ($1, $2)', values: [e.id, e.ticketId] });
+    await ctx.tx.query({
+      name: 'bench-effect-one',
+      text: 'INSERT INTO bench_kit_effects (event_id, ticket_id) VALUES ($1, $2)',
+      values: [e.id, e.ticketId],
+    });
   }
 }
 
@@ -99,11 +115,23 @@ async function handWritten(kafka: Kafka, pool: Pool, topic: string, groupId: str
             text: `INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
                    SELECT $1, x.id, x.type, x.ticket, $2, $3, x.o FROM unnest($4::uuid[], $5::text[], $6::uuid[], $7::int8[]) AS x(id, type, ticket, o)
                    ON CONFLICT (event_id, group_id) DO NOTHING RETURNING event_id`,
-            values: [groupId, batch.topic, batch.partition, uuidArray(events.map((e) => e.id)), textArray(events.map((e) => e.type)), uuidArray(events.map((e) => e.ticketId)), int8Array(chunk.map((m) => m.offset))],
+            values: [
+              groupId,
+              batch.topic,
+              batch.partition,
+              uuidArray(events.map((e) => e.id)),
+              textArray(events.map((e) => e.type)),
+              uuidArray(events.map((e) => e.ticketId)),
+              int8Array(chunk.map((m) => m.offset)),
+            ],
           });
           const ids = new Set(fresh.rows.map((r) => r.event_id));
           const todo = events.filter((e) => ids.has(e.id));
-          await client.query({ name: 'hand-effect', text: EFFECT_SQL, values: [uuidArray(todo.map((e) => e.id)), uuidArray(todo.map((e) => e.ticketId))] });
+          await client.query({
+            name: 'hand-effect',
+            text: EFFECT_SQL,
+            values: [uuidArray(todo.map((e) => e.id)), uuidArray(todo.map((e) => e.ticketId))],
+          });
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK');
@@ -113,7 +141,14 @@ async function handWritten(kafka: Kafka, pool: Pool, topic: string, groupId: str
         }
         const last = chunk[chunk.length - 1].offset;
         resolveOffset(last);
-        await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }] });
+        await commitOffsetsIfNecessary({
+          topics: [
+            {
+              topic: batch.topic,
+              partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }],
+            },
+          ],
+        });
         await heartbeat();
       }
     },
@@ -121,7 +156,13 @@ async function handWritten(kafka: Kafka, pool: Pool, topic: string, groupId: str
   return () => consumer.disconnect();
 }
 
-async function kit(module: typeof BatchModule, url: string, brokers: string[], topic: string, groupId: string): Promise<() => Promise<void>> {
+async function kit(
+  module: typeof BatchModule,
+  url: string,
+  brokers: string[],
+  topic: string,
+  groupId: string,
+): Promise<() => Promise<void>> {
   const server = new TicketEventsServer({
     groupId,
     topic,
@@ -153,12 +194,19 @@ async function main(): Promise<void> {
   const topic = `bench-kit-${randomUUID().slice(0, 8)}`;
   const rows: { run: string; ms: number; perSec: number }[] = [];
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }] });
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }],
+    });
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     const tenants = Array.from({ length: 20 }, () => randomUUID());
     for (let i = 0; i < n; i += 1000) {
-      await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, n - i) }, (_, j) => event(tenants[(i + j) % tenants.length])) });
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: Array.from({ length: Math.min(1000, n - i) }, (_, j) => event(tenants[(i + j) % tenants.length])),
+      });
     }
     await producer.disconnect();
     console.log(`produced ${n} events to ${topic}`);
@@ -195,9 +243,12 @@ async function main(): Promise<void> {
     }
     const best = (l: string) => Math.max(...rows.filter((r) => r.run === l).map((r) => r.perSec));
     const hand = best('hand');
-    console.log(`\n| consumer (${n} events, ${PARTITIONS} partitions, chunk ${CHUNK}, concurrency ${CONCURRENCY}) | msg/s (best of runs) | vs hand-written |`);
+    console.log(
+      `\n| consumer (${n} events, ${PARTITIONS} partitions, chunk ${CHUNK}, concurrency ${CONCURRENCY}) | msg/s (best of runs) | vs hand-written |`,
+    );
     console.log('|---|---:|---:|');
-    for (const l of ['hand', 'kit (batch handler)', 'kit (per-event handler)']) console.log(`| ${l} | ${best(l)} | ${(best(l) / hand).toFixed(2)}x |`);
+    for (const l of ['hand', 'kit (batch handler)', 'kit (per-event handler)'])
+      console.log(`| ${l} | ${best(l)} | ${(best(l) / hand).toFixed(2)}x |`);
     console.log(`\nall runs: ${rows.map((r) => `${r.run} ${r.perSec}`).join(', ')}`);
   } finally {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);

@@ -81,7 +81,6 @@ interface Run {
 const PARTITIONS = 6;
 const perSec = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
-
 function event(tenantId: string): Message {
   const e = benchTicketCreated(tenantId);
   return { key: e.ticketId, value: JSON.stringify(e), headers: { 'event-id': e.id, 'event-type': e.type } };
@@ -95,12 +94,20 @@ const parseEvent = (value: Buffer | null): TicketEvent | undefined => {
 
 /** Messages the notifier has taken through its statement (new + duplicates), from the kit's counters. */
 async function handled(n: NotifierApp): Promise<{ processed: number; duplicates: number }> {
-  const sum = async (c: { get(): Promise<{ values: { value: number }[] }> }) => (await c.get()).values.reduce((s, v) => s + v.value, 0);
+  const sum = async (c: { get(): Promise<{ values: { value: number }[] }> }) =>
+    (await c.get()).values.reduce((s, v) => s + v.value, 0);
   return { processed: await sum(n.server.metrics.processed), duplicates: await sum(n.server.metrics.duplicates) };
 }
 
 /** Polls `count()` until it reaches `n`, logging progress once a second; returns the elapsed ms. */
-async function until(label: string, n: number, count: () => number | Promise<number>, started: number, log: (l: string) => void, onTick?: (c: number) => void): Promise<number> {
+async function until(
+  label: string,
+  n: number,
+  count: () => number | Promise<number>,
+  started: number,
+  log: (l: string) => void,
+  onTick?: (c: number) => void,
+): Promise<number> {
   let lastLog = Date.now();
   for (;;) {
     const c = await count();
@@ -108,7 +115,9 @@ async function until(label: string, n: number, count: () => number | Promise<num
     if (c >= n) return Date.now() - started;
     if (Date.now() - lastLog >= 1000) {
       const ms = Date.now() - started;
-      log(`  ${label}: ${c.toLocaleString()}/${n.toLocaleString()} (${Math.floor((c / n) * 100)}%), ${perSec(c, ms).toLocaleString()} msg/s, rss ${mb(process.memoryUsage().rss)} MB`);
+      log(
+        `  ${label}: ${c.toLocaleString()}/${n.toLocaleString()} (${Math.floor((c / n) * 100)}%), ${perSec(c, ms).toLocaleString()} msg/s, rss ${mb(process.memoryUsage().rss)} MB`,
+      );
       lastLog = Date.now();
     }
     if (Date.now() - started > 600_000) throw new Error(`${label}: stuck at ${c}/${n}`);
@@ -116,7 +125,9 @@ async function until(label: string, n: number, count: () => number | Promise<num
   }
 }
 
-export async function runConsumerBench(opts: { messages?: number; log?: (line: string) => void } = {}): Promise<ConsumerBenchResult> {
+export async function runConsumerBench(
+  opts: { messages?: number; log?: (line: string) => void } = {},
+): Promise<ConsumerBenchResult> {
   const n = opts.messages ?? 50_000;
   const log = opts.log ?? ((line: string) => console.log(line));
   const config = loadConfig();
@@ -127,20 +138,33 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
   const admin = kafka.admin();
   const suffix = randomUUID().slice(0, 8);
   const topic = `bench-consumer-${suffix}`;
-  const groups = { warm: `bench-warm-${suffix}`, raw: `bench-raw-${suffix}`, parse: `bench-parse-${suffix}`, key: `bench-key-${suffix}`, consumer: `bench-notifier-${suffix}` };
+  const groups = {
+    warm: `bench-warm-${suffix}`,
+    raw: `bench-raw-${suffix}`,
+    parse: `bench-parse-${suffix}`,
+    key: `bench-key-${suffix}`,
+    consumer: `bench-notifier-${suffix}`,
+  };
 
   await scratch.create();
   const prisma = createPrismaClient(benchUrl, 10, 'bench-consumer');
   await admin.connect();
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }] });
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }],
+    });
     log(`producing ${n.toLocaleString()} events to ${topic} (${PARTITIONS} partitions) ...`);
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     const tenants = Array.from({ length: 20 }, () => randomUUID());
     const t0 = Date.now();
     for (let i = 0; i < n; i += 1000) {
-      await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, n - i) }, (_, j) => event(tenants[(i + j) % tenants.length])) });
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: Array.from({ length: Math.min(1000, n - i) }, (_, j) => event(tenants[(i + j) % tenants.length])),
+      });
     }
     await producer.disconnect();
     log(`  produced in ${Date.now() - t0} ms`);
@@ -148,7 +172,11 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     // A bare kafkajs consumer (autoCommit) whose eachBatch runs `work` on each batch. Returns the time it
     // would take for n messages at the rate measured from the end of the first batch (as for the notifier
     // and the hand-written consumer below: group joins are not measured).
-    const readAll = async (label: string, groupId: string, work: (b: EachBatchPayload['batch']) => Promise<void> | void): Promise<number> => {
+    const readAll = async (
+      label: string,
+      groupId: string,
+      work: (b: EachBatchPayload['batch']) => Promise<void> | void,
+    ): Promise<number> => {
       let count = 0;
       let first: { at: number; count: number } | undefined;
       let last = 0;
@@ -186,7 +214,9 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     await keyPool.query('CREATE TABLE bench_floor_keys (event_id uuid PRIMARY KEY)');
     const keyMs = await readAll('key', groups.key, async (b) => {
       const ids = b.messages.flatMap((m) => parseEvent(m.value)?.id ?? []);
-      await keyPool.query('INSERT INTO bench_floor_keys SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [uuidArray(ids)]);
+      await keyPool.query('INSERT INTO bench_floor_keys SELECT unnest($1::uuid[]) ON CONFLICT DO NOTHING', [
+        uuidArray(ids),
+      ]);
     }).finally(() => keyPool.end());
 
     // 2. The notifier vs the hand-written anchor (same statement's effect, same chunk and concurrency),
@@ -194,11 +224,18 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     // first chunk's statement to the statement that covered the N-th message (group joins not measured).
     const benchConfig = loadConfig({ ...process.env, DATABASE_URL: benchUrl, TICKET_EVENTS_TOPIC: topic });
     const webhookUrl = 'http://127.0.0.1:9/unused';
-    const notifierConfig = { ...benchConfig, notifier: { ...benchConfig.notifier, webhookUrl, webhookSecret: 'bench-secret-not-used' } };
+    const notifierConfig = {
+      ...benchConfig,
+      notifier: { ...benchConfig.notifier, webhookUrl, webhookSecret: 'bench-secret-not-used' },
+    };
     const chunkSize = notifierOptions(notifierConfig, loadEventConsumerConfig()).chunkSize!;
     const emptyTables = () => prisma.$executeRawUnsafe('TRUNCATE ticket_events.inbox_events, notifications CASCADE');
     const notificationsOf = async (groupId: string) =>
-      (await prisma.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM notifications WHERE group_id = ${groupId}`)[0].n;
+      (
+        await prisma.$queryRaw<
+          { n: number }[]
+        >`SELECT count(*)::int AS n FROM notifications WHERE group_id = ${groupId}`
+      )[0].n;
     let rssBefore = 0;
     let rssPeak = 0;
     const quartiles: number[] = [];
@@ -216,7 +253,8 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
           if (!first) first = { at, covered };
           else if (covered >= n) resolveDone(perSec(n - first.covered, at - first.at));
           if (!notifier) return;
-          while (quartiles.length < 4 && covered >= (n * (quartiles.length + 1)) / 4) quartiles.push(mb(process.memoryUsage().rss));
+          while (quartiles.length < 4 && covered >= (n * (quartiles.length + 1)) / 4)
+            quartiles.push(mb(process.memoryUsage().rss));
         },
       };
     };
@@ -224,15 +262,25 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     // (fresh connections, found by application_name before they close), in µs per message. Less
     // sensitive than msg/s to what else runs on the machine.
     const backendCpuMs = async (applicationName: string) => {
-      const pids = await prisma.$queryRaw<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${applicationName}`;
+      const pids = await prisma.$queryRaw<
+        { pid: number }[]
+      >`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = ${applicationName}`;
       return pids.reduce((sum, { pid }) => sum + (existsSync(`/proc/${pid}`) ? cpuSecondsOf(pid) * 1000 : 0), 0);
     };
     const cpuOf = async (cpu0: NodeJS.CpuUsage, applicationName: string): Promise<RunCpu> => {
       const node = process.cpuUsage(cpu0);
-      return { nodeUs: Math.round(((node.user + node.system) / n) * 10) / 10, postgresUs: Math.round(((await backendCpuMs(applicationName)) * 1000 / n) * 10) / 10 };
+      return {
+        nodeUs: Math.round(((node.user + node.system) / n) * 10) / 10,
+        postgresUs: Math.round((((await backendCpuMs(applicationName)) * 1000) / n) * 10) / 10,
+      };
     };
     const withDeadline = <T>(label: string, p: Promise<T>) =>
-      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${label}: not done within 600 s`)), 600_000).unref())]);
+      Promise.race([
+        p,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`${label}: not done within 600 s`)), 600_000).unref(),
+        ),
+      ]);
     const runHand = async (): Promise<Run> => {
       await emptyTables();
       const groupId = `bench-hand-${randomUUID().slice(0, 8)}`;
@@ -240,7 +288,13 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
       const cpu0 = process.cpuUsage();
       let covered = 0;
       const stop = await startHandNotifier({
-        brokers: config.kafka.brokers, databaseUrl: benchUrl, topic, groupId, chunkSize, partitionsConcurrency: concurrency, webhookUrl,
+        brokers: config.kafka.brokers,
+        databaseUrl: benchUrl,
+        topic,
+        groupId,
+        chunkSize,
+        partitionsConcurrency: concurrency,
+        webhookUrl,
         onChunk: (m) => c.tick((covered += m)),
       });
       const rate = await withDeadline('hand-written', c.done);
@@ -278,13 +332,18 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     };
     // No /metrics endpoint: the process metrics' observers cost CPU a hand-written consumer does not spend.
     const startNotifier = (groupId: string, afterStatement?: (at: { partition: number; lastOffset: string }) => void) =>
-      createConsumerApp({ ...notifierConfig, notifier: { ...notifierConfig.notifier, groupId } }, loadEventConsumerConfig(), createLogger('silent', 'bench-consumer'), {
-        dispatch: false,
-        ...withFaults(
-          { groupId, metrics: false, partitionsConcurrency: concurrency } as TicketEventsOptions,
-          afterStatement ? { afterTransactionBeforeCommit: (at) => void afterStatement(at) } : undefined,
-        ),
-      });
+      createConsumerApp(
+        { ...notifierConfig, notifier: { ...notifierConfig.notifier, groupId } },
+        loadEventConsumerConfig(),
+        createLogger('silent', 'bench-consumer'),
+        {
+          dispatch: false,
+          ...withFaults(
+            { groupId, metrics: false, partitionsConcurrency: concurrency } as TicketEventsOptions,
+            afterStatement ? { afterTransactionBeforeCommit: (at) => void afterStatement(at) } : undefined,
+          ),
+        },
+      );
     const pairs: ConsumerBenchResult['pairs'] = [];
     for (let round = 0; round < 3; round++) {
       // The order alternates, so neither side always runs on the warmer process.
@@ -319,8 +378,10 @@ export async function runConsumerBench(opts: { messages?: number; log?: (line: s
     await replay.app.close();
     clearInterval(replaySampler);
     const replayed = await handled(replay);
-    if (replayed.duplicates !== n || replayed.processed !== 0) throw new Error(`replay skipped ${replayed.duplicates} of ${n}, processed ${replayed.processed}`);
-    if ((await notificationsOf(notifierGroup)) !== n) throw new Error(`replay changed the notifications of ${notifierGroup}`);
+    if (replayed.duplicates !== n || replayed.processed !== 0)
+      throw new Error(`replay skipped ${replayed.duplicates} of ${n}, processed ${replayed.processed}`);
+    if ((await notificationsOf(notifierGroup)) !== n)
+      throw new Error(`replay changed the notifications of ${notifierGroup}`);
     groups.consumer = notifierGroup;
 
     await admin.deleteGroups(Object.values(groups)).catch(() => undefined);
@@ -363,8 +424,18 @@ export function formatConsumerBench(r: ConsumerBenchResult): string {
     row('raw kafkajs consumer (eachBatch, no parse, no DB)', r.rawPerSec, '1.00x'),
     row('floor 1: + JSON + zod parse, no DB', r.parseOnlyPerSec, x(r.parseOnlyPerSec, r.rawPerSec)),
     row('floor 2: + insert the bare event id, commit', r.keyOnlyPerSec, x(r.keyOnlyPerSec, r.rawPerSec)),
-    row('hand-written: eachBatch + pg, inbox + notification statement, commit', r.handPerSec, x(r.handPerSec, r.rawPerSec), '1.00x'),
-    row('the notifier (kit + NotifierController), median of 3', r.consumerPerSec, x(r.consumerPerSec, r.rawPerSec), `${r.ratioVsHand.toFixed(2)}x`),
+    row(
+      'hand-written: eachBatch + pg, inbox + notification statement, commit',
+      r.handPerSec,
+      x(r.handPerSec, r.rawPerSec),
+      '1.00x',
+    ),
+    row(
+      'the notifier (kit + NotifierController), median of 3',
+      r.consumerPerSec,
+      x(r.consumerPerSec, r.rawPerSec),
+      `${r.ratioVsHand.toFixed(2)}x`,
+    ),
     row('replay from earliest (every message a duplicate)', r.replayPerSec, x(r.replayPerSec, r.rawPerSec)),
     '',
     `rounds (notifier / hand-written msg/s): ${r.pairs.map((p, i) => `${i + 1}: ${p.notifier.toLocaleString()} / ${p.hand.toLocaleString()} (${x(p.notifier, p.hand)})`).join('; ')}`,

@@ -143,12 +143,17 @@ let wallOffset = Date.now() - performance.now();
 const wall = (perf: number) => wallOffset + perf;
 
 export function pct(values: number[]): Percentiles {
-  return { n: values.length, p50: percentile(values, 0.5), p90: percentile(values, 0.9), p99: percentile(values, 0.99), max: values.length ? Math.max(...values) : NaN };
+  return {
+    n: values.length,
+    p50: percentile(values, 0.5),
+    p90: percentile(values, 0.9),
+    p99: percentile(values, 0.99),
+    max: values.length ? Math.max(...values) : NaN,
+  };
 }
 
-export const fmtPct = (p: Percentiles) => `p50 ${fixed(p.p50)}  p90 ${fixed(p.p90)}  p99 ${fixed(p.p99)}  max ${fixed(p.max)} ms (n=${p.n})`;
-
-
+export const fmtPct = (p: Percentiles) =>
+  `p50 ${fixed(p.p50)}  p90 ${fixed(p.p90)}  p99 ${fixed(p.p99)}  max ${fixed(p.max)} ms (n=${p.n})`;
 
 // ---------- webhook receiver (Standard Webhooks, verified here, independently of the sender) ----------
 
@@ -193,7 +198,12 @@ function startReceiver(secret: string) {
   return {
     arrivals,
     stats: () => ({ requests, unverified, duplicates }),
-    listen: () => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`))),
+    listen: () =>
+      new Promise<string>((resolve) =>
+        server.listen(0, '127.0.0.1', () =>
+          resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`),
+        ),
+      ),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -215,7 +225,10 @@ interface Child {
 }
 
 function startChild(mainJs: string, nodeArgs: string[], childEnv: Record<string, string>): Child {
-  const proc = spawn(process.execPath, [...nodeArgs, mainJs], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [...nodeArgs, mainJs], {
+    env: { ...process.env, ...childEnv },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
   return {
@@ -249,7 +262,11 @@ interface Ctx {
 let keySeq = 0;
 
 /** Closed loop (autocannon): `connections` connections for `seconds`, a fresh key per request. */
-async function closedLoop(ctx: Ctx, connections: number, seconds: number): Promise<{ rate: number; p99: number; bad: number; badDetail: string }> {
+async function closedLoop(
+  ctx: Ctx,
+  connections: number,
+  seconds: number,
+): Promise<{ rate: number; p99: number; bad: number; badDetail: string }> {
   const lat: number[] = [];
   const codes = new Map<string, number>();
   let ok = 0;
@@ -267,7 +284,10 @@ async function closedLoop(ctx: Ctx, connections: number, seconds: number): Promi
         timeout: 30,
         requests: [
           {
-            setupRequest: (req: Record<string, unknown>) => ({ ...req, headers: { ...(req.headers as object), 'idempotency-key': `ev-${ctx.runId}-${++keySeq}` } }),
+            setupRequest: (req: Record<string, unknown>) => ({
+              ...req,
+              headers: { ...(req.headers as object), 'idempotency-key': `ev-${ctx.runId}-${++keySeq}` },
+            }),
             onResponse: (status: number, body: string) => {
               if (status !== 201) {
                 bad++;
@@ -291,7 +311,12 @@ async function closedLoop(ctx: Ctx, connections: number, seconds: number): Promi
   });
   const secs = (now() - t0) / 1000;
   if (res.errors || res.timeouts) codes.set('socket errors/timeouts', res.errors + res.timeouts);
-  return { rate: ok / secs, p99: percentile(lat, 0.99), bad: bad + res.errors + res.timeouts, badDetail: [...codes].map(([k, v]) => `${k}: ${v}`).join('; ') };
+  return {
+    rate: ok / secs,
+    p99: percentile(lat, 0.99),
+    bad: bad + res.errors + res.timeouts,
+    badDetail: [...codes].map(([k, v]) => `${k}: ${v}`).join('; '),
+  };
 }
 
 interface Sample {
@@ -376,7 +401,13 @@ async function openLoop(ctx: Ctx, rate: number, seconds: number): Promise<Sample
 }
 
 /** Waits until every ticket in `ids` has had its webhook, or `timeoutMs`; logs progress every second. */
-async function waitForWebhooks(ids: Iterable<string>, arrivals: Map<string, Arrival>, timeoutMs: number, label: string, log: (l: string) => void): Promise<number> {
+async function waitForWebhooks(
+  ids: Iterable<string>,
+  arrivals: Map<string, Arrival>,
+  timeoutMs: number,
+  label: string,
+  log: (l: string) => void,
+): Promise<number> {
   const want = [...ids];
   const t0 = now();
   let lastLog = t0;
@@ -407,7 +438,8 @@ function kafkaBrokerPid(): number | undefined {
 }
 
 function cpuMeter(pids: Record<string, number[]>) {
-  const read = () => Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((s, p) => s + safeCpu(p), 0)]));
+  const read = () =>
+    Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((s, p) => s + safeCpu(p), 0)]));
   const t0 = now();
   const c0 = read();
   const b0 = process.cpuUsage();
@@ -499,7 +531,14 @@ interface LoopDeps {
  */
 async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopDeps): Promise<OpenLoopResult> {
   const before = d.arrivals.size;
-  const xacts = async () => Number((await d.db.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n);
+  const xacts = async () =>
+    Number(
+      (
+        await d.db.query<{ n: string }>(
+          'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+        )
+      ).rows[0].n,
+    );
   const xact0 = await xacts();
   const meter = d.meter();
   const progress = setInterval(() => ctx.log(`  ... ${d.arrivals.size - before} webhooks so far in this loop`), 5000);
@@ -518,7 +557,9 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     if (a) e2e.push(a.at - s.intended);
   }
   const failedCodes = new Map<string, number>();
-  for (const s of samples) if (s.status !== 201) failedCodes.set(s.error ?? String(s.status), (failedCodes.get(s.error ?? String(s.status)) ?? 0) + 1);
+  for (const s of samples)
+    if (s.status !== 201)
+      failedCodes.set(s.error ?? String(s.status), (failedCodes.get(s.error ?? String(s.status)) ?? 0) + 1);
 
   const { rows } = await d.db.query<{ ticket_id: string; created_ms: string; received_ms: string | null }>(
     `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
@@ -529,7 +570,9 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   );
   const byTicket = new Map(rows.map((r) => [r.ticket_id, r]));
   const sentAt = await kafkaTimestamps(d.kafka, d.topic, new Set(createdIds));
-  const stage: Record<(typeof STAGES)[number], number[]> = Object.fromEntries(STAGES.map((k) => [k, [] as number[]])) as never;
+  const stage: Record<(typeof STAGES)[number], number[]> = Object.fromEntries(
+    STAGES.map((k) => [k, [] as number[]]),
+  ) as never;
   for (const s of samples) {
     const r = s.ticketId ? byTicket.get(s.ticketId) : undefined;
     const a = s.ticketId ? d.arrivals.get(s.ticketId) : undefined;
@@ -586,10 +629,20 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const childArgs = (name: string) => {
     const cap = name === 'api' ? API_HEAP_CAP : HEAP_CAP;
     return cpuProfDir
-      ? [...nodeArgs, ...cap, '--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}-${runId}.cpuprofile`, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')]
+      ? [
+          ...nodeArgs,
+          ...cap,
+          '--cpu-prof',
+          `--cpu-prof-dir=${cpuProfDir}`,
+          `--cpu-prof-name=${name}-${runId}.cpuprofile`,
+          '-r',
+          join(__dirname, 'support', 'exit-on-sigterm.js'),
+        ]
       : [...nodeArgs, ...cap];
   };
-  const settings: Record<string, string> = Object.fromEntries(knobs().map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : `${d} (app default)`]));
+  const settings: Record<string, string> = Object.fromEntries(
+    knobs().map(([k, d]) => [k, env[k] ? `${env[k]} (env)` : `${d} (app default)`]),
+  );
 
   let api: ApiChild | undefined;
   let consumer: Child | undefined;
@@ -611,8 +664,18 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     log(`topic ${topic} (${config.kafka.partitions} partitions), webhook receiver ${hookUrl}`);
 
     const port = 20_000 + Math.floor(Math.random() * 20_000);
-    const common = { DATABASE_URL: url, LOG_LEVEL: 'warn', KAFKA_BROKERS: config.kafka.brokers.join(','), TICKET_EVENTS_TOPIC: topic };
-    api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs: childArgs('api'), port, env: { ...common, RELAY_ENABLED: 'true' } });
+    const common = {
+      DATABASE_URL: url,
+      LOG_LEVEL: 'warn',
+      KAFKA_BROKERS: config.kafka.brokers.join(','),
+      TICKET_EVENTS_TOPIC: topic,
+    };
+    api = await startApi({
+      mainJs: apiMainJs(distRoot),
+      nodeArgs: childArgs('api'),
+      port,
+      env: { ...common, RELAY_ENABLED: 'true' },
+    });
     latencyChildren.add(api.proc);
     consumer = startChild(join(distRoot, '..', 'apps', 'consumer', 'dist', 'main.js'), childArgs('consumer'), {
       ...common,
@@ -623,15 +686,23 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     });
     latencyChildren.add(consumer.proc);
     log(`API pid ${api.pid} on ${api.baseUrl} (relay inside), consumer pid ${consumer.pid} (group ${groupId})`);
-    log(`settings: ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
+    log(
+      `settings: ${Object.entries(settings)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')}`,
+    );
 
     const ctx: Ctx = { baseUrl: api.baseUrl, apiKey: tenant.apiKey, runId, created: new Set(), log };
     // Wait until the consumer has joined its group and the path works: one ticket end to end.
     log('first ticket end to end (consumer joins its group) ...');
     const first = await openLoop(ctx, 1, 1);
-    if (first[0]?.status !== 201) throw new Error(`first POST failed: ${first[0]?.status ?? first[0]?.error}: ${api.stderrTail()}`);
+    if (first[0]?.status !== 201)
+      throw new Error(`first POST failed: ${first[0]?.status ?? first[0]?.error}: ${api.stderrTail()}`);
     await waitForWebhooks(ctx.created, receiver.arrivals, 60_000, 'first', log);
-    if (!receiver.arrivals.has(first[0].ticketId!)) throw new Error(`no webhook within 60 s; consumer stderr: ${consumer.stderrTail()}; API stderr: ${api.stderrTail()}`);
+    if (!receiver.arrivals.has(first[0].ticketId!))
+      throw new Error(
+        `no webhook within 60 s; consumer stderr: ${consumer.stderrTail()}; API stderr: ${api.stderrTail()}`,
+      );
     log(`  first ticket: ${fixed(receiver.arrivals.get(first[0].ticketId!)!.at - first[0].intended)} ms`);
 
     log('warm-up: 2 s at concurrency 8');
@@ -639,28 +710,46 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     log(`  ${int(w.rate)} req/s; waiting for its webhooks`);
     await waitForWebhooks(ctx.created, receiver.arrivals, 60_000, 'warm-up', log);
 
-    log(`max POST rate: autocannon ${maxSeconds} s at concurrency ${maxConcurrency}, fresh keys, relay + consumer running`);
+    log(
+      `max POST rate: autocannon ${maxSeconds} s at concurrency ${maxConcurrency}, fresh keys, relay + consumer running`,
+    );
     const max = await closedLoop(ctx, maxConcurrency, maxSeconds);
-    log(`  ${int(max.rate)} req/s (p99 ${fixed(max.p99)} ms)${max.bad ? `, ${max.bad} non-201/errors (${max.badDetail})` : ''}`);
+    log(
+      `  ${int(max.rate)} req/s (p99 ${fixed(max.p99)} ms)${max.bad ? `, ${max.bad} non-201/errors (${max.badDetail})` : ''}`,
+    );
     const backlogTickets = ctx.created.size;
     const drainMs = await waitForWebhooks(ctx.created, receiver.arrivals, 120_000, 'backlog', log);
     log(`  backlog drained: every webhook in ${fixed(drainMs / 1000, 2)} s after the max-rate phase`);
 
     const rate = env.EVENTS_RATE ? posNum('EVENTS_RATE', 1) : Math.max(1, Math.round(max.rate / 2));
-    const pgPids = (await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL')).rows.map((r) => r.pid);
+    const pgPids = (
+      await db.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
+      )
+    ).rows.map((r) => r.pid);
     const brokerPid = kafkaBrokerPid();
     const loops: OpenLoopResult[] = [];
     for (let loop = 1; loop <= openLoops; loop++) {
-      log(`open loop ${loop}/${openLoops}: ${rate} req/s (${env.EVENTS_RATE ? `EVENTS_RATE; the max was ${int(max.rate)}` : 'half the max'}) for ${openSeconds} s`);
+      log(
+        `open loop ${loop}/${openLoops}: ${rate} req/s (${env.EVENTS_RATE ? `EVENTS_RATE; the max was ${int(max.rate)}` : 'half the max'}) for ${openSeconds} s`,
+      );
       const r = await measureOpenLoop(ctx, rate, openSeconds, {
         db,
         kafka,
         topic,
         groupId,
         arrivals: receiver.arrivals,
-        meter: () => cpuMeter({ api: [api!.pid], consumer: [consumer!.pid], postgres: pgPids, ...(brokerPid ? { kafka: [brokerPid] } : {}) }),
+        meter: () =>
+          cpuMeter({
+            api: [api!.pid],
+            consumer: [consumer!.pid],
+            postgres: pgPids,
+            ...(brokerPid ? { kafka: [brokerPid] } : {}),
+          }),
       });
-      log(`  p50 ${fixed(r.e2e.p50)} / p99 ${fixed(r.e2e.p99)} ms, ${r.arrived}/${r.created} arrived; load ${fixed(r.load1, 2)}`);
+      log(
+        `  p50 ${fixed(r.e2e.p50)} / p99 ${fixed(r.e2e.p99)} ms, ${r.arrived}/${r.created} arrived; load ${fixed(r.load1, 2)}`,
+      );
       loops.push(r);
     }
 
@@ -684,12 +773,16 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   } finally {
     if (consumer) {
       await consumer.stop();
-      if (consumer.proc.exitCode !== 0 && consumer.proc.exitCode !== null) log(`consumer exited with ${consumer.proc.exitCode}: ${consumer.stderrTail()}`);
+      if (consumer.proc.exitCode !== 0 && consumer.proc.exitCode !== null)
+        log(`consumer exited with ${consumer.proc.exitCode}: ${consumer.stderrTail()}`);
     }
     await api?.stop();
     latencyChildren.clear();
     await receiver.close();
-    if (topicCreated) await admin.deleteTopics({ topics: [topic] }).catch((e) => log(`could not delete topic ${topic}: ${(e as Error).message}`));
+    if (topicCreated)
+      await admin
+        .deleteTopics({ topics: [topic] })
+        .catch((e) => log(`could not delete topic ${topic}: ${(e as Error).message}`));
     await admin.deleteGroups([groupId]).catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
     await db?.end().catch(() => undefined);
@@ -709,11 +802,15 @@ export function formatLatency(r: LatencyBenchResult): string {
       `  POST response    ${fmtPct(l.http)}`,
       `  scheduler lag    ${fmtPct(l.schedulerLag)}`,
       ...Object.entries(l.stages).map(([k, v]) => `    ${k.padEnd(44)} ${fmtPct(v)}`),
-      `  CPU % of one core: ${Object.entries(l.cpu).map(([k, v]) => `${k} ${int(v)}`).join(', ')}; ` +
+      `  CPU % of one core: ${Object.entries(l.cpu)
+        .map(([k, v]) => `${k} ${int(v)}`)
+        .join(', ')}; ` +
         `${fixed(l.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed(((l.cpu.box - l.cpu.other) * 10) / l.rate, 1)} ms (all processes but "other")`,
     );
   });
-  lines.push(`duplicates ${r.duplicates}, bad signatures ${r.unverified} (all phases); peak RSS (VmHWM): API + relay ${r.apiPeakRssMb} MB, consumer ${r.consumerPeakRssMb} MB`);
+  lines.push(
+    `duplicates ${r.duplicates}, bad signatures ${r.unverified} (all phases); peak RSS (VmHWM): API + relay ${r.apiPeakRssMb} MB, consumer ${r.consumerPeakRssMb} MB`,
+  );
   return lines.join('\n');
 }
 

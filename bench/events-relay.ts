@@ -44,7 +44,6 @@ export interface RelayBenchResult {
 const BATCH = 500;
 const PARTITIONS = 6;
 
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const SEED_SQL = `
@@ -72,7 +71,12 @@ const SEED_SQL = `
  * reported because a shared machine makes single runs noisy.
  */
 export async function runRelayBench(
-  opts: { rows?: number; rounds?: number; log?: (line: string) => void; /** rows of the unmeasured warm-up round (default 5 000) */ warmupRows?: number } = {},
+  opts: {
+    rows?: number;
+    rounds?: number;
+    log?: (line: string) => void;
+    /** rows of the unmeasured warm-up round (default 5 000) */ warmupRows?: number;
+  } = {},
 ): Promise<RelayBenchResult> {
   const rows = opts.rows ?? 50_000;
   const roundCount = opts.rounds ?? 3;
@@ -102,7 +106,10 @@ export async function runRelayBench(
     const relayTopic = `bench-relay-${suffix}`;
     const rawTopic = `bench-raw-${suffix}`;
     topics.push(relayTopic, rawTopic);
-    await admin.createTopics({ waitForLeaders: true, topics: [relayTopic, rawTopic].map((topic) => ({ topic, numPartitions: PARTITIONS })) });
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [relayTopic, rawTopic].map((topic) => ({ topic, numPartitions: PARTITIONS })),
+    });
 
     // --- relay: start() -> every row acknowledged and marked ---------------------------------------
     const registry = new Registry();
@@ -113,7 +120,8 @@ export async function runRelayBench(
       registry,
       batchSize: BATCH,
     });
-    const published = async () => (await registry.getSingleMetric('outbox_published_total')!.get()).values[0]?.value ?? 0;
+    const published = async () =>
+      (await registry.getSingleMetric('outbox_published_total')!.get()).values[0]?.value ?? 0;
     rssBefore ||= process.memoryUsage().rss;
     let roundPeak = process.memoryUsage().rss;
     const sampler = setInterval(() => (roundPeak = Math.max(roundPeak, process.memoryUsage().rss)), 50);
@@ -135,13 +143,16 @@ export async function runRelayBench(
     const stats = await relay.stats();
     await relay.stop();
     relay = undefined;
-    if (stats.pending !== 0 || stats.deadLetters !== 0) throw new Error(`relay left ${stats.pending} pending / ${stats.deadLetters} dead letters`);
+    if (stats.pending !== 0 || stats.deadLetters !== 0)
+      throw new Error(`relay left ${stats.pending} pending / ${stats.deadLetters} dead letters`);
 
     // --- raw producer: the same messages, same settings, in a child process (so that its 50 000
     // messages held in memory do not inflate the relay's RSS in the next round) --------------------
     const rawMs = await rawProducerInChild(benchUrl, brokers, rawTopic);
     const ratio = Math.round((rawMs / relayMs) * 100) / 100;
-    log(`${label}: relay ${(relayMs / 1000).toFixed(2)} s, raw ${(rawMs / 1000).toFixed(2)} s, ratio ${ratio}x, relay rss peak ${mb(roundPeak)} MB`);
+    log(
+      `${label}: relay ${(relayMs / 1000).toFixed(2)} s, raw ${(rawMs / 1000).toFixed(2)} s, ratio ${ratio}x, relay rss peak ${mb(roundPeak)} MB`,
+    );
     await admin.deleteTopics({ topics: [relayTopic, rawTopic] }).catch(() => undefined);
     return { relayMs, rawMs, ratio, relayRssPeakMb: mb(roundPeak) };
   };
@@ -185,11 +196,20 @@ async function rawProducer(databaseUrl: string, brokers: string[], topic: string
   const messages: Message[] = rows.map((r) => ({
     key: r.key,
     value: r.value,
-    headers: { 'event-id': r.eventId, 'event-type': r.eventType, traceparent: r.headers.traceparent, 'correlation-id': r.headers['correlation-id'] },
+    headers: {
+      'event-id': r.eventId,
+      'event-type': r.eventType,
+      traceparent: r.headers.traceparent,
+      'correlation-id': r.headers['correlation-id'],
+    },
   }));
   const kafka = new Kafka({ brokers, clientId: 'bench-raw', logLevel: logLevel.NOTHING });
   const t = Date.now();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
   await producer.connect();
   for (let i = 0; i < messages.length; i += BATCH) {
     await producer.send({ topic, acks: -1, messages: messages.slice(i, i + BATCH) });
@@ -201,11 +221,15 @@ async function rawProducer(databaseUrl: string, brokers: string[], topic: string
 
 function rawProducerInChild(databaseUrl: string, brokers: string[], topic: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = fork(__filename, [RAW_PRODUCER_ARG, databaseUrl, brokers.join(','), topic], { execArgv: process.execArgv });
+    const child = fork(__filename, [RAW_PRODUCER_ARG, databaseUrl, brokers.join(','), topic], {
+      execArgv: process.execArgv,
+    });
     let ms: number | undefined;
     child.on('message', (m: { rawMs?: number }) => (ms = m.rawMs));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 && ms !== undefined ? resolve(ms) : reject(new Error(`raw producer exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 && ms !== undefined ? resolve(ms) : reject(new Error(`raw producer exited with ${code}`)),
+    );
   });
 }
 
@@ -228,13 +252,22 @@ if (require.main === module && process.argv[2] === RAW_PRODUCER_ARG) {
         Object.fromEntries(
           r.rounds.map((x, i) => [
             `round ${i + 1}`,
-            { 'relay (s)': x.relayMs / 1000, 'raw producer (s)': x.rawMs / 1000, 'relay/raw': x.ratio, 'relay RSS peak (MB)': x.relayRssPeakMb },
+            {
+              'relay (s)': x.relayMs / 1000,
+              'raw producer (s)': x.rawMs / 1000,
+              'relay/raw': x.ratio,
+              'relay RSS peak (MB)': x.relayRssPeakMb,
+            },
           ]),
         ),
       );
-      console.log(`${r.rows.toLocaleString()} messages per round; medians: relay ${r.relayPerSec} msg/s, raw producer ${r.rawPerSec} msg/s`);
+      console.log(
+        `${r.rows.toLocaleString()} messages per round; medians: relay ${r.relayPerSec} msg/s, raw producer ${r.rawPerSec} msg/s`,
+      );
       console.log(`relay / raw = ${r.ratio}x (target >= 0.5x)`);
-      console.log(`relay RSS: ${r.rssBeforeMb} MB before the first measured drain, ${r.rssPeakMb} MB peak over all drains`);
+      console.log(
+        `relay RSS: ${r.rssBeforeMb} MB before the first measured drain, ${r.rssPeakMb} MB peak over all drains`,
+      );
       process.exit(r.ratio >= 0.5 ? 0 : 1);
     },
     (err) => {

@@ -36,7 +36,10 @@ const INSERT_SQL = `
             FROM generate_series(1, $2::int)) x`;
 
 async function main(): Promise<void> {
-  const outages = (process.env.OUTAGES ?? '5,20,45').split(',').map(Number).filter((n) => n > 0);
+  const outages = (process.env.OUTAGES ?? '5,20,45')
+    .split(',')
+    .map(Number)
+    .filter((n) => n > 0);
   const config = loadConfig();
   const [host, port] = config.kafka.brokers[0].split(':');
   const proxy = new TcpCutProxy({ host, port: Number(port) });
@@ -76,9 +79,14 @@ async function main(): Promise<void> {
     await relay.start();
     await insert(10);
     await sleep(bootOutage * 1000);
-    results.push({ round: 'down at boot', 'outage (s)': bootOutage, 'broker back -> first publish (ms)': await recovery(0) });
+    results.push({
+      round: 'down at boot',
+      'outage (s)': bootOutage,
+      'broker back -> first publish (ms)': await recovery(0),
+    });
     for (const seconds of outages) {
-      while ((await db.query('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n > 0) await sleep(50);
+      while ((await db.query('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n > 0)
+        await sleep(50);
       const before = await published();
       await proxy.cut();
       const end = Date.now() + seconds * 1000;
@@ -86,14 +94,22 @@ async function main(): Promise<void> {
         await insert(5); // rows keep arriving during the outage
         await sleep(Math.min(1_000, end - Date.now()));
       }
-      results.push({ round: `cut ${seconds}s`, 'outage (s)': seconds, 'broker back -> first publish (ms)': await recovery(before) });
+      results.push({
+        round: `cut ${seconds}s`,
+        'outage (s)': seconds,
+        'broker back -> first publish (ms)': await recovery(before),
+      });
     }
   } finally {
     await relay.stop();
     await db.end();
     await proxy.cut();
     await scratch.drop();
-    const admin = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-recovery', logLevel: logLevel.NOTHING }).admin();
+    const admin = new Kafka({
+      brokers: config.kafka.brokers,
+      clientId: 'bench-recovery',
+      logLevel: logLevel.NOTHING,
+    }).admin();
     await admin.connect();
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
     await admin.disconnect();

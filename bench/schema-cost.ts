@@ -36,7 +36,7 @@ const INDEXES: Array<[name: string, serves: string]> = [
   ['idempotency_keys_replay_until_idx', 'replay window sweep'],
   ['idempotency_keys_ticket_id_idx', 'key lookup by ticket (reconcile)'],
   ['outbox_events_event_id_key', 'UNIQUE event_id'],
-  ['outbox_events_aggregate_id_seq_idx', "relay: an earlier row of the same ticket still pending"],
+  ['outbox_events_aggregate_id_seq_idx', 'relay: an earlier row of the same ticket still pending'],
   ['outbox_events_published_at_idx', 'purge of published rows'],
   ['outbox_events_unpublished_seq_idx', 'relay claim (partial: published_at IS NULL)'],
   ['outbox_events_parked_idx', 'relay: parked tickets (partial)'],
@@ -68,7 +68,12 @@ const notifyTrigger = (body: string) => [
 ];
 
 const VARIANTS: Variant[] = [
-  { name: 'plain', what: '(a) plain tables: same column types, primary keys only, no trigger', sql: plainTablesDdl('plain'), schema: 'plain' },
+  {
+    name: 'plain',
+    what: '(a) plain tables: same column types, primary keys only, no trigger',
+    sql: plainTablesDdl('plain'),
+    schema: 'plain',
+  },
   { name: 'schema', what: '(b) the migrated schema as is (no trigger since 20261201010000_outbox_wakeup)', sql: [] },
   {
     name: 'notify-trigger',
@@ -86,8 +91,16 @@ const VARIANTS: Variant[] = [
     sql: [],
     coalesceMs: 10,
   },
-  { name: 'no-secondary-indexes', what: 'schema without any of the 10 secondary indexes', sql: INDEXES.map(([i]) => `DROP INDEX ${i}`) },
-  ...INDEXES.map(([i, serves]) => ({ name: `no-${i}`, what: `schema without ${i} (${serves})`, sql: [`DROP INDEX ${i}`] })),
+  {
+    name: 'no-secondary-indexes',
+    what: 'schema without any of the 10 secondary indexes',
+    sql: INDEXES.map(([i]) => `DROP INDEX ${i}`),
+  },
+  ...INDEXES.map(([i, serves]) => ({
+    name: `no-${i}`,
+    what: `schema without ${i} (${serves})`,
+    sql: [`DROP INDEX ${i}`],
+  })),
   ...(
     [
       ['tickets', 'tickets_'],
@@ -96,7 +109,11 @@ const VARIANTS: Variant[] = [
     ] as const
   ).map(([table, prefix]) => {
     const idx = INDEXES.map(([i]) => i).filter((i) => i.startsWith(prefix));
-    return { name: `no-${table}-indexes`, what: `schema without the ${idx.length} secondary indexes of ${prefix.slice(0, -1)}`, sql: idx.map((i) => `DROP INDEX ${i}`) };
+    return {
+      name: `no-${table}-indexes`,
+      what: `schema without the ${idx.length} secondary indexes of ${prefix.slice(0, -1)}`,
+      sql: idx.map((i) => `DROP INDEX ${i}`),
+    };
   }),
   {
     name: 'text-not-jsonb',
@@ -129,8 +146,20 @@ async function admin(base: string, sql: string): Promise<void> {
   await c.query(sql).finally(() => c.end());
 }
 
-async function runPhase(url: string, v: Variant, concurrency: number, seconds: number, tenantId: string, runId: string): Promise<Phase> {
-  const pool = new Pool({ connectionString: url, max: concurrency, application_name: 'schema-cost', idleTimeoutMillis: 0 });
+async function runPhase(
+  url: string,
+  v: Variant,
+  concurrency: number,
+  seconds: number,
+  tenantId: string,
+  runId: string,
+): Promise<Phase> {
+  const pool = new Pool({
+    connectionString: url,
+    max: concurrency,
+    application_name: 'schema-cost',
+    idleTimeoutMillis: 0,
+  });
   const listener = new Client({ connectionString: url, application_name: 'schema-cost-listener' });
   const side = new Client({ connectionString: url, application_name: 'schema-cost-side' });
   let notifications = 0;
@@ -160,11 +189,26 @@ async function runPhase(url: string, v: Variant, concurrency: number, seconds: n
       }
     })();
     const meter = await cpuMeter(pool);
-    const r = await runThreeInsertLoop(pool, { schema: v.schema ?? 'public', tenantId, concurrency, seconds, keyPrefix: `sc-${runId}-${v.name}` });
+    const r = await runThreeInsertLoop(pool, {
+      schema: v.schema ?? 'public',
+      tenantId,
+      concurrency,
+      seconds,
+      keyPrefix: `sc-${runId}-${v.name}`,
+    });
     const cpu = meter();
     running = false;
     await sampler;
-    return { rate: r.ok / r.seconds, p50: r.p50, p99: r.p99, bad: r.bad, lastError: r.lastError, cpu, notifications, waits };
+    return {
+      rate: r.ok / r.seconds,
+      p50: r.p50,
+      p99: r.p99,
+      bad: r.bad,
+      lastError: r.lastError,
+      cpu,
+      notifications,
+      waits,
+    };
   } finally {
     await Promise.allSettled([pool.end(), listener.end(), side.end()]);
   }
@@ -174,11 +218,16 @@ export async function runSchemaCost(): Promise<string> {
   const concurrency = num('SCHEMA_COST_CONCURRENCY', 32);
   const seconds = num('SCHEMA_COST_SECONDS', 5);
   const rounds = num('SCHEMA_COST_ROUNDS', 3);
-  const wanted = process.env.SCHEMA_COST_VARIANTS?.split(',').map((s) => s.trim()).filter(Boolean);
-  const variants = VARIANTS.filter((v) => !wanted || v.name === 'plain' || v.name === 'schema' || wanted.includes(v.name));
+  const wanted = process.env.SCHEMA_COST_VARIANTS?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const variants = VARIANTS.filter(
+    (v) => !wanted || v.name === 'plain' || v.name === 'schema' || wanted.includes(v.name),
+  );
   const base = process.env.BENCH_DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/tickets_bench';
   const baseName = decodeURIComponent(new URL(base).pathname.slice(1));
-  if (!/(^|_)bench$/.test(baseName)) throw new Error(`BENCH_DATABASE_URL must name a database ending in "bench" (got ${baseName})`);
+  if (!/(^|_)bench$/.test(baseName))
+    throw new Error(`BENCH_DATABASE_URL must name a database ending in "bench" (got ${baseName})`);
   const started = Date.now();
   const log = (line: string) => console.log(`[${fixed((Date.now() - started) / 1000).padStart(6)}s] ${line}`);
   const runId = randomBytes(4).toString('hex');
@@ -205,7 +254,11 @@ export async function runSchemaCost(): Promise<string> {
       const c = new Client({ connectionString: dbUrl(base, template.name) });
       await c.connect();
       try {
-        return (await c.query(`SELECT version() AS v, current_setting('synchronous_commit') AS sc, current_setting('commit_delay') AS cd`)).rows[0];
+        return (
+          await c.query(
+            `SELECT version() AS v, current_setting('synchronous_commit') AS sc, current_setting('commit_delay') AS cd`,
+          )
+        ).rows[0];
       } finally {
         await c.end();
       }
@@ -246,7 +299,12 @@ export async function runSchemaCost(): Promise<string> {
     };
     let commit = 'unknown';
     try {
-      commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+      commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+        cwd: repoRoot(),
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
+        .toString()
+        .trim();
     } catch {
       /* not a checkout */
     }
@@ -254,7 +312,9 @@ export async function runSchemaCost(): Promise<string> {
     const lines: string[] = [];
     lines.push(`## bench:schema-cost — ${new Date(started).toISOString()}`, '');
     lines.push(
-      `Node ${process.version}, ${cpuInfo.length} CPUs (${cpuInfo[0]?.model.trim() ?? '?'}), load average at start ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ` +
+      `Node ${process.version}, ${cpuInfo.length} CPUs (${cpuInfo[0]?.model.trim() ?? '?'}), load average at start ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}; ` +
         `${String(info.v).split(' on ')[0]}, synchronous_commit=${info.sc}, commit_delay=${info.cd}; concurrency ${concurrency} (pg.Pool of the same size), ` +
         `${rounds} rounds of ${seconds} s per variant, variants interleaved; one LISTEN connection per phase; commit ${commit}.`,
       '',
@@ -272,14 +332,16 @@ export async function runSchemaCost(): Promise<string> {
     }
     lines.push('');
     lines.push(
-      'Ratios: each variant\'s rate divided by the plain tables\' (or the unchanged schema\'s) rate of the same round, median over the rounds. ' +
+      "Ratios: each variant's rate divided by the plain tables' (or the unchanged schema's) rate of the same round, median over the rounds. " +
         '"pg CPU" is every Postgres process of the variant\'s database plus the shared background processes (WAL writer, checkpointer), read from /proc. ' +
         '"Lock:object" is the heavyweight lock PostgreSQL takes at commit for a transaction that queued a NOTIFY (one for the whole cluster); ' +
         '"IO:WALSync" / "LWLock:WALWrite" are commits waiting for the WAL flush; "CPU" is an active backend with no wait event.',
       '',
     );
     lines.push('Per round (commits/s):', '');
-    lines.push(`| variant | ${Array.from({ length: rounds }, (_, i) => `round ${i + 1}`).join(' | ')} | notifications received (last round) | errors |`);
+    lines.push(
+      `| variant | ${Array.from({ length: rounds }, (_, i) => `round ${i + 1}`).join(' | ')} | notifications received (last round) | errors |`,
+    );
     lines.push(`|---|${Array.from({ length: rounds }, () => '---|').join('')}---|---|`);
     for (const v of variants) {
       const ps = results.get(v.name)!;
@@ -296,7 +358,8 @@ export async function runSchemaCost(): Promise<string> {
     log(`written to ${file}`);
     return report;
   } finally {
-    for (const { name } of copies) await admin(base, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+    for (const { name } of copies)
+      await admin(base, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
     await template.drop().catch(() => undefined);
   }
 }

@@ -15,7 +15,9 @@ const opt = (name, dflt) => {
   return i >= 0 ? args[i + 1] : dflt;
 };
 if (!file) {
-  console.error('usage: node scripts/cpuprofile-report.mjs <file.cpuprofile> [--top 25] [--svg out.svg] [--title text] [--per N]');
+  console.error(
+    'usage: node scripts/cpuprofile-report.mjs <file.cpuprofile> [--top 25] [--svg out.svg] [--title text] [--per N]',
+  );
   process.exit(2);
 }
 const top = Number(opt('top', 25));
@@ -46,9 +48,12 @@ function area(cf) {
   if (!url) return cf.functionName.startsWith('(') ? cf.functionName : 'native / V8 builtins';
   return 'other';
 }
-const label = (cf) => `${cf.functionName || '(anonymous)'} ${(cf.url ?? '').replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, '')}:${cf.lineNumber + 1}`;
+const label = (cf) =>
+  `${cf.functionName || '(anonymous)'} ${(cf.url ?? '').replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, '')}:${cf.lineNumber + 1}`;
 
-const busyUs = [...self].filter(([id]) => !IDLE.has(byId.get(id).callFrame.functionName)).reduce((a, [, v]) => a + v, 0);
+const busyUs = [...self]
+  .filter(([id]) => !IDLE.has(byId.get(id).callFrame.functionName))
+  .reduce((a, [, v]) => a + v, 0);
 const fn = new Map();
 const areas = new Map();
 for (const [id, us] of self) {
@@ -64,11 +69,16 @@ const perHead = per ? ' | ms per request' : '';
 const perSep = per ? '|---' : '';
 
 const out = [];
-out.push(`Profile ${file.split('/').pop()}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (the rest idle/program)${per ? `, ${per} requests` : ''}.`, '');
+out.push(
+  `Profile ${file.split('/').pop()}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (the rest idle/program)${per ? `, ${per} requests` : ''}.`,
+  '',
+);
 out.push(`| self time by area | ms | % of busy${perHead} |`, `|---|---|---${perSep}|`);
-for (const [k, v] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, top)) out.push(`| ${k} | ${ms(v)} | ${pct(v)}${perReq(v)} |`);
+for (const [k, v] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, top))
+  out.push(`| ${k} | ${ms(v)} | ${pct(v)}${perReq(v)} |`);
 out.push('', `| top ${top} functions by self time | ms | % of busy${perHead} |`, `|---|---|---${perSep}|`);
-for (const [k, v] of [...fn].sort((a, b) => b[1] - a[1]).slice(0, top)) out.push(`| \`${k.replace(/\|/g, '\\|')}\` | ${ms(v)} | ${pct(v)}${perReq(v)} |`);
+for (const [k, v] of [...fn].sort((a, b) => b[1] - a[1]).slice(0, top))
+  out.push(`| \`${k.replace(/\|/g, '\\|')}\` | ${ms(v)} | ${pct(v)}${perReq(v)} |`);
 console.log(out.join('\n'));
 
 const svgFile = opt('svg');
@@ -108,7 +118,9 @@ if (svgFile) {
     rects.push(
       `<g><title>${esc(name)} (${a}): ${(t / 1000).toFixed(0)} ms, ${((100 * t) / busyUs).toFixed(1)} %</title>` +
         `<rect x="${x.toFixed(1)}" y="${depth * H}" width="${w.toFixed(1)}" height="${H - 1}" fill="${colour(a)}"/>` +
-        (w > 40 ? `<text x="${(x + 2).toFixed(1)}" y="${depth * H + 12}">${esc(name.slice(0, Math.floor(w / 6.5)))}</text>` : '') +
+        (w > 40
+          ? `<text x="${(x + 2).toFixed(1)}" y="${depth * H + 12}">${esc(name.slice(0, Math.floor(w / 6.5)))}</text>`
+          : '') +
         '</g>',
     );
     let cx = x;

@@ -49,7 +49,9 @@ async function createDatabaseIfMissing(url) {
   try {
     await client.connect();
   } catch (e) {
-    fail(`cannot reach PostgreSQL at ${u.host} (${e.message}). Start it (e.g. pg_ctlcluster 15 main start) or set DATABASE_URL.`);
+    fail(
+      `cannot reach PostgreSQL at ${u.host} (${e.message}). Start it (e.g. pg_ctlcluster 15 main start) or set DATABASE_URL.`,
+    );
   }
   const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
   if (rowCount === 0) {
@@ -61,7 +63,9 @@ async function createDatabaseIfMissing(url) {
 
 async function loadEngine(url) {
   // The engine reports a Rust panic's message through this global before it throws.
-  globalThis.PRISMA_WASM_PANIC_REGISTRY = { set_message: (m) => console.error(`db-migrate: schema engine panic: ${m}`) };
+  globalThis.PRISMA_WASM_PANIC_REGISTRY = {
+    set_message: (m) => console.error(`db-migrate: schema engine panic: ${m}`),
+  };
   const bgPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
   const bg = await import(bgPath);
   const bytes = readFileSync(join(dirname(bgPath), 'schema_engine_bg.wasm'));
@@ -81,17 +85,24 @@ async function loadEngine(url) {
       user: decodeURIComponent(u.username || 'postgres'),
       password: u.password ? decodeURIComponent(u.password) : undefined,
       database: decodeURIComponent(u.pathname.slice(1)),
-      ssl: /^(require|verify-ca|verify-full)$/.test(u.searchParams.get('sslmode') ?? '') ? { rejectUnauthorized: u.searchParams.get('sslmode') !== 'require' } : undefined,
+      ssl: /^(require|verify-ca|verify-full)$/.test(u.searchParams.get('sslmode') ?? '')
+        ? { rejectUnauthorized: u.searchParams.get('sslmode') !== 'require' }
+        : undefined,
     }),
   );
   const schema = readFileSync(schemaPath, 'utf8');
-  const log = (msg) => { if (process.env.DEBUG_MIGRATE) console.error('[schema-engine]', msg); };
+  const log = (msg) => {
+    if (process.env.DEBUG_MIGRATE) console.error('[schema-engine]', msg);
+  };
   return { bg, engine: await bg.SchemaEngine.new({ datamodels: [[schemaPath, schema]] }, log, adapter), schema };
 }
 
 function migrationsList() {
   const dirs = existsSync(migrationsDir)
-    ? readdirSync(migrationsDir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()
+    ? readdirSync(migrationsDir, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name)
+        .sort()
     : [];
   const lockPath = join(migrationsDir, 'migration_lock.toml');
   return {
@@ -104,7 +115,9 @@ function migrationsList() {
         path: name,
         migrationFile: {
           path: 'migration.sql',
-          content: existsSync(file) ? { tag: 'ok', value: readFileSync(file, 'utf8') } : { tag: 'error', value: 'missing migration.sql' },
+          content: existsSync(file)
+            ? { tag: 'ok', value: readFileSync(file, 'utf8') }
+            : { tag: 'error', value: 'missing migration.sql' },
         },
       };
     }),
@@ -121,7 +134,10 @@ const KIT_SCHEMA = 'ticket_events';
  * the package entry once the kit is an installed workspace, else the build output.
  */
 function loadKitMigrate() {
-  const candidates = ['@tickets/event-consumer/admin', join(root, 'dist', 'libs', 'event-consumer', 'src', 'kit-schema.repository.js')];
+  const candidates = [
+    '@tickets/event-consumer/admin',
+    join(root, 'dist', 'libs', 'event-consumer', 'src', 'kit-schema.repository.js'),
+  ];
   for (const candidate of candidates) {
     try {
       return require(candidate).migrate;
@@ -129,7 +145,9 @@ function loadKitMigrate() {
       if (e.code !== 'MODULE_NOT_FOUND' || !String(e.message).includes(candidate)) throw e;
     }
   }
-  fail('the consumer kit is not built, so its tables (schema ticket_events) cannot be migrated: run `npm run build` first (npm start and npm test do)');
+  fail(
+    'the consumer kit is not built, so its tables (schema ticket_events) cannot be migrated: run `npm run build` first (npm start and npm test do)',
+  );
 }
 
 /**
@@ -139,9 +157,11 @@ function loadKitMigrate() {
  */
 async function migrateKit(url) {
   const result = await loadKitMigrate()({ databaseUrl: url, schema: KIT_SCHEMA });
-  console.log(result.applied.length
-    ? `db-migrate: consumer kit schema ${result.schema}: applied ${result.applied.map((a) => `${a.version} ${a.name}`).join(', ')}`
-    : `db-migrate: consumer kit schema ${result.schema} is up to date (version ${result.version})`);
+  console.log(
+    result.applied.length
+      ? `db-migrate: consumer kit schema ${result.schema}: applied ${result.applied.map((a) => `${a.version} ${a.name}`).join(', ')}`
+      : `db-migrate: consumer kit schema ${result.schema} is up to date (version ${result.version})`,
+  );
 }
 
 /**
@@ -156,11 +176,14 @@ function checkSemicolonsInComments(list) {
     if (content.tag !== 'ok') continue;
     content.value.split('\n').forEach((line, i) => {
       const at = line.indexOf('--');
-      if (at >= 0 && line.slice(at).includes(';')) problems.push(`  ${dir.path}/migration.sql:${i + 1}: ${line.trim()}`);
+      if (at >= 0 && line.slice(at).includes(';'))
+        problems.push(`  ${dir.path}/migration.sql:${i + 1}: ${line.trim()}`);
     });
   }
   if (problems.length) {
-    fail(`a ";" inside a -- comment breaks the migration (the driver adapter splits scripts on every ";"). Reword these lines:\n${problems.join('\n')}`);
+    fail(
+      `a ";" inside a -- comment breaks the migration (the driver adapter splits scripts on every ";"). Reword these lines:\n${problems.join('\n')}`,
+    );
   }
 }
 
@@ -175,9 +198,11 @@ async function main() {
     checkSemicolonsInComments(list);
     const out = await engine.applyMigrations({ migrationsList: list, filters });
     const applied = out.appliedMigrationNames;
-    console.log(applied.length
-      ? `db-migrate: applied ${applied.length} migration(s): ${applied.join(', ')}`
-      : `db-migrate: database is up to date (${list.migrationDirectories.length} migration(s))`);
+    console.log(
+      applied.length
+        ? `db-migrate: applied ${applied.length} migration(s): ${applied.join(', ')}`
+        : `db-migrate: database is up to date (${list.migrationDirectories.length} migration(s))`,
+    );
     if (!process.argv.includes('--prisma-only')) await migrateKit(url);
     return;
   }
@@ -190,9 +215,15 @@ async function main() {
     const ref = i > 0 ? process.argv[i + 1] : 'HEAD';
     let previous;
     try {
-      previous = execFileSync('git', ['show', `${ref}:prisma/schema.prisma`], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      previous = execFileSync('git', ['show', `${ref}:prisma/schema.prisma`], {
+        cwd: root,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
     } catch (e) {
-      fail(`cannot read prisma/schema.prisma at ${ref} (${e.message.split('\n')[0]}). Pass --from <git ref> of the schema the last migration was made from.`);
+      fail(
+        `cannot read prisma/schema.prisma at ${ref} (${e.message.split('\n')[0]}). Pass --from <git ref> of the schema the last migration was made from.`,
+      );
     }
     const { engine, schema } = await loadEngine(url);
     const res = await engine.diff({
@@ -203,20 +234,30 @@ async function main() {
       filters,
     });
     const sql = res.stdout ?? '';
-    if (!sql.trim() || /empty migration/i.test(sql)) return console.log(`db-migrate: schema.prisma matches ${ref}; nothing to write`);
+    if (!sql.trim() || /empty migration/i.test(sql))
+      return console.log(`db-migrate: schema.prisma matches ${ref}; nothing to write`);
     const stamp = new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14);
     const dir = join(migrationsDir, `${stamp}_${name}`);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'migration.sql'), sql);
     const lock = join(migrationsDir, 'migration_lock.toml');
-    if (!existsSync(lock)) writeFileSync(lock, '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n');
-    console.log(`db-migrate: wrote ${dir}/migration.sql (review it; add raw SQL the schema cannot express, then run npm run db:migrate)`);
+    if (!existsSync(lock))
+      writeFileSync(
+        lock,
+        '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n',
+      );
+    console.log(
+      `db-migrate: wrote ${dir}/migration.sql (review it; add raw SQL the schema cannot express, then run npm run db:migrate)`,
+    );
     return;
   }
   fail(`unknown command ${cmd} (deploy | diff <name> | create-db)`);
 }
 
-main().then(() => process.exit(0), (e) => {
-  const msg = e?.message ?? String(e);
-  fail(`${msg}\nSet DEBUG_MIGRATE=1 for the schema engine's log.`);
-});
+main().then(
+  () => process.exit(0),
+  (e) => {
+    const msg = e?.message ?? String(e);
+    fail(`${msg}\nSet DEBUG_MIGRATE=1 for the schema engine's log.`);
+  },
+);

@@ -63,7 +63,11 @@ const logDir = mkdtempSync(join(tmpdir(), 'tickets-demo-'));
 const children: Array<{ name: string; proc: ChildProcess; log: string }> = [];
 let stopping = false;
 
-function startChild(name: string, script: string, env: Record<string, string>): { name: string; proc: ChildProcess; log: string } {
+function startChild(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+): { name: string; proc: ChildProcess; log: string } {
   const log = join(logDir, `${name}.log`);
   const out = createWriteStream(log);
   // The same Node flags this process was started with.
@@ -135,7 +139,8 @@ async function freePort(): Promise<number> {
 async function waitForApi(baseUrl: string, api: { proc: ChildProcess; log: string }): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (api.proc.exitCode !== null) fail(`the API exited during start-up (code ${api.proc.exitCode}):\n${tail(api.log)}`);
+    if (api.proc.exitCode !== null)
+      fail(`the API exited during start-up (code ${api.proc.exitCode}):\n${tail(api.log)}`);
     try {
       if ((await fetch(`${baseUrl}/health/ready`)).ok) return;
     } catch {
@@ -148,10 +153,15 @@ async function waitForApi(baseUrl: string, api: { proc: ChildProcess; log: strin
 
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...process.execArgv, join(ROOT, 'apps/cli/dist/main.js'), ...args], { env: process.env }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      [...process.execArgv, join(ROOT, 'apps/cli/dist/main.js'), ...args],
+      { env: process.env },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
   });
 }
 
@@ -248,18 +258,26 @@ const observedFetch: typeof fetch = async (input, init) => {
     if (post && res.headers.get('idempotent-replayed') === 'true') counters.replays += 1;
     return res;
   } catch (error) {
-    if (init?.signal?.aborted) counters.timeouts += 1; // the client's per-attempt timer fired
+    if (init?.signal?.aborted)
+      counters.timeouts += 1; // the client's per-attempt timer fired
     else counters.connectionsLost += 1;
     throw error;
   }
 };
 
 /** One "tool call" the way an agent makes it: call again with the same intent until there is an answer. */
-async function toolCall(client: TicketClient, intentId: string, runId: string): Promise<CreateTicketResult | undefined> {
+async function toolCall(
+  client: TicketClient,
+  intentId: string,
+  runId: string,
+): Promise<CreateTicketResult | undefined> {
   for (let call = 1; ; call += 1) {
     counters.toolCalls += 1;
     try {
-      return await client.createTicket({ title: `Demo ${intentId}`, priority: 'normal', metadata: { demoRun: runId, intentId } }, { intentId });
+      return await client.createTicket(
+        { title: `Demo ${intentId}`, priority: 'normal', metadata: { demoRun: runId, intentId } },
+        { intentId },
+      );
     } catch (error) {
       if (stopping) return undefined;
       if (!(error instanceof TicketClientError) || !error.retryable || call >= 30) {
@@ -268,7 +286,8 @@ async function toolCall(client: TicketClient, intentId: string, runId: string): 
         return undefined;
       }
       counters.agentRetries += 1;
-      const wait = error instanceof RetryableError && error.retryAfterMs ? error.retryAfterMs : 100 + Math.random() * 200;
+      const wait =
+        error instanceof RetryableError && error.retryAfterMs ? error.retryAfterMs : 100 + Math.random() * 200;
       await sleep(Math.min(wait, 5_000));
     }
   }
@@ -324,7 +343,9 @@ async function main(): Promise<void> {
   try {
     await db.query('SELECT 1 FROM tickets LIMIT 1');
   } catch (e) {
-    fail(`cannot query the tickets table at ${settings.databaseUrl} (${(e as Error).message}); is it migrated (npm run db:migrate)?`);
+    fail(
+      `cannot query the tickets table at ${settings.databaseUrl} (${(e as Error).message}); is it migrated (npm run db:migrate)?`,
+    );
   }
 
   if (external) {
@@ -333,11 +354,13 @@ async function main(): Promise<void> {
     notificationsNote = 'n/a (external API: the demo does not configure its webhook)';
     say(`using the API at ${baseUrl} (TICKETS_API_URL)`);
   } else {
-    if (settings.apiUrl || settings.apiKey) notes.push('TICKETS_API_URL and TICKETS_API_KEY must both be set to use a running API; started one instead.');
+    if (settings.apiUrl || settings.apiKey)
+      notes.push('TICKETS_API_URL and TICKETS_API_KEY must both be set to use a running API; started one instead.');
     tenantSlug = runId;
     say(`creating tenant ${tenantSlug}`);
     const created = await cli(['api-keys', 'create', '--tenant', tenantSlug, '--json']);
-    if (created.code !== 0) fail(`cli api-keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
+    if (created.code !== 0)
+      fail(`cli api-keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
     apiKey = (JSON.parse(created.stdout.trim().split('\n').pop()!) as { apiKey: string }).apiKey;
 
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
@@ -424,7 +447,10 @@ async function main(): Promise<void> {
         )
         .then((r) => r.rows[0].n)
         .catch(() => undefined);
-      if (pending) notes.push(`${pending} of this tenant's outbox events are still unpublished: is the relay running (RELAY_ENABLED)?`);
+      if (pending)
+        notes.push(
+          `${pending} of this tenant's outbox events are still unpublished: is the relay running (RELAY_ENABLED)?`,
+        );
     }
     if (receiver.redeliveries > 0) notifications += `, +${receiver.redeliveries} redelivered with the same webhook-id`;
     if (receiver.badSignatures > 0) notes.push(`${receiver.badSignatures} webhook requests had a bad signature`);
@@ -436,8 +462,14 @@ async function main(): Promise<void> {
   const duplicates = ticketDuplicates + webhookDuplicates;
   const faults = proxy.stats.faults;
   const table: Array<[string, string]> = [
-    ['intents', `${settings.intents} (${counters.toolCalls} tool calls, ${counters.agentRetries} repeated after the client gave up)`],
-    ['HTTP attempts (POSTs at the proxy)', `${proxy.stats.posts} (faults on all exchanges: ${faults['drop-response']} dropped, ${faults['delay-response']} delayed, ${faults.reset} reset)`],
+    [
+      'intents',
+      `${settings.intents} (${counters.toolCalls} tool calls, ${counters.agentRetries} repeated after the client gave up)`,
+    ],
+    [
+      'HTTP attempts (POSTs at the proxy)',
+      `${proxy.stats.posts} (faults on all exchanges: ${faults['drop-response']} dropped, ${faults['delay-response']} delayed, ${faults.reset} reset)`,
+    ],
     ['timeouts', `${counters.timeouts} (+ ${counters.connectionsLost} connections lost)`],
     ['status queries', `${counters.statusQueries}`],
     ['replays (Idempotent-Replayed)', `${counters.replays}`],
@@ -450,12 +482,17 @@ async function main(): Promise<void> {
   const bar = `+${'-'.repeat(width + 2)}+${'-'.repeat(Math.max(...table.map(([, v]) => v.length)) + 2)}+`;
   const out = [bar, ...table.map(([k, v]) => `| ${k.padEnd(width)} | ${v.padEnd(bar.length - width - 7)} |`), bar];
   process.stdout.write(`\n${out.join('\n')}\n`);
-  process.stdout.write(`${settings.intents} intents in ${seconds.toFixed(1)} s; ${ticketOf.size} intents got a ticket back.\n`);
+  process.stdout.write(
+    `${settings.intents} intents in ${seconds.toFixed(1)} s; ${ticketOf.size} intents got a ticket back.\n`,
+  );
   if (counters.giveUps.size > 0) {
     const reasons = [...counters.giveUps].map(([reason, n]) => `${n} ${reason}`).join(', ');
-    notes.push(`the client gave up ${counters.agentRetries} times (${reasons}${counters.breakerOpened ? `; circuit breaker opened ${counters.breakerOpened}x` : ''}); the agent called again with the same intent id.`);
+    notes.push(
+      `the client gave up ${counters.agentRetries} times (${reasons}${counters.breakerOpened ? `; circuit breaker opened ${counters.breakerOpened}x` : ''}); the agent called again with the same intent id.`,
+    );
   }
-  if (counters.failedIntents > 0) notes.push(`${counters.failedIntents} tool calls ended without a ticket (see above).`);
+  if (counters.failedIntents > 0)
+    notes.push(`${counters.failedIntents} tool calls ended without a ticket (see above).`);
   if (tickets < settings.intents) notes.push(`${settings.intents - tickets} intents made no ticket.`);
   for (const note of notes) process.stdout.write(`note: ${note}\n`);
 

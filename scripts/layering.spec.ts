@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { checkLayering, formatViolation, MAX_LINES, readSourceFiles, stripComments, type SourceFile } from './layering';
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `export const x${i} = ${i};`).join('\n') + '\n';
-const check = (...files: SourceFile[]) => checkLayering(files).map((v) => ({ path: v.path, line: v.line, rule: v.rule }));
+const check = (...files: SourceFile[]) =>
+  checkLayering(files).map((v) => ({ path: v.path, line: v.line, rule: v.rule }));
 
 describe('layering rules, each proven on fixtures', () => {
   it('an app importing another app is a violation, relative or absolute; its own files and libs are not', () => {
@@ -47,7 +48,7 @@ describe('layering rules, each proven on fixtures', () => {
     ).toEqual([{ path: 'libs/a/src/long.ts', line: MAX_LINES + 1, rule: 'file-too-long' }]);
   });
 
-  it('process.env outside libs/config is a violation; inside it, in a public package\'s one config file, in specs, in comments and outside apps/libs it is not', () => {
+  it("process.env outside libs/config is a violation; inside it, in a public package's one config file, in specs, in comments and outside apps/libs it is not", () => {
     const env = "export const port = process.env.PORT;\nconst { env } = process;\nconst y = process['env'];\n";
     expect(
       check(
@@ -93,16 +94,27 @@ describe('layering rules, each proven on fixtures', () => {
         { path: 'libs/outbox/src/outbox.spec.ts', text: sql },
         { path: 'libs/outbox/src/notes.ts', text: '// Prisma.sql`SELECT 1` is how the repository does it\n' },
       ),
-    ).toEqual([1, 2, 3, 4, 5, 6].map((line) => ({ path: 'apps/ticket-api/src/tickets/tickets.service.ts', line, rule: 'sql-outside-repository' })));
+    ).toEqual(
+      [1, 2, 3, 4, 5, 6].map((line) => ({
+        path: 'apps/ticket-api/src/tickets/tickets.service.ts',
+        line,
+        rule: 'sql-outside-repository',
+      })),
+    );
   });
 
   it('names the file, the line and what to do', () => {
-    const [v] = checkLayering([{ path: 'libs/x/src/a.ts', text: "\nimport { y } from '../../../apps/cli/src/main';\n" }]);
-    expect(formatViolation(v)).toBe("libs/x/src/a.ts:2 lib-imports-app: imports '../../../apps/cli/src/main' (apps/cli): move what it needs into a lib");
+    const [v] = checkLayering([
+      { path: 'libs/x/src/a.ts', text: "\nimport { y } from '../../../apps/cli/src/main';\n" },
+    ]);
+    expect(formatViolation(v)).toBe(
+      "libs/x/src/a.ts:2 lib-imports-app: imports '../../../apps/cli/src/main' (apps/cli): move what it needs into a lib",
+    );
   });
 
   it('blanks comments but keeps strings, regular expressions and templates (line numbers unchanged)', () => {
-    const src = "const a = '// not a comment'; // a comment\nconst r = /'[^']*'/; /* block\n comment */ const t = `x ${'${'} ${1 + `y ${2}`} // kept`;\n";
+    const src =
+      "const a = '// not a comment'; // a comment\nconst r = /'[^']*'/; /* block\n comment */ const t = `x ${'${'} ${1 + `y ${2}`} // kept`;\n";
     const stripped = stripComments(src);
     expect(stripped.split('\n')).toHaveLength(src.split('\n').length);
     expect(stripped).toContain("'// not a comment'");

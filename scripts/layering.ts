@@ -27,7 +27,10 @@ export interface Violation {
 export const MAX_LINES = 400;
 
 /** Public packages cannot depend on libs/config: each reads its environment in exactly one file. */
-export const ENV_EXCEPTIONS = new Set(['libs/mcp-server/src/mcp-server.config.ts', 'libs/event-consumer/src/ticket-events.env.ts']);
+export const ENV_EXCEPTIONS = new Set([
+  'libs/mcp-server/src/mcp-server.config.ts',
+  'libs/event-consumer/src/ticket-events.env.ts',
+]);
 
 const SPEC = /\.(spec|int-spec|e2e-spec)\.ts$/;
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'generated', '.git']);
@@ -107,7 +110,8 @@ export function stripComments(text: string): string {
 
 const lineAt = (text: string, index: number) => text.slice(0, index).split('\n').length;
 
-const IMPORT = /\bfrom\s*(['"])([^'"\n]+)\1|\bimport\s*(['"])([^'"\n]+)\3|\b(?:require|import)\s*\(\s*(['"])([^'"\n]+)\5\s*\)/g;
+const IMPORT =
+  /\bfrom\s*(['"])([^'"\n]+)\1|\bimport\s*(['"])([^'"\n]+)\3|\b(?:require|import)\s*\(\s*(['"])([^'"\n]+)\5\s*\)/g;
 
 /** Where an import points inside the repository (e.g. `apps/ticket-api/src/x`), or undefined for packages and aliases. */
 function importTarget(from: string, specifier: string): string | undefined {
@@ -141,7 +145,8 @@ export function checkLayering(files: SourceFile[]): Violation[] {
     const code = stripComments(file.text);
     const add = (index: number, rule: Rule, detail: string) => {
       const line = lineAt(code, index);
-      if (!found.some((v) => v.path === file.path && v.line === line && v.rule === rule)) found.push({ path: file.path, line, rule, detail });
+      if (!found.some((v) => v.path === file.path && v.line === line && v.rule === rule))
+        found.push({ path: file.path, line, rule, detail });
     };
 
     for (const m of matches(IMPORT, code)) {
@@ -149,21 +154,34 @@ export function checkLayering(files: SourceFile[]): Violation[] {
       const target = importTarget(file.path, specifier);
       if (!target?.startsWith('apps/')) continue;
       const app = target.split('/')[1];
-      if (top === 'libs') add(m.index, 'lib-imports-app', `imports '${specifier}' (apps/${app}): move what it needs into a lib`);
-      else if (app !== name) add(m.index, 'app-imports-app', `apps/${name} imports '${specifier}' (apps/${app}): move what both need into a lib`);
+      if (top === 'libs')
+        add(m.index, 'lib-imports-app', `imports '${specifier}' (apps/${app}): move what it needs into a lib`);
+      else if (app !== name)
+        add(
+          m.index,
+          'app-imports-app',
+          `apps/${name} imports '${specifier}' (apps/${app}): move what both need into a lib`,
+        );
     }
 
     if (spec) continue;
     const lines = file.text.endsWith('\n') ? file.text.split('\n').length - 1 : file.text.split('\n').length;
-    if (lines > MAX_LINES) add(code.split('\n').slice(0, MAX_LINES).join('\n').length + 1, 'file-too-long', `${lines} lines (at most ${MAX_LINES}): split it by concern`);
+    if (lines > MAX_LINES)
+      add(
+        code.split('\n').slice(0, MAX_LINES).join('\n').length + 1,
+        'file-too-long',
+        `${lines} lines (at most ${MAX_LINES}): split it by concern`,
+      );
 
     if (!file.path.startsWith('libs/config/') && !ENV_EXCEPTIONS.has(file.path)) {
-      for (const m of matches(PROCESS_ENV, code)) add(m.index, 'process-env', 'reads process.env: take the setting from libs/config');
+      for (const m of matches(PROCESS_ENV, code))
+        add(m.index, 'process-env', 'reads process.env: take the setting from libs/config');
     }
 
     if (!file.path.endsWith('.repository.ts') && !file.path.endsWith('.migrations.ts')) {
       for (const [re, what] of SQL_PATTERNS) {
-        for (const m of matches(re, code)) add(m.index, 'sql-outside-repository', `${what}: SQL belongs in a *.repository.ts file`);
+        for (const m of matches(re, code))
+          add(m.index, 'sql-outside-repository', `${what}: SQL belongs in a *.repository.ts file`);
       }
     }
   }

@@ -2,7 +2,13 @@ import { join } from 'node:path';
 import { readSourceFiles } from './layering';
 import { checkPackages, formatPackageViolation, packageOf, readPackages, type WorkspacePackage } from './packages';
 
-const pkg = (dir: string, name: string, deps: string[], refs: string[] = [], priv = true): WorkspacePackage => ({ dir, name, private: priv, dependencies: deps, references: refs });
+const pkg = (dir: string, name: string, deps: string[], refs: string[] = [], priv = true): WorkspacePackage => ({
+  dir,
+  name,
+  private: priv,
+  dependencies: deps,
+  references: refs,
+});
 
 describe('workspace package rules', () => {
   it('reads the package name of a specifier; relative paths and Node built-ins have none', () => {
@@ -17,13 +23,16 @@ describe('workspace package rules', () => {
   it('an import the package does not declare is a violation; in a spec, or when declared, it is not', () => {
     const packages = [pkg('libs/a', '@tickets/a', ['pg'])];
     const files = [
-      { path: 'libs/a/src/x.ts', text: "import { Pool } from 'pg';\nimport { Kafka } from 'kafkajs';\nimport { readFileSync } from 'node:fs';\n" },
+      {
+        path: 'libs/a/src/x.ts',
+        text: "import { Pool } from 'pg';\nimport { Kafka } from 'kafkajs';\nimport { readFileSync } from 'node:fs';\n",
+      },
       { path: 'libs/a/src/x.spec.ts', text: "import fc from 'fast-check';\n" },
       { path: 'libs/a/src/y.ts', text: "// import from 'zod' in a comment\nconst k = require('kafkajs');\n" },
     ];
     expect(checkPackages(packages, files).map(formatPackageViolation)).toEqual([
-      "libs/a/src/x.ts undeclared-dependency: imports kafkajs, which libs/a/package.json does not declare: add it to dependencies (or peerDependencies)",
-      "libs/a/src/y.ts undeclared-dependency: imports kafkajs, which libs/a/package.json does not declare: add it to dependencies (or peerDependencies)",
+      'libs/a/src/x.ts undeclared-dependency: imports kafkajs, which libs/a/package.json does not declare: add it to dependencies (or peerDependencies)',
+      'libs/a/src/y.ts undeclared-dependency: imports kafkajs, which libs/a/package.json does not declare: add it to dependencies (or peerDependencies)',
     ]);
   });
 

@@ -21,7 +21,8 @@ export interface WorkspacePackage {
   references: string[];
 }
 
-export type PackageRule = 'undeclared-dependency' | 'public-depends-on-internal' | 'missing-reference' | 'imports-app-package';
+export type PackageRule =
+  'undeclared-dependency' | 'public-depends-on-internal' | 'missing-reference' | 'imports-app-package';
 
 export interface PackageViolation {
   path: string;
@@ -30,7 +31,8 @@ export interface PackageViolation {
 }
 
 const SPEC = /\.(spec|int-spec|e2e-spec|fake)\.ts$/;
-const IMPORT = /\bfrom\s*(['"])([^'"\n]+)\1|\bimport\s*(['"])([^'"\n]+)\3|\b(?:require|import)\s*\(\s*(['"])([^'"\n]+)\5\s*\)/g;
+const IMPORT =
+  /\bfrom\s*(['"])([^'"\n]+)\1|\bimport\s*(['"])([^'"\n]+)\3|\b(?:require|import)\s*\(\s*(['"])([^'"\n]+)\5\s*\)/g;
 const BUILTIN = new Set(builtinModules);
 
 /** The package name of a bare specifier (`@scope/name/sub` -> `@scope/name`), undefined for relative paths and Node built-ins. */
@@ -50,10 +52,18 @@ export function checkPackages(packages: WorkspacePackage[], files: SourceFile[])
       const target = byName.get(dep);
       if (!target) continue;
       if (!pkg.private && target.private) {
-        found.push({ path: pkgJson, rule: 'public-depends-on-internal', detail: `public ${pkg.name} depends on internal ${dep}: move what it needs into a public package, or into ${pkg.name}` });
+        found.push({
+          path: pkgJson,
+          rule: 'public-depends-on-internal',
+          detail: `public ${pkg.name} depends on internal ${dep}: move what it needs into a public package, or into ${pkg.name}`,
+        });
       }
       if (!pkg.references.includes(target.dir)) {
-        found.push({ path: `${pkg.dir}/tsconfig.json`, rule: 'missing-reference', detail: `${dep} is a dependency but not a project reference: add { "path": "../../${target.dir}" }` });
+        found.push({
+          path: `${pkg.dir}/tsconfig.json`,
+          rule: 'missing-reference',
+          detail: `${dep} is a dependency but not a project reference: add { "path": "../../${target.dir}" }`,
+        });
       }
     }
   }
@@ -69,9 +79,17 @@ export function checkPackages(packages: WorkspacePackage[], files: SourceFile[])
       seen.add(name);
       const target = byName.get(name);
       if (target?.dir.startsWith('apps/')) {
-        found.push({ path: file.path, rule: 'imports-app-package', detail: `imports ${name}, an app: move what it needs into a lib` });
+        found.push({
+          path: file.path,
+          rule: 'imports-app-package',
+          detail: `imports ${name}, an app: move what it needs into a lib`,
+        });
       } else if (!pkg.dependencies.includes(name)) {
-        found.push({ path: file.path, rule: 'undeclared-dependency', detail: `imports ${name}, which ${pkg.dir}/package.json does not declare: add it to dependencies (or peerDependencies)` });
+        found.push({
+          path: file.path,
+          rule: 'undeclared-dependency',
+          detail: `imports ${name}, which ${pkg.dir}/package.json does not declare: add it to dependencies (or peerDependencies)`,
+        });
       }
     }
   }
@@ -86,7 +104,9 @@ export function readPackages(root: string): WorkspacePackage[] {
       const dir = `${top}/${entry.name}`;
       if (!entry.isDirectory() || !existsSync(join(root, dir, 'package.json'))) continue;
       const json = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
-      const tsconfig = existsSync(join(root, dir, 'tsconfig.json')) ? JSON.parse(readFileSync(join(root, dir, 'tsconfig.json'), 'utf8')) : {};
+      const tsconfig = existsSync(join(root, dir, 'tsconfig.json'))
+        ? JSON.parse(readFileSync(join(root, dir, 'tsconfig.json'), 'utf8'))
+        : {};
       packages.push({
         dir,
         name: json.name,

@@ -21,7 +21,10 @@ createServer((req, res) => {
     const ok = verifyWebhook(secret!, req.headers, body);
     let what: string;
     try {
-      const n = JSON.parse(body) as { type?: string; data?: { type?: string; ticketId?: string; data?: { title?: string; status?: string } } };
+      const n = JSON.parse(body) as {
+        type?: string;
+        data?: { type?: string; ticketId?: string; data?: { title?: string; status?: string } };
+      };
       const e = n.data ?? {};
       what = `${e.type ?? n.type} ticket ${e.ticketId} "${e.data?.title ?? ''}" (${e.data?.status ?? '?'})`;
     } catch {
@@ -32,4 +35,6 @@ createServer((req, res) => {
     process.stdout.write(`webhook ${ok ? 'signature ok' : 'BAD SIGNATURE'}: ${what} webhook-id ${id}${again}\n`);
     res.writeHead(ok ? 204 : 401).end();
   });
-}).listen(port, '127.0.0.1', () => process.stdout.write(`webhook-sink: listening on http://127.0.0.1:${port}/webhooks\n`));
+}).listen(port, '127.0.0.1', () =>
+  process.stdout.write(`webhook-sink: listening on http://127.0.0.1:${port}/webhooks\n`),
+);

@@ -16,7 +16,12 @@ export interface ApiChild {
  * Starts the API the way production does (`node apps/ticket-api/dist/main.js`). `nodeArgs` are the
  * bench's own `-r` hooks (so a private outDir's alias hook carries over), plus e.g. `--cpu-prof`.
  */
-export async function startApi(opts: { mainJs: string; nodeArgs: string[]; env: Record<string, string>; port: number }): Promise<ApiChild> {
+export async function startApi(opts: {
+  mainJs: string;
+  nodeArgs: string[];
+  env: Record<string, string>;
+  port: number;
+}): Promise<ApiChild> {
   const proc = spawn(process.execPath, [...opts.nodeArgs, opts.mainJs], {
     env: { ...process.env, ...opts.env, PORT: String(opts.port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -15,7 +15,9 @@ export interface CpuShares {
 
 /** The pool's database's backends plus Postgres's shared background processes (WAL writer, checkpointer, ...). */
 async function postgresPids(pool: Pool): Promise<number[]> {
-  const { rows } = await pool.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL');
+  const { rows } = await pool.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
+  );
   return rows.map((r) => r.pid);
 }
 

@@ -45,7 +45,11 @@ export interface HandNotifierOptions {
 
 /** Starts the hand-written notifier; the returned function stops it (leaves the group, closes the pool). */
 export async function startHandNotifier(o: HandNotifierOptions): Promise<() => Promise<void>> {
-  const pool = new Pool({ connectionString: o.databaseUrl, max: o.partitionsConcurrency, application_name: HAND_NOTIFIER_APPLICATION_NAME });
+  const pool = new Pool({
+    connectionString: o.databaseUrl,
+    max: o.partitionsConcurrency,
+    application_name: HAND_NOTIFIER_APPLICATION_NAME,
+  });
   const kafka = new Kafka({ brokers: o.brokers, clientId: 'bench-hand-notifier', logLevel: logLevel.NOTHING });
   const consumer: Consumer = kafka.consumer({ groupId: o.groupId, maxWaitTimeInMs: 500 });
   await consumer.connect();
@@ -79,7 +83,14 @@ export async function startHandNotifier(o: HandNotifierOptions): Promise<() => P
         o.onChunk(chunk.length);
         const last = chunk[chunk.length - 1].offset;
         resolveOffset(last);
-        await commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }] });
+        await commitOffsetsIfNecessary({
+          topics: [
+            {
+              topic: batch.topic,
+              partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }],
+            },
+          ],
+        });
         await heartbeat();
       }
     },

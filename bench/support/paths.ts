@@ -67,7 +67,10 @@ export function scratchDatabase(baseUrl: string, suffix: string, env: NodeJS.Pro
     url: url.toString(),
     async create(): Promise<void> {
       await admin(dropSql);
-      execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...env, DATABASE_URL: url.toString() }, stdio: 'pipe' });
+      execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs'), 'deploy'], {
+        env: { ...env, DATABASE_URL: url.toString() },
+        stdio: 'pipe',
+      });
     },
     drop: (): Promise<void> => admin(dropSql),
   };

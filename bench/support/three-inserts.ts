@@ -87,9 +87,44 @@ function threeInsertRows(tenantId: string, key: string) {
   };
   const traceparent = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
   return {
-    ticket: [id, tenantId, BODY.title, BODY.description, BODY.priority, 'open', null, JSON.stringify(BODY.requester), JSON.stringify(BODY.metadata), key, now, now],
-    key: [tenantId, key, 'ticket.create', FINGERPRINT, BODY_TEXT, 201, response, 'created', id, now, new Date(now.getTime() + 86_400_000), new Date(now.getTime() + 7 * 86_400_000)],
-    event: [eventId, tenantId, 'ticket', id, 'ticket.created.v1', JSON.stringify(event), JSON.stringify({ traceparent, 'correlation-id': correlationId }), now],
+    ticket: [
+      id,
+      tenantId,
+      BODY.title,
+      BODY.description,
+      BODY.priority,
+      'open',
+      null,
+      JSON.stringify(BODY.requester),
+      JSON.stringify(BODY.metadata),
+      key,
+      now,
+      now,
+    ],
+    key: [
+      tenantId,
+      key,
+      'ticket.create',
+      FINGERPRINT,
+      BODY_TEXT,
+      201,
+      response,
+      'created',
+      id,
+      now,
+      new Date(now.getTime() + 86_400_000),
+      new Date(now.getTime() + 7 * 86_400_000),
+    ],
+    event: [
+      eventId,
+      tenantId,
+      'ticket',
+      id,
+      'ticket.created.v1',
+      JSON.stringify(event),
+      JSON.stringify({ traceparent, 'correlation-id': correlationId }),
+      now,
+    ],
   };
 }
 

@@ -39,11 +39,15 @@ export class ChaosProcess {
     this.expectingExit = false;
     this.starts++;
     this.log.write(`\n----- chaos: start #${this.starts} at ${new Date().toISOString()} -----\n`);
-    const proc = spawn(process.execPath, ['--max-old-space-size=192', '--max-semi-space-size=16', join(ROOT, this.entry)], {
-      cwd: ROOT,
-      env: { ...process.env, ...this.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      process.execPath,
+      ['--max-old-space-size=192', '--max-semi-space-size=16', join(ROOT, this.entry)],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...this.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     proc.stdout!.pipe(this.log, { end: false });
     proc.stderr!.pipe(this.log, { end: false });
     proc.on('exit', (code, signal) => {
@@ -56,11 +60,16 @@ export class ChaosProcess {
   }
 
   /** Sends `signal` and waits for the exit (SIGKILL after `graceMs` for a SIGTERM); resolves to how it exited. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
+  async stop(
+    signal: NodeJS.Signals = 'SIGTERM',
+    graceMs = 15_000,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
     const proc = this.proc;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return undefined;
     this.expectingExit = true;
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, sig) => resolve({ code, signal: sig })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      proc.once('exit', (code, sig) => resolve({ code, signal: sig })),
+    );
     proc.kill(signal);
     const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
     const how = await exited;

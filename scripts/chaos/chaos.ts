@@ -19,7 +19,8 @@ import { DEFAULT_RELAY_LOCK_KEY } from '@tickets/outbox';
 
 const run = promisify(execFile);
 const env = process.env;
-const num = (name: string, fallback: number) => (env[name] === undefined || env[name] === '' ? fallback : Number(env[name]));
+const num = (name: string, fallback: number) =>
+  env[name] === undefined || env[name] === '' ? fallback : Number(env[name]);
 
 const knobs = {
   intents: num('CHAOS_INTENTS', 300),
@@ -40,7 +41,10 @@ const knobs = {
   /** An existing database instead of the run's own server (then `postgres-restart` cannot run). */
   externalDatabaseUrl: env.CHAOS_DATABASE_URL || undefined,
   /** Comma-separated, fired in this order (see FAULTS). */
-  faults: (env.CHAOS_FAULTS ?? 'api-kill,consumer-kill,relay-leader-kill,broker-kill,postgres-restart,rolling-restart').split(',').map((s) => s.trim()).filter(Boolean),
+  faults: (env.CHAOS_FAULTS ?? 'api-kill,consumer-kill,relay-leader-kill,broker-kill,postgres-restart,rolling-restart')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
   /** Seconds after the storm starts at which the first fault fires; the next ones follow every CHAOS_FAULT_GAP seconds. */
   firstFaultS: num('CHAOS_FIRST_FAULT_SECONDS', 5),
   faultGapS: num('CHAOS_FAULT_GAP_SECONDS', 6),
@@ -56,7 +60,8 @@ const knobs = {
 
 const t0 = Date.now();
 const stamp = () => `+${((Date.now() - t0) / 1000).toFixed(1)}s`;
-const log = (line: string) => process.stdout.write(`[chaos ${new Date().toISOString().slice(11, 23)} ${stamp()}] ${line}\n`);
+const log = (line: string) =>
+  process.stdout.write(`[chaos ${new Date().toISOString().slice(11, 23)} ${stamp()}] ${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const runId = `chaos-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}-${randomUUID().slice(0, 4)}`;
@@ -64,9 +69,15 @@ const runDir = join(ROOT, '.tmp', 'chaos', runId);
 const topic = `chaos-ticket-events-${runId}`;
 const groupId = `chaos-notifier-${runId}`;
 const secret = `whsec_${randomBytes(24).toString('base64')}`;
-const pg = knobs.externalDatabaseUrl ? undefined : new PgCluster({ dir: join(tmpdir(), `tickets-chaos-pg-${knobs.pgPort}`), port: knobs.pgPort, maxConnections: 100 });
+const pg = knobs.externalDatabaseUrl
+  ? undefined
+  : new PgCluster({ dir: join(tmpdir(), `tickets-chaos-pg-${knobs.pgPort}`), port: knobs.pgPort, maxConnections: 100 });
 const databaseUrl = knobs.externalDatabaseUrl ?? pg!.urlFor('tickets_chaos');
-const cluster = new KafkaCluster({ brokers: knobs.brokers, port: knobs.kafkaPort, dir: join(ROOT, '.cache', 'kafka', `chaos-${knobs.kafkaPort}`) });
+const cluster = new KafkaCluster({
+  brokers: knobs.brokers,
+  port: knobs.kafkaPort,
+  dir: join(ROOT, '.cache', 'kafka', `chaos-${knobs.kafkaPort}`),
+});
 const recorder = new WebhookRecorder(secret);
 const apis: ChaosProcess[] = [];
 const consumers: ChaosProcess[] = [];
@@ -77,12 +88,20 @@ let brokerBackAt: number | undefined;
 let brokerKilledAt: number | undefined;
 let stormStartedAt = Date.now();
 /** Every fault with its times; `kind` says which client-visible answers it must not cause. */
-const faultLog: Array<{ key: string; kind: 'database' | 'rolling' | 'process' | 'broker'; firedAt: number; endedAt?: number; note: string }> = [];
+const faultLog: Array<{
+  key: string;
+  kind: 'database' | 'rolling' | 'process' | 'broker';
+  firedAt: number;
+  endedAt?: number;
+  note: string;
+}> = [];
 let sigtermExitsNotZero = 0;
 
 function onUnexpectedExit(e: UnexpectedExit): void {
   unexpected.push(e);
-  log(`UNEXPECTED EXIT of ${e.name} (code ${e.code}, signal ${e.signal}); last log lines:\n    ${e.lastLines.join('\n    ')}`);
+  log(
+    `UNEXPECTED EXIT of ${e.name} (code ${e.code}, signal ${e.signal}); last log lines:\n    ${e.lastLines.join('\n    ')}`,
+  );
 }
 
 async function until(what: string, probe: () => Promise<boolean> | boolean, boundMs: number): Promise<void> {
@@ -94,8 +113,10 @@ async function until(what: string, probe: () => Promise<boolean> | boolean, boun
 }
 
 const apiUrl = (i: number) => `http://127.0.0.1:${knobs.apiPort + i}`;
-const apiReady = (i: number) => until(`api-${i + 1} ready`, async () => (await fetch(`${apiUrl(i)}/health/ready`)).ok, 60_000);
-const consumerReady = (c: ChaosProcess) => until(`${c.name} running`, () => c.loggedSinceStart(/consumer running/), 60_000);
+const apiReady = (i: number) =>
+  until(`api-${i + 1} ready`, async () => (await fetch(`${apiUrl(i)}/health/ready`)).ok, 60_000);
+const consumerReady = (c: ChaosProcess) =>
+  until(`${c.name} running`, () => c.loggedSinceStart(/consumer running/), 60_000);
 
 function commonEnv(): Record<string, string> {
   return {
@@ -131,7 +152,10 @@ async function killAndRestart(p: ChaosProcess, ready: () => Promise<void>): Prom
 async function relayLeaderIndex(except?: number): Promise<number | undefined> {
   for (let i = 0; i < apis.length; i++) {
     if (i === except || apis[i].pid === undefined) continue;
-    const stats = await fetch(`${apiUrl(i)}/health/outbox`).then((r) => (r.ok ? (r.json() as Promise<{ isLeader?: boolean }>) : undefined), () => undefined);
+    const stats = await fetch(`${apiUrl(i)}/health/outbox`).then(
+      (r) => (r.ok ? (r.json() as Promise<{ isLeader?: boolean }>) : undefined),
+      () => undefined,
+    );
     if (stats?.isLeader) return i;
   }
   return undefined;
@@ -147,7 +171,9 @@ async function relayLockHolder(): Promise<string> {
           AND ((l.classid::bigint << 32) | l.objid::bigint) = $1::bigint`,
       [DEFAULT_RELAY_LOCK_KEY],
     );
-    return rows.length ? rows.map((r) => `backend pid ${r.pid} (${r.application_name}, client port ${r.client_port})`).join(', ') : 'nobody';
+    return rows.length
+      ? rows.map((r) => `backend pid ${r.pid} (${r.application_name}, client port ${r.client_port})`).join(', ')
+      : 'nobody';
   } finally {
     await db.end();
   }
@@ -180,21 +206,29 @@ async function brokerKill(note: (text: string) => void): Promise<void> {
   try {
     const before = await partitionLeaders(admin, topic);
     const victim = busiestLeader(before);
-    log(`fault: leaders before: ${formatLeaders(before)}; SIGKILL broker ${victim} (pid ${cluster.pid(victim)}), the leader of the most partitions`);
+    log(
+      `fault: leaders before: ${formatLeaders(before)}; SIGKILL broker ${victim} (pid ${cluster.pid(victim)}), the leader of the most partitions`,
+    );
     brokerKilledAt = Date.now();
     cluster.kill(victim);
     let after = before;
-    await until('leadership to move off the killed broker', async () => {
-      after = await partitionLeaders(admin, topic);
-      return Object.values(after).every((l) => l !== victim && l >= 0);
-    }, 60_000);
+    await until(
+      'leadership to move off the killed broker',
+      async () => {
+        after = await partitionLeaders(admin, topic);
+        return Object.values(after).every((l) => l !== victim && l >= 0);
+      },
+      60_000,
+    );
     log(`fault: leaders after (${((Date.now() - brokerKilledAt) / 1000).toFixed(1)} s): ${formatLeaders(after)}`);
     note(`broker ${victim} killed; leaders moved in ${((Date.now() - brokerKilledAt) / 1000).toFixed(1)} s`);
     await sleep(Math.max(0, knobs.brokerDownMs - (Date.now() - brokerKilledAt)));
     log(`fault: restarting broker ${victim}`);
     await cluster.up();
     brokerBackAt = Date.now();
-    log(`fault: broker ${victim} is back (down ${((brokerBackAt - brokerKilledAt) / 1000).toFixed(1)} s); leaders now: ${formatLeaders(await partitionLeaders(admin, topic))}`);
+    log(
+      `fault: broker ${victim} is back (down ${((brokerBackAt - brokerKilledAt) / 1000).toFixed(1)} s); leaders now: ${formatLeaders(await partitionLeaders(admin, topic))}`,
+    );
   } finally {
     await admin.disconnect();
   }
@@ -202,11 +236,13 @@ async function brokerKill(note: (text: string) => void): Promise<void> {
 
 /** A fast shutdown (every session terminated with 57P01, new ones refused) and a start of the run's own server. */
 async function postgresRestart(note: (text: string) => void): Promise<void> {
-  if (!pg) throw new Error('postgres-restart needs the run\'s own PostgreSQL server (unset CHAOS_DATABASE_URL)');
+  if (!pg) throw new Error("postgres-restart needs the run's own PostgreSQL server (unset CHAOS_DATABASE_URL)");
   const t = Date.now();
   log(`fault: PostgreSQL on :${knobs.pgPort}: fast shutdown (sessions terminated)`);
   await pg.stop('fast');
-  log(`fault: PostgreSQL stopped (${((Date.now() - t) / 1000).toFixed(1)} s); starting it again in ${knobs.pgDownMs / 1000} s`);
+  log(
+    `fault: PostgreSQL stopped (${((Date.now() - t) / 1000).toFixed(1)} s); starting it again in ${knobs.pgDownMs / 1000} s`,
+  );
   await sleep(knobs.pgDownMs);
   await pg.start();
   const s = ((Date.now() - t) / 1000).toFixed(1);
@@ -223,28 +259,48 @@ async function rollingRestart(note: (text: string) => void): Promise<void> {
     const how = await apis[i].stop('SIGTERM', (knobs.shutdownGraceS + 10) * 1000);
     const drained = ((Date.now() - t) / 1000).toFixed(1);
     if (how?.code !== 0) sigtermExitsNotZero++;
-    log(`fault: rolling restart: ${apis[i].name} exited (code ${how?.code}, signal ${how?.signal}) ${drained} s after SIGTERM`);
+    log(
+      `fault: rolling restart: ${apis[i].name} exited (code ${how?.code}, signal ${how?.signal}) ${drained} s after SIGTERM`,
+    );
     apis[i].start();
     await apiReady(i);
-    log(`fault: rolling restart: ${apis[i].name} back and ready (pid ${apis[i].pid}) ${((Date.now() - t) / 1000).toFixed(1)} s after SIGTERM`);
+    log(
+      `fault: rolling restart: ${apis[i].name} back and ready (pid ${apis[i].pid}) ${((Date.now() - t) / 1000).toFixed(1)} s after SIGTERM`,
+    );
     drains.push(`${apis[i].name} exit ${how?.code} after ${drained} s`);
   }
   note(drains.join(', '));
 }
 
 const FAULTS: Record<string, Fault> = {
-  'api-kill': { name: 'SIGKILL of an API instance', kind: 'process', run: () => killAndRestart(apis[0], () => apiReady(0)) },
+  'api-kill': {
+    name: 'SIGKILL of an API instance',
+    kind: 'process',
+    run: () => killAndRestart(apis[0], () => apiReady(0)),
+  },
   'relay-leader-kill': { name: 'SIGKILL of the relay leader', kind: 'process', run: relayLeaderKill },
-  'consumer-kill': { name: 'SIGKILL of a consumer', kind: 'process', run: () => killAndRestart(consumers[0], () => consumerReady(consumers[0])) },
+  'consumer-kill': {
+    name: 'SIGKILL of a consumer',
+    kind: 'process',
+    run: () => killAndRestart(consumers[0], () => consumerReady(consumers[0])),
+  },
   'broker-kill': { name: 'SIGKILL of the broker leading most partitions', kind: 'broker', run: brokerKill },
-  'postgres-restart': { name: 'PostgreSQL restart (fast shutdown, then start)', kind: 'database', run: postgresRestart },
+  'postgres-restart': {
+    name: 'PostgreSQL restart (fast shutdown, then start)',
+    kind: 'database',
+    run: postgresRestart,
+  },
   'rolling-restart': { name: 'rolling SIGTERM restart of every API instance', kind: 'rolling', run: rollingRestart },
 };
 
 /** Client-visible answers matching `re` inside the windows of faults of `kind` (each window extended by `tailMs`). */
 function answersDuring(storm: StormResult, kind: Fault['kind'], re: RegExp, tailMs: number): string[] {
-  const windows = faultLog.filter((f) => f.kind === kind).map((f) => [f.firedAt, (f.endedAt ?? Date.now()) + tailMs] as const);
-  return storm.timeline.filter((a) => re.test(a.key) && windows.some(([from, to]) => a.at >= from && a.at <= to)).map((a) => a.key);
+  const windows = faultLog
+    .filter((f) => f.kind === kind)
+    .map((f) => [f.firedAt, (f.endedAt ?? Date.now()) + tailMs] as const);
+  return storm.timeline
+    .filter((a) => re.test(a.key) && windows.some(([from, to]) => a.at >= from && a.at <= to))
+    .map((a) => a.key);
 }
 
 /** "2× transport ECONNRESET, 1× ..." or "none". */
@@ -259,9 +315,15 @@ function byKind(keys: string[]): string {
 async function prepare(): Promise<{ apiKey: string; tenantId: string }> {
   mkdirSync(runDir, { recursive: true });
   log(`run ${runId}: logs in ${runDir}`);
-  log(`knobs: ${JSON.stringify({ ...knobs, externalDatabaseUrl: knobs.externalDatabaseUrl?.replace(/\/\/[^@]*@/, '//') })}`);
-  for (const f of knobs.faults) if (!FAULTS[f]) throw new Error(`CHAOS_FAULTS: unknown fault ${f} (known: ${Object.keys(FAULTS).join(', ')})`);
-  if (!pg && knobs.faults.includes('postgres-restart')) throw new Error('CHAOS_FAULTS has postgres-restart, which needs the run\'s own PostgreSQL: unset CHAOS_DATABASE_URL');
+  log(
+    `knobs: ${JSON.stringify({ ...knobs, externalDatabaseUrl: knobs.externalDatabaseUrl?.replace(/\/\/[^@]*@/, '//') })}`,
+  );
+  for (const f of knobs.faults)
+    if (!FAULTS[f]) throw new Error(`CHAOS_FAULTS: unknown fault ${f} (known: ${Object.keys(FAULTS).join(', ')})`);
+  if (!pg && knobs.faults.includes('postgres-restart'))
+    throw new Error(
+      "CHAOS_FAULTS has postgres-restart, which needs the run's own PostgreSQL: unset CHAOS_DATABASE_URL",
+    );
   if (pg) {
     const pgT0 = Date.now();
     await pg.init();
@@ -270,12 +332,22 @@ async function prepare(): Promise<{ apiKey: string; tenantId: string }> {
   }
   const kafkaT0 = Date.now();
   const upLog = await cluster.up();
-  timings.push({ name: `cluster of ${knobs.brokers} up`, value: `${((Date.now() - kafkaT0) / 1000).toFixed(1)} s`, ok: null });
-  log(`kafka cluster ${cluster.bootstrap.join(',')} ready in ${((Date.now() - kafkaT0) / 1000).toFixed(1)} s${upLog.includes('nothing to do') ? ' (already running)' : ''}`);
+  timings.push({
+    name: `cluster of ${knobs.brokers} up`,
+    value: `${((Date.now() - kafkaT0) / 1000).toFixed(1)} s`,
+    ok: null,
+  });
+  log(
+    `kafka cluster ${cluster.bootstrap.join(',')} ready in ${((Date.now() - kafkaT0) / 1000).toFixed(1)} s${upLog.includes('nothing to do') ? ' (already running)' : ''}`,
+  );
   const dbEnv = { ...process.env, DATABASE_URL: databaseUrl };
   await run(process.execPath, [join(ROOT, 'scripts/db-migrate.mjs'), 'create-db'], { env: dbEnv });
   await run(process.execPath, [join(ROOT, 'scripts/db-migrate.mjs'), 'deploy'], { env: dbEnv });
-  const { stdout } = await run(process.execPath, [join(ROOT, 'apps/cli/dist/main.js'), 'api-keys', 'create', '--tenant', runId, '--json'], { env: dbEnv });
+  const { stdout } = await run(
+    process.execPath,
+    [join(ROOT, 'apps/cli/dist/main.js'), 'api-keys', 'create', '--tenant', runId, '--json'],
+    { env: dbEnv },
+  );
   const { apiKey } = JSON.parse(stdout.trim().split('\n').pop()!) as { apiKey: string };
   const db = new Pool({ connectionString: databaseUrl, max: 1 });
   const { rows } = await db.query<{ id: string }>('SELECT id::text FROM tenants WHERE slug = $1', [runId]);
@@ -287,17 +359,43 @@ async function prepare(): Promise<{ apiKey: string; tenantId: string }> {
 async function startStack(): Promise<void> {
   const webhookUrl = await recorder.start(knobs.webhookPort);
   for (let i = 0; i < knobs.apis; i++) {
-    apis.push(new ChaosProcess(`api-${i + 1}`, 'apps/ticket-api/dist/main.js', { ...commonEnv(), PORT: String(knobs.apiPort + i), HOST: '127.0.0.1', RELAY_ENABLED: 'true' }, join(runDir, `api-${i + 1}.log`), onUnexpectedExit));
+    apis.push(
+      new ChaosProcess(
+        `api-${i + 1}`,
+        'apps/ticket-api/dist/main.js',
+        { ...commonEnv(), PORT: String(knobs.apiPort + i), HOST: '127.0.0.1', RELAY_ENABLED: 'true' },
+        join(runDir, `api-${i + 1}.log`),
+        onUnexpectedExit,
+      ),
+    );
   }
   for (let i = 0; i < knobs.consumers; i++) {
-    consumers.push(new ChaosProcess(`consumer-${i + 1}`, 'apps/consumer/dist/main.js', { ...commonEnv(), NOTIFY_WEBHOOK_URL: webhookUrl, NOTIFY_WEBHOOK_SECRET: secret, NOTIFY_POLL_INTERVAL: '250ms', NOTIFY_TIMEOUT: '5s', NOTIFY_LEASE: '15s', NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i) }, join(runDir, `consumer-${i + 1}.log`), onUnexpectedExit));
+    consumers.push(
+      new ChaosProcess(
+        `consumer-${i + 1}`,
+        'apps/consumer/dist/main.js',
+        {
+          ...commonEnv(),
+          NOTIFY_WEBHOOK_URL: webhookUrl,
+          NOTIFY_WEBHOOK_SECRET: secret,
+          NOTIFY_POLL_INTERVAL: '250ms',
+          NOTIFY_TIMEOUT: '5s',
+          NOTIFY_LEASE: '15s',
+          NOTIFIER_METRICS_PORT: String(knobs.metricsPort + i),
+        },
+        join(runDir, `consumer-${i + 1}.log`),
+        onUnexpectedExit,
+      ),
+    );
   }
   const s0 = Date.now();
   apis.forEach((a) => a.start());
   await Promise.all(apis.map((_, i) => apiReady(i)));
   consumers.forEach((c) => c.start());
   await Promise.all(consumers.map(consumerReady));
-  log(`${apis.length} APIs (${apis.map((_, i) => apiUrl(i)).join(', ')}), ${consumers.length} consumers and the webhook receiver (${webhookUrl}) ready in ${((Date.now() - s0) / 1000).toFixed(1)} s`);
+  log(
+    `${apis.length} APIs (${apis.map((_, i) => apiUrl(i)).join(', ')}), ${consumers.length} consumers and the webhook receiver (${webhookUrl}) ready in ${((Date.now() - s0) / 1000).toFixed(1)} s`,
+  );
 }
 
 /** Each chosen fault fires at its own time (first + i * gap seconds into the storm), whether or not the previous one has finished. */
@@ -322,7 +420,9 @@ async function main(): Promise<number> {
   await startStack();
   const db = new Pool({ connectionString: databaseUrl, max: 2 });
   db.on('error', () => undefined); // an idle checker connection ended by the PostgreSQL restart
-  log(`storm: ${knobs.intents} intents by ${knobs.agents} agents over ~${knobs.stormMs / 1000} s; faults: ${knobs.faults.join(', ')}`);
+  log(
+    `storm: ${knobs.intents} intents by ${knobs.agents} agents over ~${knobs.stormMs / 1000} s; faults: ${knobs.faults.join(', ')}`,
+  );
   const stormT0 = Date.now();
   stormStartedAt = stormT0;
   const faults = injectFaults();
@@ -339,7 +439,9 @@ async function main(): Promise<number> {
     log,
   });
   const stormEndedAt = Date.now();
-  log(`storm done in ${((Date.now() - stormT0) / 1000).toFixed(1)} s: ${storm.created} created, ${storm.cancelled}/${storm.cancelIntents} cancelled, ${storm.abandoned.length} abandoned`);
+  log(
+    `storm done in ${((Date.now() - stormT0) / 1000).toFixed(1)} s: ${storm.created} created, ${storm.cancelled}/${storm.cancelIntents} cancelled, ${storm.abandoned.length} abandoned`,
+  );
   await faults;
   const lastFault = lastFaultEndedAt || Date.now();
 
@@ -358,40 +460,108 @@ async function main(): Promise<number> {
     await sleep(500);
   }
   const convergedAt = Date.now();
-  log(ok ? `converged ${((convergedAt - lastFault) / 1000).toFixed(1)} s after the last fault` : `NOT converged after ${knobs.convergeTimeoutMs / 1000} s`);
+  log(
+    ok
+      ? `converged ${((convergedAt - lastFault) / 1000).toFixed(1)} s after the last fault`
+      : `NOT converged after ${knobs.convergeTimeoutMs / 1000} s`,
+  );
   await sleep(3_000); // late redeliveries would show up as a second webhook-id
   del = readDeliveries(recorder.deliveries, db1.eventIdsWritten);
   const top = await readTopic(cluster.bootstrap, topic, tenantId);
   const rows = invariantRows({ intents: knobs.intents, ...db1, ...top, ...del });
-  rows.push({ name: 'processes that exited on their own (0)', value: String(unexpected.length), ok: unexpected.length === 0 });
-  rows.push({ name: 'webhooks with a bad signature (0)', value: String(recorder.badSignatures), ok: recorder.badSignatures === 0 });
-  const fiveHundreds = [...storm.responses.entries()].filter(([k]) => k.startsWith('500')).reduce((n, [, v]) => n + v, 0);
+  rows.push({
+    name: 'processes that exited on their own (0)',
+    value: String(unexpected.length),
+    ok: unexpected.length === 0,
+  });
+  rows.push({
+    name: 'webhooks with a bad signature (0)',
+    value: String(recorder.badSignatures),
+    ok: recorder.badSignatures === 0,
+  });
+  const fiveHundreds = [...storm.responses.entries()]
+    .filter(([k]) => k.startsWith('500'))
+    .reduce((n, [, v]) => n + v, 0);
   rows.push({ name: 'client-visible 500s (0)', value: String(fiveHundreds), ok: fiveHundreds === 0 });
   const dbFault500s = answersDuring(storm, 'database', /^500 /, 5_000).length;
-  if (faultLog.some((f) => f.kind === 'database')) rows.push({ name: 'client-visible 500s during database faults (0)', value: String(dbFault500s), ok: dbFault500s === 0 });
+  if (faultLog.some((f) => f.kind === 'database'))
+    rows.push({
+      name: 'client-visible 500s during database faults (0)',
+      value: String(dbFault500s),
+      ok: dbFault500s === 0,
+    });
   if (faultLog.some((f) => f.kind === 'rolling')) {
     const rolling5xx = answersDuring(storm, 'rolling', /^5\d\d /, 2_000).length;
-    rows.push({ name: 'client-visible 5xx during the rolling restart (0)', value: String(rolling5xx), ok: rolling5xx === 0 });
+    rows.push({
+      name: 'client-visible 5xx during the rolling restart (0)',
+      value: String(rolling5xx),
+      ok: rolling5xx === 0,
+    });
     // Refusals are the stopped instance's closed port; a reset is a request written onto a keep-alive
     // connection as the server closed it, which the agent client settles by retrying the same intent.
-    rows.push({ name: 'transport errors during the rolling restart', value: byKind(answersDuring(storm, 'rolling', /^transport /, 2_000)), ok: null });
-    rows.push({ name: 'API instances not exiting 0 on SIGTERM (0)', value: String(sigtermExitsNotZero), ok: sigtermExitsNotZero === 0 });
+    rows.push({
+      name: 'transport errors during the rolling restart',
+      value: byKind(answersDuring(storm, 'rolling', /^transport /, 2_000)),
+      ok: null,
+    });
+    rows.push({
+      name: 'API instances not exiting 0 on SIGTERM (0)',
+      value: String(sigtermExitsNotZero),
+      ok: sigtermExitsNotZero === 0,
+    });
   }
   const missing = knobs.faults.filter((f) => !faultLog.some((e) => e.key === f && e.endedAt !== undefined));
-  rows.push({ name: 'faults fired and completed', value: `${knobs.faults.length - missing.length} / ${knobs.faults.length}`, ok: missing.length === 0 });
-  rows.push({ name: 'intents abandoned by agents (0)', value: String(storm.abandoned.length), ok: storm.abandoned.length === 0 });
+  rows.push({
+    name: 'faults fired and completed',
+    value: `${knobs.faults.length - missing.length} / ${knobs.faults.length}`,
+    ok: missing.length === 0,
+  });
+  rows.push({
+    name: 'intents abandoned by agents (0)',
+    value: String(storm.abandoned.length),
+    ok: storm.abandoned.length === 0,
+  });
 
-  const reconcileOut = await run(process.execPath, [join(ROOT, 'apps/cli/dist/main.js'), 'reconcile', '--tenant', runId, '--group', groupId, '--grace', '0m', '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl } }).then(
+  const reconcileOut = await run(
+    process.execPath,
+    [
+      join(ROOT, 'apps/cli/dist/main.js'),
+      'reconcile',
+      '--tenant',
+      runId,
+      '--group',
+      groupId,
+      '--grace',
+      '0m',
+      '--json',
+    ],
+    { env: { ...process.env, DATABASE_URL: databaseUrl } },
+  ).then(
     (r) => r.stdout,
     (e: { stdout?: string }) => e.stdout ?? '',
   );
-  const rec = JSON.parse(reconcileOut.trim().split('\n').pop() || '{"ok":false,"findings":[]}') as { ok: boolean; findings: Array<{ check: string; count: number }> };
-  rows.push({ name: 'reconcile clean after convergence', value: rec.ok ? 'clean' : rec.findings.map((f) => `${f.count}× ${f.check}`).join('; '), ok: rec.ok });
+  const rec = JSON.parse(reconcileOut.trim().split('\n').pop() || '{"ok":false,"findings":[]}') as {
+    ok: boolean;
+    findings: Array<{ check: string; count: number }>;
+  };
+  rows.push({
+    name: 'reconcile clean after convergence',
+    value: rec.ok ? 'clean' : rec.findings.map((f) => `${f.count}× ${f.check}`).join('; '),
+    ok: rec.ok,
+  });
 
-  timings.push({ name: 'time to converge after the last fault', value: ok ? `${((convergedAt - lastFault) / 1000).toFixed(1)} s` : 'never', ok: null });
+  timings.push({
+    name: 'time to converge after the last fault',
+    value: ok ? `${((convergedAt - lastFault) / 1000).toFixed(1)} s` : 'never',
+    ok: null,
+  });
   if (brokerBackAt !== undefined) {
     const first = recorder.firstAfter(brokerBackAt);
-    timings.push({ name: 'broker back -> first webhook', value: first ? `${((first.at - brokerBackAt) / 1000).toFixed(1)} s` : 'none', ok: null });
+    timings.push({
+      name: 'broker back -> first webhook',
+      value: first ? `${((first.at - brokerBackAt) / 1000).toFixed(1)} s` : 'none',
+      ok: null,
+    });
   }
   if (brokerKilledAt !== undefined) {
     const after = recorder.deliveries.filter((d) => d.at >= brokerKilledAt!).map((d) => d.at);
@@ -402,21 +572,48 @@ async function main(): Promise<number> {
       gap = Math.max(gap, at - prev);
       prev = at;
     }
-    timings.push({ name: 'longest webhook gap after the broker kill', value: `${(gap / 1000).toFixed(1)} s`, ok: null });
+    timings.push({
+      name: 'longest webhook gap after the broker kill',
+      value: `${(gap / 1000).toFixed(1)} s`,
+      ok: null,
+    });
     // Webhooks per 5 s from the kill on: a stall shows as a run of zeros while the storm still writes.
     const buckets: number[] = [];
-    for (const at of after) buckets[Math.floor((at - brokerKilledAt) / 5_000)] = (buckets[Math.floor((at - brokerKilledAt) / 5_000)] ?? 0) + 1;
-    log(`webhooks per 5 s after the broker kill (storm ended +${((stormEndedAt - brokerKilledAt) / 1000).toFixed(0)} s, broker back +${brokerBackAt ? ((brokerBackAt - brokerKilledAt) / 1000).toFixed(0) : '?'} s): ${Array.from(buckets, (n) => n ?? 0).join(' ')}`);
+    for (const at of after)
+      buckets[Math.floor((at - brokerKilledAt) / 5_000)] =
+        (buckets[Math.floor((at - brokerKilledAt) / 5_000)] ?? 0) + 1;
+    log(
+      `webhooks per 5 s after the broker kill (storm ended +${((stormEndedAt - brokerKilledAt) / 1000).toFixed(0)} s, broker back +${brokerBackAt ? ((brokerBackAt - brokerKilledAt) / 1000).toFixed(0) : '?'} s): ${Array.from(buckets, (n) => n ?? 0).join(' ')}`,
+    );
   }
-  const errors = [...storm.responses.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
-  const callErrors = [...storm.callErrors.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(', ') || 'none';
+  const errors =
+    [...storm.responses.entries()]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ') || 'none';
+  const callErrors =
+    [...storm.callErrors.entries()]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ') || 'none';
 
   const rel = (at: number) => `+${((at - stormStartedAt) / 1000).toFixed(1)} s`;
-  const faultRows: Row[] = faultLog.map((f) => ({ name: `${f.key} at ${rel(f.firedAt)}`, value: `${f.endedAt ? (((f.endedAt - f.firedAt) / 1000).toFixed(1) + ' s') : 'unfinished'}${f.note ? `: ${f.note}` : ''}`, ok: null }));
+  const faultRows: Row[] = faultLog.map((f) => ({
+    name: `${f.key} at ${rel(f.firedAt)}`,
+    value: `${f.endedAt ? ((f.endedAt - f.firedAt) / 1000).toFixed(1) + ' s' : 'unfinished'}${f.note ? `: ${f.note}` : ''}`,
+    ok: null,
+  }));
   if (faultRows.length) process.stdout.write(`\nFaults (times from the storm's start)\n${formatTable(faultRows)}\n`);
-  process.stdout.write(`\nInvariants (run ${runId}, ${new Date().toISOString()})\n${formatTable(rows)}\n\nTimings\n${formatTable(timings)}\n`);
-  process.stdout.write(`\nClient-visible answers and transport errors by kind: ${errors}\nAgent calls that gave up (then retried by the agent) by code: ${callErrors}\n`);
-  for (const e of unexpected) process.stdout.write(`\n${e.name} exited on its own (code ${e.code}, signal ${e.signal}):\n    ${e.lastLines.join('\n    ')}\n`);
+  process.stdout.write(
+    `\nInvariants (run ${runId}, ${new Date().toISOString()})\n${formatTable(rows)}\n\nTimings\n${formatTable(timings)}\n`,
+  );
+  process.stdout.write(
+    `\nClient-visible answers and transport errors by kind: ${errors}\nAgent calls that gave up (then retried by the agent) by code: ${callErrors}\n`,
+  );
+  for (const e of unexpected)
+    process.stdout.write(
+      `\n${e.name} exited on its own (code ${e.code}, signal ${e.signal}):\n    ${e.lastLines.join('\n    ')}\n`,
+    );
   await db.end();
   return rows.every((r) => r.ok !== false) && ok ? 0 : 1;
 }
@@ -430,7 +627,7 @@ async function teardown(): Promise<void> {
     await cluster.down().catch((e: Error) => log(`cluster down failed: ${e.message}`));
   }
   if (pg) {
-    log('removing the run\'s PostgreSQL server');
+    log("removing the run's PostgreSQL server");
     await pg.destroy().catch((e: Error) => log(`PostgreSQL destroy failed: ${e.message}`));
   }
 }

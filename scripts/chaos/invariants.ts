@@ -30,15 +30,25 @@ export interface Observed {
 export async function readDatabase(
   db: Pool,
   tenantId: string,
-): Promise<Pick<Observed, 'tickets' | 'duplicateTickets' | 'cancelledTickets' | 'eventsWritten' | 'eventIdsWritten' | 'notificationsUnsettled'>> {
+): Promise<
+  Pick<
+    Observed,
+    'tickets' | 'duplicateTickets' | 'cancelledTickets' | 'eventsWritten' | 'eventIdsWritten' | 'notificationsUnsettled'
+  >
+> {
   const t = await db.query<{ tickets: number; cancelled: number; dups: number }>(
     `SELECT count(*)::int AS tickets, count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled,
             (SELECT coalesce(sum(n - 1), 0)::int FROM (SELECT count(*) AS n FROM tickets WHERE tenant_id = $1 GROUP BY title) d) AS dups
        FROM tickets WHERE tenant_id = $1`,
     [tenantId],
   );
-  const e = await db.query<{ event_id: string }>(`SELECT event_id::text FROM outbox_events WHERE tenant_id = $1`, [tenantId]);
-  const n = await db.query<{ unsettled: number }>(`SELECT count(*)::int AS unsettled FROM notifications WHERE tenant_id = $1 AND status = 'pending'`, [tenantId]);
+  const e = await db.query<{ event_id: string }>(`SELECT event_id::text FROM outbox_events WHERE tenant_id = $1`, [
+    tenantId,
+  ]);
+  const n = await db.query<{ unsettled: number }>(
+    `SELECT count(*)::int AS unsettled FROM notifications WHERE tenant_id = $1 AND status = 'pending'`,
+    [tenantId],
+  );
   return {
     notificationsUnsettled: n.rows[0].unsettled,
     tickets: t.rows[0].tickets,
@@ -50,13 +60,19 @@ export async function readDatabase(
 }
 
 /** Reads the whole topic (up to the high watermarks of now) with a throwaway consumer group. */
-export async function readTopic(brokers: string[], topic: string, tenantId: string): Promise<Pick<Observed, 'topicMessages' | 'topicEventIds' | 'outOfOrderTickets'>> {
+export async function readTopic(
+  brokers: string[],
+  topic: string,
+  tenantId: string,
+): Promise<Pick<Observed, 'topicMessages' | 'topicEventIds' | 'outOfOrderTickets'>> {
   const kafka = new Kafka({ clientId: 'chaos-topic-reader', brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
   const offsets = await admin.fetchTopicOffsets(topic);
   await admin.disconnect();
-  const remaining = new Map(offsets.filter((o) => Number(o.high) > Number(o.low)).map((o) => [o.partition, Number(o.high)]));
+  const remaining = new Map(
+    offsets.filter((o) => Number(o.high) > Number(o.low)).map((o) => [o.partition, Number(o.high)]),
+  );
   const ids = new Set<string>();
   let messages = 0;
   const firstSeen = new Map<string, string>(); // ticketId -> first event type seen in partition order
@@ -69,7 +85,12 @@ export async function readTopic(brokers: string[], topic: string, tenantId: stri
       consumer
         .run({
           eachMessage: async ({ partition, message }) => {
-            const e = JSON.parse(String(message.value)) as { id: string; type: string; tenantId: string; ticketId: string };
+            const e = JSON.parse(String(message.value)) as {
+              id: string;
+              type: string;
+              tenantId: string;
+              ticketId: string;
+            };
             if (e.tenantId === tenantId) {
               messages++;
               ids.add(e.id);
@@ -90,7 +111,13 @@ export async function readTopic(brokers: string[], topic: string, tenantId: stri
   return { topicMessages: messages, topicEventIds: ids, outOfOrderTickets: outOfOrder };
 }
 
-export function readDeliveries(deliveries: Delivery[], written: Set<string>): Pick<Observed, 'uniqueNotified' | 'notifiedUnderTwoIds' | 'redeliveriesSameId' | 'lostEvents' | 'unexpectedNotified'> {
+export function readDeliveries(
+  deliveries: Delivery[],
+  written: Set<string>,
+): Pick<
+  Observed,
+  'uniqueNotified' | 'notifiedUnderTwoIds' | 'redeliveriesSameId' | 'lostEvents' | 'unexpectedNotified'
+> {
   const idsByEvent = new Map<string, Set<string>>();
   const seenWebhookIds = new Set<string>();
   let redeliveries = 0;
@@ -127,18 +154,49 @@ export function invariantRows(o: Observed): Row[] {
     { name: 'tickets (= intents)', value: String(o.tickets), ok: o.tickets === o.intents },
     { name: 'duplicate tickets (0)', value: String(o.duplicateTickets), ok: o.duplicateTickets === 0 },
     { name: 'cancelled tickets', value: String(o.cancelledTickets), ok: null },
-    { name: 'events written (= tickets + cancelled)', value: String(o.eventsWritten), ok: o.eventsWritten === expectedEvents },
-    { name: 'events in topic: messages / distinct', value: `${o.topicMessages} / ${o.topicEventIds.size}`, ok: o.topicEventIds.size === o.eventsWritten },
-    { name: 'unique events notified (= written)', value: String(o.uniqueNotified), ok: o.uniqueNotified === o.eventsWritten && o.unexpectedNotified === 0 },
-    { name: 'events notified under two webhook-ids (0)', value: String(o.notifiedUnderTwoIds), ok: o.notifiedUnderTwoIds === 0 },
+    {
+      name: 'events written (= tickets + cancelled)',
+      value: String(o.eventsWritten),
+      ok: o.eventsWritten === expectedEvents,
+    },
+    {
+      name: 'events in topic: messages / distinct',
+      value: `${o.topicMessages} / ${o.topicEventIds.size}`,
+      ok: o.topicEventIds.size === o.eventsWritten,
+    },
+    {
+      name: 'unique events notified (= written)',
+      value: String(o.uniqueNotified),
+      ok: o.uniqueNotified === o.eventsWritten && o.unexpectedNotified === 0,
+    },
+    {
+      name: 'events notified under two webhook-ids (0)',
+      value: String(o.notifiedUnderTwoIds),
+      ok: o.notifiedUnderTwoIds === 0,
+    },
     { name: 'webhook redeliveries of the same webhook-id', value: String(o.redeliveriesSameId), ok: null },
     { name: 'lost events (0)', value: String(o.lostEvents), ok: o.lostEvents === 0 },
-    { name: 'tickets cancelled-before-created in topic (0)', value: String(o.outOfOrderTickets), ok: o.outOfOrderTickets === 0 },
+    {
+      name: 'tickets cancelled-before-created in topic (0)',
+      value: String(o.outOfOrderTickets),
+      ok: o.outOfOrderTickets === 0,
+    },
   ];
 }
 
 /** Every invariant that the database and the receiver alone can settle holds (the topic is read once at the end). */
-export function converged(o: Pick<Observed, 'intents' | 'tickets' | 'cancelledTickets' | 'eventsWritten' | 'uniqueNotified' | 'lostEvents' | 'notificationsUnsettled'>): boolean {
+export function converged(
+  o: Pick<
+    Observed,
+    | 'intents'
+    | 'tickets'
+    | 'cancelledTickets'
+    | 'eventsWritten'
+    | 'uniqueNotified'
+    | 'lostEvents'
+    | 'notificationsUnsettled'
+  >,
+): boolean {
   return (
     o.tickets >= o.intents &&
     o.eventsWritten === o.tickets + o.cancelledTickets &&
@@ -151,5 +209,7 @@ export function converged(o: Pick<Observed, 'intents' | 'tickets' | 'cancelledTi
 export function formatTable(rows: Row[]): string {
   const w = Math.max(...rows.map((r) => r.name.length));
   const v = Math.max(...rows.map((r) => r.value.length));
-  return rows.map((r) => `  ${r.name.padEnd(w)}  ${r.value.padStart(v)}  ${r.ok === null ? '' : r.ok ? 'ok' : 'BROKEN'}`).join('\n');
+  return rows
+    .map((r) => `  ${r.name.padEnd(w)}  ${r.value.padStart(v)}  ${r.ok === null ? '' : r.ok ? 'ok' : 'BROKEN'}`)
+    .join('\n');
 }

@@ -10,7 +10,9 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 
 const run = promisify(execFile);
 /** The repository root, from the source (scripts/chaos) or the build (dist/scripts/chaos). */
-export const ROOT = __dirname.includes(`${sep}dist${sep}`) ? join(__dirname, '..', '..', '..') : join(__dirname, '..', '..');
+export const ROOT = __dirname.includes(`${sep}dist${sep}`)
+  ? join(__dirname, '..', '..', '..')
+  : join(__dirname, '..', '..');
 const KAFKA_SH = join(ROOT, 'scripts', 'kafka', 'kafka.sh');
 
 export interface ClusterOptions {
@@ -81,7 +83,12 @@ export class KafkaCluster {
   }
 
   admin(clientId = 'chaos-admin'): Admin {
-    return new Kafka({ clientId, brokers: this.bootstrap, logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 2_000 } }).admin();
+    return new Kafka({
+      clientId,
+      brokers: this.bootstrap,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 2_000 },
+    }).admin();
   }
 }
 

@@ -12,7 +12,9 @@ const run = promisify(execFile);
 export function postgresBinDir(): string {
   const debian = '/usr/lib/postgresql';
   if (existsSync(debian)) {
-    const versions = readdirSync(debian).filter((v) => existsSync(`${debian}/${v}/bin/pg_ctl`)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(debian)
+      .filter((v) => existsSync(`${debian}/${v}/bin/pg_ctl`))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions.length) return `${debian}/${versions[0]}/bin`;
   }
   return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
@@ -41,7 +43,13 @@ export class PgCluster {
   private async as(cmd: string, args: string[]): Promise<string> {
     const full = `${this.bin}/${cmd}`;
     const { stdout, stderr } = this.asRoot
-      ? await run('su', ['postgres', '-s', '/bin/sh', '-c', [full, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')])
+      ? await run('su', [
+          'postgres',
+          '-s',
+          '/bin/sh',
+          '-c',
+          [full, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' '),
+        ])
       : await run(full, args);
     return `${stdout}${stderr}`;
   }
@@ -61,7 +69,16 @@ export class PgCluster {
   /** Starts the server and waits until it accepts connections. */
   async start(): Promise<void> {
     const opts = `-p ${this.o.port} -k ${this.o.dir} -c listen_addresses=127.0.0.1 -c max_connections=${this.o.maxConnections ?? 50} -c fsync=off`;
-    await this.as('pg_ctl', ['-D', `${this.o.dir}/data`, '-o', opts, '-l', `${this.o.dir}/postgres.log`, '-w', 'start']);
+    await this.as('pg_ctl', [
+      '-D',
+      `${this.o.dir}/data`,
+      '-o',
+      opts,
+      '-l',
+      `${this.o.dir}/postgres.log`,
+      '-w',
+      'start',
+    ]);
   }
 
   /** `fast` terminates sessions (57P01) and stops; `smart` waits for sessions to end (new ones get 57P03); `immediate` is a crash. */

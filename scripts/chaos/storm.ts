@@ -49,7 +49,10 @@ function recordingFetch(responses: Map<string, number>, timeline: StormResult['t
         const code = await res
           .clone()
           .json()
-          .then((b: unknown) => (b as { code?: string }).code ?? '?', () => 'no-problem-body');
+          .then(
+            (b: unknown) => (b as { code?: string }).code ?? '?',
+            () => 'no-problem-body',
+          );
         record(`${res.status} ${code}`);
       }
       return res;
@@ -62,14 +65,33 @@ function recordingFetch(responses: Map<string, number>, timeline: StormResult['t
 }
 
 export async function runStorm(o: StormOptions, onEvent?: (e: TicketClientEvent) => void): Promise<StormResult> {
-  const r: StormResult = { intents: o.intents, created: 0, cancelIntents: 0, cancelled: 0, abandoned: [], responses: new Map(), callErrors: new Map(), timeline: [] };
+  const r: StormResult = {
+    intents: o.intents,
+    created: 0,
+    cancelIntents: 0,
+    cancelled: 0,
+    abandoned: [],
+    responses: new Map(),
+    callErrors: new Map(),
+    timeline: [],
+  };
   const fetchImpl = recordingFetch(r.responses, r.timeline);
   const clients = new Map<string, TicketClient>();
   const client = (url: string) => {
     let c = clients.get(url);
     if (!c) {
       // The breaker would fail calls fast while an instance is down; the agent moves on instead.
-      c = new TicketClient({ baseUrl: url, apiKey: o.apiKey, fetch: fetchImpl, attemptTimeoutMs: 5_000, maxTotalTimeMs: 20_000, backoff: { baseMs: 100, capMs: 2_000 }, circuitBreaker: { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER }, retryBudget: { ratio: 10, minRetriesPerSecond: 1000, maxTokens: 10_000 }, onEvent });
+      c = new TicketClient({
+        baseUrl: url,
+        apiKey: o.apiKey,
+        fetch: fetchImpl,
+        attemptTimeoutMs: 5_000,
+        maxTotalTimeMs: 20_000,
+        backoff: { baseMs: 100, capMs: 2_000 },
+        circuitBreaker: { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER },
+        retryBudget: { ratio: 10, minRetriesPerSecond: 1000, maxTokens: 10_000 },
+        onEvent,
+      });
       clients.set(url, c);
     }
     return c;
@@ -110,7 +132,10 @@ export async function runStorm(o: StormOptions, onEvent?: (e: TicketClientEvent)
         const input = { title: intentId, description: `chaos agent ${agent}`, priority: 'normal' as const };
         const first = persist(`create ${intentId}`, (c) => c.createTicket(input, { intentId }));
         // A parallel duplicate call of the same intent (same derived key) on another instance.
-        const dup = Math.random() < o.duplicateRate ? persist(`duplicate create ${intentId}`, (c) => c.createTicket(input, { intentId }), 1) : undefined;
+        const dup =
+          Math.random() < o.duplicateRate
+            ? persist(`duplicate create ${intentId}`, (c) => c.createTicket(input, { intentId }), 1)
+            : undefined;
         const [made] = await Promise.all([first, dup]);
         if (!made) {
           r.abandoned.push(intentId);
@@ -118,7 +143,9 @@ export async function runStorm(o: StormOptions, onEvent?: (e: TicketClientEvent)
           r.created++;
           if (Math.random() < o.cancelRate) {
             r.cancelIntents++;
-            const cancelled = await persist(`cancel ${intentId}`, (c) => c.cancelTicket(made.ticket.id, { intentId: `${intentId}-cancel`, reason: 'chaos' }));
+            const cancelled = await persist(`cancel ${intentId}`, (c) =>
+              c.cancelTicket(made.ticket.id, { intentId: `${intentId}-cancel`, reason: 'chaos' }),
+            );
             if (cancelled) r.cancelled++;
             else r.abandoned.push(`${intentId}-cancel`);
           }

@@ -20,10 +20,16 @@ import { startTestStack, type TestStack, type TestTenant } from '../support/stac
 // The agent client against the real API and PostgreSQL, through a fault-injecting TCP proxy.
 
 /** A breaker that never opens, for tests about something else. */
-const NO_BREAKER = { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER, lostThreshold: Number.MAX_SAFE_INTEGER };
+const NO_BREAKER = {
+  failureThreshold: Number.MAX_SAFE_INTEGER,
+  minimumCalls: Number.MAX_SAFE_INTEGER,
+  lostThreshold: Number.MAX_SAFE_INTEGER,
+};
 
 async function ticketCount(stack: TestStack, tenantId: string): Promise<number> {
-  const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [tenantId]);
+  const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [
+    tenantId,
+  ]);
   return rows[0].n;
 }
 
@@ -31,7 +37,11 @@ async function ticketCount(stack: TestStack, tenantId: string): Promise<number> 
  * What an agent does with one intent: call until there is an answer, always with the same intent
  * id. Counts the calls that ended without an answer (the agent "retrying the tool").
  */
-async function untilDone(call: () => Promise<CreateTicketResult>, gaveUp: { count: number }, maxCalls = 30): Promise<CreateTicketResult> {
+async function untilDone(
+  call: () => Promise<CreateTicketResult>,
+  gaveUp: { count: number },
+  maxCalls = 30,
+): Promise<CreateTicketResult> {
   for (let i = 1; ; i += 1) {
     try {
       return await call();
@@ -83,7 +93,10 @@ describe('agent client against the real API', () => {
     const gaveUp = { count: 0 };
 
     await pool(intents, 20, async (intentId) => {
-      const result = await untilDone(() => c.createTicket({ title: `Fault run ${intentId}`, metadata: { intentId } }, { intentId }), gaveUp);
+      const result = await untilDone(
+        () => c.createTicket({ title: `Fault run ${intentId}`, metadata: { intentId } }, { intentId }),
+        gaveUp,
+      );
       results.set(intentId, result);
     });
 
@@ -159,13 +172,19 @@ describe('agent client against the real API', () => {
     const calls = 50;
 
     const started = Date.now();
-    const outcomes = await Promise.allSettled(Array.from({ length: calls }, (_, i) => c.createTicket({ title: `Outage ${i}` }, { intentId: `outage-${i}` })));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: calls }, (_, i) => c.createTicket({ title: `Outage ${i}` }, { intentId: `outage-${i}` })),
+    );
     const elapsedS = (Date.now() - started) / 1000;
 
-    expect(outcomes.every((o) => o.status === 'rejected' && o.reason instanceof TicketClientError && o.reason.retryable)).toBe(true);
+    expect(
+      outcomes.every((o) => o.status === 'rejected' && o.reason instanceof TicketClientError && o.reason.retryable),
+    ).toBe(true);
     const retries = proxy.stats.posts - calls;
     // Without the budget: 50 x 9 = 450 retries.
-    expect(retries).toBeLessThanOrEqual(budget.maxTokens + budget.ratio * calls + budget.minRetriesPerSecond * elapsedS + 1);
+    expect(retries).toBeLessThanOrEqual(
+      budget.maxTokens + budget.ratio * calls + budget.minRetriesPerSecond * elapsedS + 1,
+    );
     expect(await ticketCount(stack, tenant.tenantId)).toBe(0);
   });
 

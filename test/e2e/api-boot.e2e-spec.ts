@@ -24,7 +24,9 @@ describe('API boot checks', () => {
   it('an unreachable database stops the process with a message naming the server', () => {
     const r = boot({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/tickets' });
     expect(r.status).toBe(1);
-    expect(r.output).toContain('ticket-api failed to start: cannot reach PostgreSQL at 127.0.0.1:1/tickets (DATABASE_URL)');
+    expect(r.output).toContain(
+      'ticket-api failed to start: cannot reach PostgreSQL at 127.0.0.1:1/tickets (DATABASE_URL)',
+    );
     expect(r.output).toContain('"cause":"database_unreachable"');
   });
 
@@ -33,7 +35,9 @@ describe('API boot checks', () => {
     url.pathname = '/tickets_no_such_database';
     const r = boot({ DATABASE_URL: url.toString() });
     expect(r.status).toBe(1);
-    expect(r.output).toContain(`the database ${url.hostname}:${url.port || 5432}/tickets_no_such_database does not exist (DATABASE_URL)`);
+    expect(r.output).toContain(
+      `the database ${url.hostname}:${url.port || 5432}/tickets_no_such_database does not exist (DATABASE_URL)`,
+    );
     expect(r.output).toContain('"cause":"database_missing"');
   });
 
@@ -47,7 +51,9 @@ describe('API boot checks', () => {
       url.pathname = `/${name}`;
       const r = boot({ DATABASE_URL: url.toString() });
       expect(r.status).toBe(1);
-      expect(r.output).toMatch(/ticket-api failed to start: the database \S+ is not migrated \(\d+ pending: .*\): run npm run db:migrate/);
+      expect(r.output).toMatch(
+        /ticket-api failed to start: the database \S+ is not migrated \(\d+ pending: .*\): run npm run db:migrate/,
+      );
       expect(r.output).toContain('"cause":"database_not_migrated"');
     } finally {
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

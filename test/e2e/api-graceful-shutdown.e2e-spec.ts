@@ -12,7 +12,11 @@ import { createTenant, post, startApiProcess, startTestStack } from '../support/
 // exits 0.
 
 /** A breaker that never opens: the calls to the draining instance are the point. */
-const NO_BREAKER = { failureThreshold: Number.MAX_SAFE_INTEGER, minimumCalls: Number.MAX_SAFE_INTEGER, lostThreshold: Number.MAX_SAFE_INTEGER };
+const NO_BREAKER = {
+  failureThreshold: Number.MAX_SAFE_INTEGER,
+  minimumCalls: Number.MAX_SAFE_INTEGER,
+  lostThreshold: Number.MAX_SAFE_INTEGER,
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
 
@@ -29,16 +33,30 @@ describe('API graceful shutdown (SIGTERM under keep-alive load)', () => {
     const tenant = await createTenant('graceful');
     const a = await startApiProcess({ SHUTDOWN_GRACE: '10s' });
     const b = await startApiProcess();
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => a.proc.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      a.proc.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     try {
       // A request that is still running when the signal comes: a cancel blocked on the ticket's row lock.
-      const made = await post(a.baseUrl, '/v1/tickets', tenant.apiKey, { title: 'held', priority: 'normal' }, 'graceful-held');
+      const made = await post(
+        a.baseUrl,
+        '/v1/tickets',
+        tenant.apiKey,
+        { title: 'held', priority: 'normal' },
+        'graceful-held',
+      );
       expect(made.status).toBe(201);
       const heldId = (JSON.parse(made.text) as { id: string }).id;
       const holder = await db.connect();
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM tickets WHERE id = $1 FOR UPDATE', [heldId]);
-      const inFlight = post(a.baseUrl, `/v1/tickets/${heldId}/cancel`, tenant.apiKey, { reason: 'drain' }, 'graceful-held-cancel');
+      const inFlight = post(
+        a.baseUrl,
+        `/v1/tickets/${heldId}/cancel`,
+        tenant.apiKey,
+        { reason: 'drain' },
+        'graceful-held-cancel',
+      );
 
       // Agents: keep-alive calls to A; a call that gives up moves to B (as the chaos storm's agents do).
       const raw = new Map<string, number>();
@@ -46,7 +64,13 @@ describe('API graceful shutdown (SIGTERM under keep-alive load)', () => {
         try {
           const res = await fetch(input, init);
           if (res.status >= 500) {
-            const code = await res.clone().json().then((x) => (x as { code?: string }).code ?? '?', () => 'no-body');
+            const code = await res
+              .clone()
+              .json()
+              .then(
+                (x) => (x as { code?: string }).code ?? '?',
+                () => 'no-body',
+              );
             bump(raw, `${res.status} ${code}`);
           } else bump(raw, `${res.status}`);
           return res;
@@ -55,7 +79,14 @@ describe('API graceful shutdown (SIGTERM under keep-alive load)', () => {
           throw err;
         }
       };
-      const options = { apiKey: tenant.apiKey, fetch: recording, attemptTimeoutMs: 5_000, maxTotalTimeMs: 10_000, backoff: { baseMs: 50, capMs: 500 }, circuitBreaker: NO_BREAKER };
+      const options = {
+        apiKey: tenant.apiKey,
+        fetch: recording,
+        attemptTimeoutMs: 5_000,
+        maxTotalTimeMs: 10_000,
+        backoff: { baseMs: 50, capMs: 500 },
+        circuitBreaker: NO_BREAKER,
+      };
       const toA = new TicketClient({ ...options, baseUrl: a.baseUrl });
       const toB = new TicketClient({ ...options, baseUrl: b.baseUrl });
       const gaveUp = new Map<string, number>();
@@ -95,7 +126,9 @@ describe('API graceful shutdown (SIGTERM under keep-alive load)', () => {
 
       const fiveHundreds = [...raw.entries()].filter(([k]) => /^5\d\d/.test(k));
       // What the agents saw, for the record: resets and refusals are the agent client's to recover from.
-      process.stdout.write(`graceful shutdown: answers and transport errors ${JSON.stringify([...raw.entries()])}; calls that gave up ${JSON.stringify([...gaveUp.entries()])}; intents ${intents.length}; answered by A after SIGTERM ${answeredAfterSignal}\n`);
+      process.stdout.write(
+        `graceful shutdown: answers and transport errors ${JSON.stringify([...raw.entries()])}; calls that gave up ${JSON.stringify([...gaveUp.entries()])}; intents ${intents.length}; answered by A after SIGTERM ${answeredAfterSignal}\n`,
+      );
 
       expect(beforeSignal).toBeGreaterThan(0);
       expect(held.status).toBe(200);

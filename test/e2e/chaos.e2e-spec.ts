@@ -48,8 +48,16 @@ describe('chaos run (shortened)', () => {
       await exited;
       clearTimeout(timer);
     }
-    await new KafkaCluster({ brokers: 3, port: PORTS.kafka, dir: join(ROOT, '.cache', 'kafka', `chaos-${PORTS.kafka}`) }).down().catch(() => undefined);
-    await new PgCluster({ dir: join(tmpdir(), `tickets-chaos-pg-${PORTS.pg}`), port: PORTS.pg }).destroy().catch(() => undefined);
+    await new KafkaCluster({
+      brokers: 3,
+      port: PORTS.kafka,
+      dir: join(ROOT, '.cache', 'kafka', `chaos-${PORTS.kafka}`),
+    })
+      .down()
+      .catch(() => undefined);
+    await new PgCluster({ dir: join(tmpdir(), `tickets-chaos-pg-${PORTS.pg}`), port: PORTS.pg })
+      .destroy()
+      .catch(() => undefined);
   });
 
   it('keeps every invariant while each kind of fault hits once', async () => {
@@ -73,7 +81,13 @@ describe('chaos run (shortened)', () => {
     delete env.CHAOS_DATABASE_URL;
     delete env.CHAOS_KEEP_CLUSTER;
     let out = '';
-    child = trackChild(spawn(process.execPath, [join(ROOT, 'dist/scripts/chaos/chaos.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    child = trackChild(
+      spawn(process.execPath, [join(ROOT, 'dist/scripts/chaos/chaos.js')], {
+        cwd: ROOT,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const code = await new Promise<number | null>((resolve) => child!.once('exit', (c) => resolve(c)));

@@ -14,14 +14,26 @@ describe('bad input at the edge', () => {
   });
   afterAll(() => stack.stop());
 
-  const expectProblem = (r: { status: number; headers: Headers | Record<string, string>; text?: string; body?: string }, status: number, code: string) => {
-    const type = (r.headers instanceof Headers ? r.headers.get('content-type') : r.headers['content-type'])?.split(';')[0];
+  const expectProblem = (
+    r: { status: number; headers: Headers | Record<string, string>; text?: string; body?: string },
+    status: number,
+    code: string,
+  ) => {
+    const type = (r.headers instanceof Headers ? r.headers.get('content-type') : r.headers['content-type'])?.split(
+      ';',
+    )[0];
     const body = JSON.parse((r.text ?? r.body)!);
-    expect({ status: r.status, type, code: body.code, retryable: body.retryable }).toEqual({ status, type: 'application/problem+json', code, retryable: false });
+    expect({ status: r.status, type, code: body.code, retryable: body.retryable }).toEqual({
+      status,
+      type: 'application/problem+json',
+      code,
+      retryable: false,
+    });
     expect(body.status).toBe(status);
     return body;
   };
-  const create = (body: unknown, key: string = randomUUID()) => post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, key);
+  const create = (body: unknown, key: string = randomUUID()) =>
+    post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, key);
   const newTicket = async () => JSON.parse((await create({ title: 'to cancel' })).text).id as string;
 
   it.each([
@@ -42,7 +54,11 @@ describe('bad input at the edge', () => {
 
   it('NUL in a cancel reason is 400 validation_failed', async () => {
     const id = await newTicket();
-    expectProblem(await post(stack.baseUrl, `/v1/tickets/${id}/cancel`, stack.apiKey, '{"reason":"a\\u0000b"}', randomUUID()), 400, 'validation_failed');
+    expectProblem(
+      await post(stack.baseUrl, `/v1/tickets/${id}/cancel`, stack.apiKey, '{"reason":"a\\u0000b"}', randomUUID()),
+      400,
+      'validation_failed',
+    );
   });
 
   it('NUL in the externalRef query parameter is 400 validation_failed', async () => {
@@ -80,17 +96,27 @@ describe('bad input at the edge', () => {
       return v as Record<string, unknown>;
     };
     expect((await create({ title: 'deep ok', metadata: nest(INPUT_LIMITS.metadataMaxDepth) })).status).toBe(201);
-    expectProblem(await create({ title: 'deep no', metadata: nest(INPUT_LIMITS.metadataMaxDepth + 1) }), 400, 'validation_failed');
+    expectProblem(
+      await create({ title: 'deep no', metadata: nest(INPUT_LIMITS.metadataMaxDepth + 1) }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('metadata with more keys than the limit is 400 naming the limit', async () => {
-    const metadata = Object.fromEntries(Array.from({ length: INPUT_LIMITS.metadataMaxEntries + 1 }, (_, i) => [`k${i}`, i]));
+    const metadata = Object.fromEntries(
+      Array.from({ length: INPUT_LIMITS.metadataMaxEntries + 1 }, (_, i) => [`k${i}`, i]),
+    );
     const problem = expectProblem(await create({ title: 'wide', metadata }), 400, 'validation_failed');
     expect(problem.detail).toContain(`more than ${INPUT_LIMITS.metadataMaxEntries} keys`);
   });
 
   it('?before=0000-01-01T00:00:00Z (a date PostgreSQL cannot hold) is 400 validation_failed', async () => {
-    expectProblem(await get(stack.baseUrl, '/v1/tickets?before=0000-01-01T00:00:00Z', stack.apiKey), 400, 'validation_failed');
+    expectProblem(
+      await get(stack.baseUrl, '/v1/tickets?before=0000-01-01T00:00:00Z', stack.apiKey),
+      400,
+      'validation_failed',
+    );
     expect((await get(stack.baseUrl, '/v1/tickets?before=0001-01-01T00:00:00Z', stack.apiKey)).status).toBe(200);
   });
 
@@ -111,14 +137,22 @@ describe('bad input at the edge', () => {
     // The longest key in its most-encoded form (every character percent-encoded) still routes.
     const odd = '~'.repeat(255);
     const encoded = [...odd].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('');
-    expectProblem(await get(stack.baseUrl, `/v1/idempotency-keys/${encoded}`, stack.apiKey), 404, 'idempotency_key_not_found');
+    expectProblem(
+      await get(stack.baseUrl, `/v1/idempotency-keys/${encoded}`, stack.apiKey),
+      404,
+      'idempotency_key_not_found',
+    );
   });
 
   it('long ticket ids get a problem: 400 up to the router limit, 404 beyond it', async () => {
     expectProblem(await get(stack.baseUrl, `/v1/tickets/${'a'.repeat(300)}`, stack.apiKey), 400, 'validation_failed');
     expectProblem(await get(stack.baseUrl, `/v1/tickets/${'a'.repeat(5000)}`, stack.apiKey), 404, 'not_found');
     expectProblem(await get(stack.baseUrl, `/v1/idempotency-keys/${'a'.repeat(5000)}`, stack.apiKey), 404, 'not_found');
-    expectProblem(await post(stack.baseUrl, `/v1/tickets/${'a'.repeat(5000)}/cancel`, stack.apiKey, {}, randomUUID()), 404, 'not_found');
+    expectProblem(
+      await post(stack.baseUrl, `/v1/tickets/${'a'.repeat(5000)}/cancel`, stack.apiKey, {}, randomUUID()),
+      404,
+      'not_found',
+    );
   });
 
   it('GET /v1/tickets/%ZZ (bad percent-encoding) is 400 malformed_request', async () => {
@@ -131,16 +165,34 @@ describe('bad input at the edge', () => {
   });
 
   it('Expect: 200-ok is 417 expectation_failed', async () => {
-    const r = await rawRequest(stack.baseUrl, 'GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n');
+    const r = await rawRequest(
+      stack.baseUrl,
+      'GET /health/live HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n',
+    );
     expectProblem(r, 417, 'expectation_failed');
   });
 
   it('headers over 16 KB are 431 headers_too_large; broken framing is 400 malformed_request', async () => {
-    expectProblem(await rawRequest(stack.baseUrl, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'headers_too_large');
-    expectProblem(await rawRequest(stack.baseUrl, 'GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n'), 400, 'malformed_request');
+    expectProblem(
+      await rawRequest(stack.baseUrl, `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      'headers_too_large',
+    );
+    expectProblem(
+      await rawRequest(
+        stack.baseUrl,
+        'GET /health/live HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n',
+      ),
+      400,
+      'malformed_request',
+    );
     expectProblem(await rawRequest(stack.baseUrl, 'BREW / HTTP/1.1\r\nHost: x\r\n\r\n'), 400, 'malformed_request');
     // Node drops a CONNECT without a word unless someone listens.
-    expectProblem(await rawRequest(stack.baseUrl, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), 405, 'method_not_allowed');
+    expectProblem(
+      await rawRequest(stack.baseUrl, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'),
+      405,
+      'method_not_allowed',
+    );
   });
 
   it.each([

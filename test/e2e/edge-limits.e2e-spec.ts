@@ -15,7 +15,9 @@ const problemOf = (status: number, contentType: string | null | undefined, text:
 describe('a client that stalls is cut off with a 408 problem', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ env: { HTTP_REQUEST_TIMEOUT: '1s', HTTP_HEADERS_TIMEOUT: '1s', HTTP_KEEP_ALIVE_TIMEOUT: '1s' } });
+    stack = await startTestStack({
+      env: { HTTP_REQUEST_TIMEOUT: '1s', HTTP_HEADERS_TIMEOUT: '1s', HTTP_KEEP_ALIVE_TIMEOUT: '1s' },
+    });
   });
   afterAll(() => stack.stop());
 
@@ -23,8 +25,14 @@ describe('a client that stalls is cut off with a 408 problem', () => {
     const head = `POST /v1/tickets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${stack.apiKey}\r\nIdempotency-Key: "${randomUUID()}"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
     // rawRequest resolves only when the server closes the socket: the stall itself never ends it.
     const r = await rawRequest(stack.baseUrl, `${head}{"title":"`);
-    expect(problemOf(r.status, r.headers['content-type'], r.body)).toMatchObject({ status: 408, code: 'request_timeout', retryable: false });
-    const { rows } = await stack.db.query('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [stack.tenantId]);
+    expect(problemOf(r.status, r.headers['content-type'], r.body)).toMatchObject({
+      status: 408,
+      code: 'request_timeout',
+      retryable: false,
+    });
+    const { rows } = await stack.db.query('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [
+      stack.tenantId,
+    ]);
     expect(rows[0].n).toBe(0);
   });
 
@@ -36,7 +44,10 @@ describe('a client that stalls is cut off with a 408 problem', () => {
 
   it('headers that never finish get 408 request_timeout', async () => {
     const r = await rawRequest(stack.baseUrl, 'GET /health/live HTTP/1.1\r\nHost: x\r\nX-Slow: ');
-    expect(problemOf(r.status, r.headers['content-type'], r.body)).toMatchObject({ status: 408, code: 'request_timeout' });
+    expect(problemOf(r.status, r.headers['content-type'], r.body)).toMatchObject({
+      status: 408,
+      code: 'request_timeout',
+    });
   });
 });
 
@@ -47,11 +58,16 @@ describe('operator endpoints', () => {
       for (const path of ['/metrics', '/health/outbox']) {
         expect((await fetch(`${stack.baseUrl}${path}`)).status).toBe(200);
         const remote = await stack.app.inject({ method: 'GET', url: path, remoteAddress: '203.0.113.7' });
-        expect(problemOf(remote.statusCode, remote.headers['content-type'] as string, remote.body)).toMatchObject({ status: 404, code: 'not_found' });
+        expect(problemOf(remote.statusCode, remote.headers['content-type'] as string, remote.body)).toMatchObject({
+          status: 404,
+          code: 'not_found',
+        });
       }
       // The open health checks stay open to everyone.
       for (const path of ['/health/live', '/health/ready']) {
-        expect((await stack.app.inject({ method: 'GET', url: path, remoteAddress: '203.0.113.7' })).statusCode).toBe(200);
+        expect((await stack.app.inject({ method: 'GET', url: path, remoteAddress: '203.0.113.7' })).statusCode).toBe(
+          200,
+        );
       }
     } finally {
       await stack.stop();
@@ -65,7 +81,11 @@ describe('operator endpoints', () => {
       for (const path of ['/metrics', '/health/outbox']) {
         for (const authorization of [undefined, 'Bearer wrong-token-of-some-length', `Basic ${token}`]) {
           const r = await fetch(`${stack.baseUrl}${path}`, { headers: authorization ? { authorization } : {} });
-          expect(problemOf(r.status, r.headers.get('content-type'), await r.text())).toMatchObject({ status: 401, code: 'unauthorized', retryable: false });
+          expect(problemOf(r.status, r.headers.get('content-type'), await r.text())).toMatchObject({
+            status: 401,
+            code: 'unauthorized',
+            retryable: false,
+          });
         }
         const ok = await fetch(`${stack.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } });
         expect(ok.status).toBe(200);
@@ -82,9 +102,14 @@ describe('operator endpoints', () => {
     try {
       await app.init();
       const r = await app.inject({ method: 'GET', url: '/health/ready' });
-      expect(problemOf(r.statusCode, r.headers['content-type'] as string, r.body)).toMatchObject({ status: 503, code: 'database_unavailable', retryable: true });
+      expect(problemOf(r.statusCode, r.headers['content-type'] as string, r.body)).toMatchObject({
+        status: 503,
+        code: 'database_unavailable',
+        retryable: true,
+      });
       expect(r.headers['retry-after']).toBe('2');
-      for (const leak of ['secret_user', 'secret_pw', 'secret_db', '127.0.0.1', ':1', 'ECONNREFUSED', 'connect']) expect(r.body).not.toContain(leak);
+      for (const leak of ['secret_user', 'secret_pw', 'secret_db', '127.0.0.1', ':1', 'ECONNREFUSED', 'connect'])
+        expect(r.body).not.toContain(leak);
     } finally {
       await app.close();
     }
@@ -116,7 +141,9 @@ describe('security headers on HTML', () => {
 describe('failed API-key lookups', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ env: { AUTH_FAILURES_BURST: '5', AUTH_FAILURES_PER_SECOND: '0.01', AUTH_NEGATIVE_CACHE_TTL: '10m' } });
+    stack = await startTestStack({
+      env: { AUTH_FAILURES_BURST: '5', AUTH_FAILURES_PER_SECOND: '0.01', AUTH_NEGATIVE_CACHE_TTL: '10m' },
+    });
   });
   afterAll(() => stack.stop());
 
@@ -125,15 +152,28 @@ describe('failed API-key lookups', () => {
     // The same unknown key 20 times: one lookup, then the negative cache; the budget of 5 is not used up.
     for (let i = 0; i < 20; i++) {
       const r = await get(stack.baseUrl, '/v1/tickets', bad);
-      expect(problemOf(r.status, r.headers.get('content-type'), r.text)).toMatchObject({ status: 401, code: 'unauthorized' });
+      expect(problemOf(r.status, r.headers.get('content-type'), r.text)).toMatchObject({
+        status: 401,
+        code: 'unauthorized',
+      });
     }
     // Four more fresh guesses use up the budget (5 failed lookups); the next guess is refused before the database.
-    for (let i = 0; i < 4; i++) expect((await get(stack.baseUrl, '/v1/tickets', `tk_${randomUUID()}`)).status).toBe(401);
+    for (let i = 0; i < 4; i++)
+      expect((await get(stack.baseUrl, '/v1/tickets', `tk_${randomUUID()}`)).status).toBe(401);
     const throttled = await get(stack.baseUrl, '/v1/tickets', `tk_${randomUUID()}`);
-    expect(problemOf(throttled.status, throttled.headers.get('content-type'), throttled.text)).toMatchObject({ status: 429, code: 'rate_limited', retryable: true });
+    expect(problemOf(throttled.status, throttled.headers.get('content-type'), throttled.text)).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+      retryable: true,
+    });
     expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     // Another client address with a valid key is served.
-    const other = await stack.app.inject({ method: 'GET', url: '/v1/tickets', remoteAddress: '198.51.100.9', headers: { authorization: `Bearer ${stack.apiKey}` } });
+    const other = await stack.app.inject({
+      method: 'GET',
+      url: '/v1/tickets',
+      remoteAddress: '198.51.100.9',
+      headers: { authorization: `Bearer ${stack.apiKey}` },
+    });
     expect(other.statusCode).toBe(200);
   });
 });
@@ -148,10 +188,16 @@ describe('per-tenant rate limit', () => {
   it('a tenant over its burst gets 429 rate_limited with Retry-After; another tenant is still served', async () => {
     for (let i = 0; i < 3; i++) expect((await get(stack.baseUrl, '/v1/tickets', stack.apiKey)).status).toBe(200);
     const limited = await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'flood' }, randomUUID());
-    expect(problemOf(limited.status, limited.headers.get('content-type'), limited.text)).toMatchObject({ status: 429, code: 'rate_limited', retryable: true });
+    expect(problemOf(limited.status, limited.headers.get('content-type'), limited.text)).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+      retryable: true,
+    });
     // 1 token at 0.01/s is 100 s away.
     expect(Number(limited.headers.get('retry-after'))).toBe(100);
-    const { rows } = await stack.db.query('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [stack.tenantId]);
+    const { rows } = await stack.db.query('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [
+      stack.tenantId,
+    ]);
     expect(rows[0].n).toBe(0);
     const other = await stack.newTenant('other');
     expect((await get(stack.baseUrl, '/v1/tickets', other.apiKey)).status).toBe(200);

@@ -9,7 +9,14 @@ import { createLogger } from '@tickets/logger';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { createConsumerApp, type NotifierApp } from '../../apps/consumer/src/consumer.app';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
-import { kafkaFixture, newWebhookSecret, ticketCancelled, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import {
+  kafkaFixture,
+  newWebhookSecret,
+  ticketCancelled,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
 jest.setTimeout(60_000);
@@ -30,11 +37,19 @@ let notifier: NotifierApp | undefined;
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 2);
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
-  [defaultReceiver, tenantReceiver] = await Promise.all([startWebhookReceiver({ secret: defaultSecret }), startWebhookReceiver({ secret: tenantSecret })]);
+  [defaultReceiver, tenantReceiver] = await Promise.all([
+    startWebhookReceiver({ secret: defaultSecret }),
+    startWebhookReceiver({ secret: tenantSecret }),
+  ]);
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
   const prisma = createPrismaClient(TEST_DATABASE_URL, 1, 'events-e2e-cli');
   try {
-    expect(await webhooksCommand(['set', '--tenant', slug, '--url', tenantReceiver.url, '--secret', tenantSecret], { prisma, out: () => undefined })).toBe(0);
+    expect(
+      await webhooksCommand(['set', '--tenant', slug, '--url', tenantReceiver.url, '--secret', tenantSecret], {
+        prisma,
+        out: () => undefined,
+      }),
+    ).toBe(0);
   } finally {
     await prisma.$disconnect();
   }
@@ -49,7 +64,11 @@ beforeAll(async () => {
     NOTIFY_RETRY_BASE: '50ms',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
   });
-  notifier = await createConsumerApp(config, loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' }), createLogger(config.logLevel, 'consumer-e2e'));
+  notifier = await createConsumerApp(
+    config,
+    loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' }),
+    createLogger(config.logLevel, 'consumer-e2e'),
+  );
 });
 
 afterAll(async () => {
@@ -61,7 +80,8 @@ afterAll(async () => {
   await Promise.allSettled([fx?.close(), db?.end(), defaultReceiver?.close(), tenantReceiver?.close()]);
 });
 
-const ofEvent = (r: WebhookReceiver, id: string) => r.requests.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === id);
+const ofEvent = (r: WebhookReceiver, id: string) =>
+  r.requests.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === id);
 
 it('routes each tenant to its own webhook, signed with its own secret, once per event', async () => {
   const created = ticketCreated(tenantId);
@@ -75,8 +95,13 @@ it('routes each tenant to its own webhook, signed with its own secret, once per 
   expect(ofEvent(tenantReceiver, created.id)).toHaveLength(1);
   expect(ofEvent(tenantReceiver, cancelled.id)).toHaveLength(1);
   expect(ofEvent(defaultReceiver, other.id)).toHaveLength(1);
-  expect([...tenantReceiver.requests, ...defaultReceiver.requests].every((r) => r.verified && r.status === 204)).toBe(true);
-  expect(tenantReceiver.requests.map((r) => (r.json as { type: string }).type).sort()).toEqual(['ticket.cancelled.v1', 'ticket.created.v1']);
+  expect([...tenantReceiver.requests, ...defaultReceiver.requests].every((r) => r.verified && r.status === 204)).toBe(
+    true,
+  );
+  expect(tenantReceiver.requests.map((r) => (r.json as { type: string }).type).sort()).toEqual([
+    'ticket.cancelled.v1',
+    'ticket.created.v1',
+  ]);
   const metrics = await (await fetch(`http://127.0.0.1:${notifier!.server.metricsPort}/metrics`)).text();
   expect(metrics).toMatch(new RegExp(`event_consumer_processed_total\\{group="${groupId}"\\} 3\\n`));
   expect(metrics).not.toMatch(/event_consumer_duplicates_skipped_total\{/);

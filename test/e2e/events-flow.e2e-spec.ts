@@ -33,9 +33,23 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
     fx = await kafkaFixture(topic, 3);
     receiver = await startWebhookReceiver({ secret });
     stack = await startTestStack({ env: { ...env, RELAY_ENABLED: 'true' } });
-    await stack.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [receiver.url, secret, stack.tenantId]);
-    const config = loadConfig({ DATABASE_URL: TEST_DATABASE_URL, DB_POOL_MAX: '4', LOG_LEVEL: 'silent', NOTIFY_RETRY_BASE: '50ms', ...env });
-    consumer = await createConsumerApp(config, loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' }), createLogger('silent', 'flow-consumer'));
+    await stack.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [
+      receiver.url,
+      secret,
+      stack.tenantId,
+    ]);
+    const config = loadConfig({
+      DATABASE_URL: TEST_DATABASE_URL,
+      DB_POOL_MAX: '4',
+      LOG_LEVEL: 'silent',
+      NOTIFY_RETRY_BASE: '50ms',
+      ...env,
+    });
+    consumer = await createConsumerApp(
+      config,
+      loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' }),
+      createLogger('silent', 'flow-consumer'),
+    );
   });
   afterAll(async () => {
     await consumer?.app.close();
@@ -44,18 +58,44 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
     await fx?.close();
   });
 
-  const deliveriesFor = (ticketId: string) => receiver.deliveries.filter((d) => (d.json as { data?: { ticketId?: string } }).data?.ticketId === ticketId);
+  const deliveriesFor = (ticketId: string) =>
+    receiver.deliveries.filter((d) => (d.json as { data?: { ticketId?: string } }).data?.ticketId === ticketId);
 
   it('a created ticket notifies exactly once, signed, with the event envelope', async () => {
-    const res = await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Webhook me', externalRef: 'FLOW-1' }, 'flow-1', {
-      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
-    });
+    const res = await post(
+      stack.baseUrl,
+      '/v1/tickets',
+      stack.apiKey,
+      { title: 'Webhook me', externalRef: 'FLOW-1' },
+      'flow-1',
+      {
+        traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      },
+    );
     expect(res.status).toBe(201);
     const ticket = JSON.parse(res.text);
-    await eventually(() => deliveriesFor(ticket.id).length, (n) => n >= 1, 30_000, 'the webhook');
+    await eventually(
+      () => deliveriesFor(ticket.id).length,
+      (n) => n >= 1,
+      30_000,
+      'the webhook',
+    );
     // The same request again (a retry) and a re-planned one (new key, same externalRef) make no new event.
-    expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Webhook me', externalRef: 'FLOW-1' }, 'flow-1')).status).toBe(201);
-    expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Webhook me!', externalRef: 'FLOW-1' }, 'flow-1b')).status).toBe(200);
+    expect(
+      (await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Webhook me', externalRef: 'FLOW-1' }, 'flow-1'))
+        .status,
+    ).toBe(201);
+    expect(
+      (
+        await post(
+          stack.baseUrl,
+          '/v1/tickets',
+          stack.apiKey,
+          { title: 'Webhook me!', externalRef: 'FLOW-1' },
+          'flow-1b',
+        )
+      ).status,
+    ).toBe(200);
     await new Promise((r) => setTimeout(r, 1_500));
     const got = deliveriesFor(ticket.id);
     expect(got).toHaveLength(1);
@@ -69,11 +109,22 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
   });
 
   it('cancel notifies once more (created, then cancelled), however often it is retried', async () => {
-    const ticket = JSON.parse((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Cancel me' }, 'flow-2')).text);
-    for (const key of ['c-1', 'c-1', 'c-2']) expect((await post(stack.baseUrl, `/v1/tickets/${ticket.id}/cancel`, stack.apiKey, {}, key)).status).toBe(200);
-    await eventually(() => deliveriesFor(ticket.id).length, (n) => n >= 2, 30_000, 'two webhooks');
+    const ticket = JSON.parse(
+      (await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Cancel me' }, 'flow-2')).text,
+    );
+    for (const key of ['c-1', 'c-1', 'c-2'])
+      expect((await post(stack.baseUrl, `/v1/tickets/${ticket.id}/cancel`, stack.apiKey, {}, key)).status).toBe(200);
+    await eventually(
+      () => deliveriesFor(ticket.id).length,
+      (n) => n >= 2,
+      30_000,
+      'two webhooks',
+    );
     await new Promise((r) => setTimeout(r, 1_500));
-    expect(deliveriesFor(ticket.id).map((d) => (d.json as { type: string }).type)).toEqual(['ticket.created.v1', 'ticket.cancelled.v1']);
+    expect(deliveriesFor(ticket.id).map((d) => (d.json as { type: string }).type)).toEqual([
+      'ticket.created.v1',
+      'ticket.cancelled.v1',
+    ]);
   });
 
   it('the relay dies after publishing and before marking: the event is in Kafka twice, the webhook arrives once', async () => {
@@ -88,8 +139,14 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
     );
     // A new ticket written straight through the API's transaction path, then published by the crashing relay.
     const api = await startTestStack({ env: { ...env, RELAY_ENABLED: 'false' } });
-    await api.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [receiver.url, secret, api.tenantId]);
-    const ticket = JSON.parse((await post(api.baseUrl, '/v1/tickets', api.apiKey, { title: 'Published twice' }, 'twice')).text);
+    await api.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [
+      receiver.url,
+      secret,
+      api.tenantId,
+    ]);
+    const ticket = JSON.parse(
+      (await post(api.baseUrl, '/v1/tickets', api.apiKey, { title: 'Published twice' }, 'twice')).text,
+    );
     await crashing.start();
     const seen = new Map<string, number>();
     const reader = testKafka().consumer({ groupId: uniqueName('flow-reader') });
@@ -104,18 +161,45 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
       },
     });
     try {
-      await eventually(() => Math.max(0, ...seen.values()), (n) => n >= 1, 30_000, 'a publish by the crashing relay');
+      await eventually(
+        () => Math.max(0, ...seen.values()),
+        (n) => n >= 1,
+        30_000,
+        'a publish by the crashing relay',
+      );
       await crashing.stop();
       // A healthy relay takes over: the row was never marked, so it is published again.
-      const healthy = new OutboxRelay(relayOptionsFromConfig(config, createLogger('silent', 'healthy-relay'), { registry: new Registry() }));
+      const healthy = new OutboxRelay(
+        relayOptionsFromConfig(config, createLogger('silent', 'healthy-relay'), { registry: new Registry() }),
+      );
       await healthy.start();
       try {
-        await eventually(() => Math.max(0, ...seen.values()), (n) => n >= 2, 30_000, 'the duplicate publish');
-        await eventually(async () => (await api.db.query('SELECT published_at FROM outbox_events WHERE aggregate_id = $1', [ticket.id])).rows[0].published_at, (v) => v !== null, 10_000, 'marking');
-        await eventually(() => deliveriesFor(ticket.id).length, (n) => n >= 1, 30_000, 'the webhook');
+        await eventually(
+          () => Math.max(0, ...seen.values()),
+          (n) => n >= 2,
+          30_000,
+          'the duplicate publish',
+        );
+        await eventually(
+          async () =>
+            (await api.db.query('SELECT published_at FROM outbox_events WHERE aggregate_id = $1', [ticket.id])).rows[0]
+              .published_at,
+          (v) => v !== null,
+          10_000,
+          'marking',
+        );
+        await eventually(
+          () => deliveriesFor(ticket.id).length,
+          (n) => n >= 1,
+          30_000,
+          'the webhook',
+        );
         await new Promise((r) => setTimeout(r, 2_000));
         expect(deliveriesFor(ticket.id)).toHaveLength(1);
-        const inbox = await api.db.query('SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND ticket_id = $2', [groupId, ticket.id]);
+        const inbox = await api.db.query(
+          'SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND ticket_id = $2',
+          [groupId, ticket.id],
+        );
         expect(inbox.rows).toHaveLength(1);
         expect(inbox.rows[0].duplicates).toBeGreaterThanOrEqual(1);
       } finally {

@@ -80,7 +80,10 @@ describe('MCP agent on a lossy link to /mcp (30 % of answers lost after the API 
               continue; // the answer was lost on the way: call again with the same intent_id
             }
             expect(result.isError).toBeFalsy();
-            tickets.set(intentId, { id: String(result.structuredContent?.ticket_id), outcome: String(result.structuredContent?.outcome) });
+            tickets.set(intentId, {
+              id: String(result.structuredContent?.ticket_id),
+              outcome: String(result.structuredContent?.outcome),
+            });
             return;
           }
         });

@@ -13,7 +13,8 @@ import { createTenant, startApiProcess, type TestTenant } from '../support/stack
 jest.setTimeout(120_000);
 
 const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
-const call = async (mcp: Client, name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+const call = async (mcp: Client, name: string, args: Record<string, unknown>) =>
+  (await mcp.callTool({ name, arguments: args })) as CallToolResult;
 
 /** One sample of the exposition text (`name{labels} value`). */
 const sample = (metrics: string, series: string): number => {
@@ -33,7 +34,8 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     return client;
   };
   const ticketCount = async (tenantId: string) =>
-    (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [tenantId])).rows[0].n;
+    (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [tenantId])).rows[0]
+      .n;
   const scrape = async () => (await fetch(`${api.baseUrl}/metrics`)).text();
 
   beforeAll(async () => {
@@ -55,15 +57,33 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     const before = await scrape();
     const mcp = await connect();
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_ticket', 'check_request', 'create_ticket', 'find_ticket', 'get_ticket']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'cancel_ticket',
+      'check_request',
+      'create_ticket',
+      'find_ticket',
+      'get_ticket',
+    ]);
     expect(tools.find((t) => t.name === 'create_ticket')?.description).toMatch(/SAME intent_id/);
 
-    const args = { intent_id: 'http-chat-1-printer', title: 'Printer on fire', priority: 'urgent', external_ref: 'HTTP-1' };
+    const args = {
+      intent_id: 'http-chat-1-printer',
+      title: 'Printer on fire',
+      priority: 'urgent',
+      external_ref: 'HTTP-1',
+    };
     const first = await call(mcp, 'create_ticket', args);
     const second = await call(mcp, 'create_ticket', args);
     expect(first.isError).toBeFalsy();
-    expect(first.structuredContent).toMatchObject({ outcome: 'created', intent_id: 'http-chat-1-printer', attempts: 1 });
-    expect(second.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: first.structuredContent?.ticket_id });
+    expect(first.structuredContent).toMatchObject({
+      outcome: 'created',
+      intent_id: 'http-chat-1-printer',
+      attempts: 1,
+    });
+    expect(second.structuredContent).toMatchObject({
+      outcome: 'replayed',
+      ticket_id: first.structuredContent?.ticket_id,
+    });
     // The stdio server's key rule: the same intent sends the same key over both transports.
     expect(first.structuredContent?.idempotency_key).toBe(toolIdempotencyKey('create', 'http-chat-1-printer'));
     expect(await ticketCount(tenant.tenantId)).toBe(1);
@@ -81,7 +101,11 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     const again = await call(mcp, 'cancel_ticket', cancel);
     const otherIntent = await call(mcp, 'cancel_ticket', { ticket_id: ticketId, intent_id: 'http-undo-2' });
     expect(cancelled.structuredContent).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
-    expect(again.structuredContent).toMatchObject({ outcome: 'replayed', status: 'cancelled', idempotency_key: cancelled.structuredContent?.idempotency_key });
+    expect(again.structuredContent).toMatchObject({
+      outcome: 'replayed',
+      status: 'cancelled',
+      idempotency_key: cancelled.structuredContent?.idempotency_key,
+    });
     expect(otherIntent.structuredContent).toMatchObject({ outcome: 'cancelled', status: 'cancelled' });
     const { rows } = await db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM outbox_events WHERE tenant_id = $1 AND event_type = 'ticket.cancelled.v1'`,
@@ -98,16 +122,27 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     expect(delta('tickets_write_outcomes_total{outcome="replayed"}')).toBe(2);
     expect(delta('tickets_write_outcomes_total{outcome="cancelled"}')).toBe(1);
     expect(delta('tickets_write_outcomes_total{outcome="already_cancelled"}')).toBe(1);
-    expect(delta('tickets_http_request_duration_seconds_count{method="POST",route="/mcp",status="200"}')).toBeGreaterThanOrEqual(10);
+    expect(
+      delta('tickets_http_request_duration_seconds_count{method="POST",route="/mcp",status="200"}'),
+    ).toBeGreaterThanOrEqual(10);
   });
 
   it('the same intent over stdio and over /mcp is one ticket', async () => {
     const http = await connect();
-    const viaHttp = await call(http, 'create_ticket', { intent_id: 'both-transports', title: 'One intent, two transports' });
+    const viaHttp = await call(http, 'create_ticket', {
+      intent_id: 'both-transports',
+      title: 'One intent, two transports',
+    });
     const stdio = await startMcpStdio({ TICKETS_API_URL: api.baseUrl, TICKETS_API_KEY: tenant.apiKey });
     try {
-      const viaStdio = await call(stdio.client, 'create_ticket', { intent_id: 'both-transports', title: 'One intent, two transports' });
-      expect(viaStdio.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: viaHttp.structuredContent?.ticket_id });
+      const viaStdio = await call(stdio.client, 'create_ticket', {
+        intent_id: 'both-transports',
+        title: 'One intent, two transports',
+      });
+      expect(viaStdio.structuredContent).toMatchObject({
+        outcome: 'replayed',
+        ticket_id: viaHttp.structuredContent?.ticket_id,
+      });
     } finally {
       await stdio.client.close();
     }
@@ -126,7 +161,9 @@ describe('MCP over Streamable HTTP at /mcp', () => {
 
     const other = await createTenant('mcp-http-other');
     const stranger = await connect(other.apiKey);
-    expect((await call(stranger, 'get_ticket', { ticket_id: made.structuredContent?.ticket_id })).structuredContent).toEqual({ found: false });
+    expect(
+      (await call(stranger, 'get_ticket', { ticket_id: made.structuredContent?.ticket_id })).structuredContent,
+    ).toEqual({ found: false });
     expect(await ticketCount(tenant.tenantId)).toBe(1);
   });
 
@@ -142,18 +179,27 @@ describe('MCP over Streamable HTTP at /mcp', () => {
   });
 
   it('refuses a browser Origin not on the allow-list with 403 before the key is looked up; a loopback page is served', async () => {
-    const refused = await postMcp(api.baseUrl, { authorization: `Bearer ${tenant.apiKey}`, origin: 'https://evil.example' });
+    const refused = await postMcp(api.baseUrl, {
+      authorization: `Bearer ${tenant.apiKey}`,
+      origin: 'https://evil.example',
+    });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ code: 'origin_not_allowed', retryable: false });
     // A rebinding page has no key: it gets the 403, not a 401 that would tell it the key check ran.
     expect((await postMcp(api.baseUrl, { origin: 'http://localhost.evil.example' })).status).toBe(403);
     await expect(connectMcpHttp(api.baseUrl, tenant.apiKey, { origin: 'https://evil.example' })).rejects.toThrow(/403/);
 
-    const local = await postMcp(api.baseUrl, { authorization: `Bearer ${tenant.apiKey}`, origin: 'http://localhost:6274' });
+    const local = await postMcp(api.baseUrl, {
+      authorization: `Bearer ${tenant.apiKey}`,
+      origin: 'http://localhost:6274',
+    });
     expect(local.status).toBe(200);
     expect(local.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
     expect(await local.json()).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'tickets' } } });
-    const preflight = await fetch(`${api.baseUrl}/mcp`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const preflight = await fetch(`${api.baseUrl}/mcp`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(preflight.status).toBe(403);
   });
 

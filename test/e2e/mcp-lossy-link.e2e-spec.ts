@@ -89,9 +89,16 @@ describe('MCP agent on a lossy link (30 % of answers lost after the API acted)',
         proxy.configure({ decide: () => 'pass' });
         const later = (await agent.client.callTool({
           name: 'create_ticket',
-          arguments: { intent_id: `run-${run}-intent-0`, title: `Lossy run-${run}-intent-0`, metadata: { intentId: `run-${run}-intent-0` } },
+          arguments: {
+            intent_id: `run-${run}-intent-0`,
+            title: `Lossy run-${run}-intent-0`,
+            metadata: { intentId: `run-${run}-intent-0` },
+          },
         })) as CallToolResult;
-        expect(later.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: tickets.get(`run-${run}-intent-0`) });
+        expect(later.structuredContent).toMatchObject({
+          outcome: 'replayed',
+          ticket_id: tickets.get(`run-${run}-intent-0`),
+        });
       } finally {
         await agent.client.close();
       }

@@ -7,7 +7,13 @@ import { Pool } from 'pg';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually } from '../support/events-factory';
 import { startMcpStdio } from '../support/mcp-stdio';
-import { createRelayTestDatabase, deleteTopic, insertOutboxRows, ticketEventRow, type RelayTestDatabase } from '../support/outbox-factory';
+import {
+  createRelayTestDatabase,
+  deleteTopic,
+  insertOutboxRows,
+  ticketEventRow,
+  type RelayTestDatabase,
+} from '../support/outbox-factory';
 import { ROOT, freePort, startTestStack } from '../support/stack';
 import { trackChild } from '../support/children';
 
@@ -39,13 +45,30 @@ describe('the standalone relay', () => {
 
   it('serves /metrics and /health/ready on RELAY_METRICS_PORT: leader, published rows, lag; exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    relay = trackChild(spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
-      env: { ...process.env, DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, LOG_LEVEL: 'warn', RELAY_METRICS_PORT: String(port) },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    }));
+    relay = trackChild(
+      spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
+        env: {
+          ...process.env,
+          DATABASE_URL: database.url,
+          KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+          TICKET_EVENTS_TOPIC: topic,
+          LOG_LEVEL: 'warn',
+          RELAY_METRICS_PORT: String(port),
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      }),
+    );
     const exited = new Promise<number | null>((resolve) => relay!.once('exit', (code) => resolve(code)));
-    await insertOutboxRows(db, [ticketEventRow({ tenantId: randomUUID(), kind: 'created' }), ticketEventRow({ tenantId: randomUUID(), kind: 'created' })]);
-    const text = await eventually(() => scrape(port).catch(() => ''), (t) => sample(t, 'outbox_published_total') === 2, 60_000, 'two rows published');
+    await insertOutboxRows(db, [
+      ticketEventRow({ tenantId: randomUUID(), kind: 'created' }),
+      ticketEventRow({ tenantId: randomUUID(), kind: 'created' }),
+    ]);
+    const text = await eventually(
+      () => scrape(port).catch(() => ''),
+      (t) => sample(t, 'outbox_published_total') === 2,
+      60_000,
+      'two rows published',
+    );
     expect(sample(text, 'outbox_relay_leader')).toBe(1);
     expect(sample(text, 'outbox_dead_letters_total')).toBe(0);
     expect(text).toMatch(/^outbox_lag_seconds \d/m);
@@ -62,9 +85,16 @@ describe('the MCP server', () => {
   it('serves the agent client and tool-call metrics on TICKETS_METRICS_PORT: one create_ticket call, one attempt, no retry', async () => {
     const stack = await startTestStack();
     const port = await freePort();
-    const { client } = await startMcpStdio({ TICKETS_API_URL: stack.baseUrl, TICKETS_API_KEY: stack.apiKey, TICKETS_METRICS_PORT: String(port) });
+    const { client } = await startMcpStdio({
+      TICKETS_API_URL: stack.baseUrl,
+      TICKETS_API_KEY: stack.apiKey,
+      TICKETS_METRICS_PORT: String(port),
+    });
     try {
-      const result = await client.callTool({ name: 'create_ticket', arguments: { title: 'metrics', intent_id: `metrics-${randomUUID()}` } });
+      const result = await client.callTool({
+        name: 'create_ticket',
+        arguments: { title: 'metrics', intent_id: `metrics-${randomUUID()}` },
+      });
       expect(result.isError).toBeFalsy();
       const text = await scrape(port);
       expect(sample(text, 'agent_client_calls_total{operation="create"}')).toBe(1);

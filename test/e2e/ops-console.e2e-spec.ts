@@ -48,7 +48,12 @@ let stillDead: { ticketId: string; notificationId: string };
 
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 const notificationsOf = async (ticketId: string) =>
-  (await stack.db.query<{ id: string; status: string }>('SELECT id, status FROM notifications WHERE ticket_id = $1 AND group_id = $2', [ticketId, groupId])).rows;
+  (
+    await stack.db.query<{ id: string; status: string }>(
+      'SELECT id, status FROM notifications WHERE ticket_id = $1 AND group_id = $2',
+      [ticketId, groupId],
+    )
+  ).rows;
 const deliveriesOf = (notificationId: string) => receiver.deliveries.filter((d) => d.id === notificationId);
 
 async function createTicket(title: string, key: string, headers: Record<string, string> = {}): Promise<string> {
@@ -61,16 +66,25 @@ async function createTicket(title: string, key: string, headers: Record<string, 
 async function ticketWithDeadNotification(key: string): Promise<{ ticketId: string; notificationId: string }> {
   receiver.failNext(1, 400);
   const ticketId = await createTicket(`Dead webhook ${key}`, key);
-  const [n] = await eventually(() => notificationsOf(ticketId), (rows) => rows[0]?.status === 'dead', 60_000, `the notification of ${ticketId} dead`);
+  const [n] = await eventually(
+    () => notificationsOf(ticketId),
+    (rows) => rows[0]?.status === 'dead',
+    60_000,
+    `the notification of ${ticketId} dead`,
+  );
   return { ticketId, notificationId: n.id };
 }
 
 /** A page on another origin that posts a form to the console as soon as it loads (what a CSRF attack does). */
 async function attackerPage(action: string, fields: Record<string, string>): Promise<{ server: Server; port: number }> {
-  const inputs = Object.entries(fields).map(([k, v]) => `<input name="${k}" value="${v}">`).join('');
+  const inputs = Object.entries(fields)
+    .map(([k, v]) => `<input name="${k}" value="${v}">`)
+    .join('');
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html' });
-    res.end(`<!doctype html><form id="f" method="post" action="${action}">${inputs}</form><script>document.getElementById('f').submit()</script>`);
+    res.end(
+      `<!doctype html><form id="f" method="post" action="${action}">${inputs}</form><script>document.getElementById('f').submit()</script>`,
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, port: (server.address() as AddressInfo).port };
@@ -80,10 +94,21 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   fx = await kafkaFixture(topic, 3);
   receiver = await startWebhookReceiver({ secret });
-  const env = { KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, NOTIFIER_GROUP_ID: groupId, RELAY_POLL_INTERVAL: '200ms' };
-  stack = await startTestStack({ env: { ...env, RELAY_ENABLED: 'true', ADMIN_TOKEN, ADMIN_PORT: '0', ADMIN_SAMPLE_INTERVAL: '5s' } });
+  const env = {
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+    TICKET_EVENTS_TOPIC: topic,
+    NOTIFIER_GROUP_ID: groupId,
+    RELAY_POLL_INTERVAL: '200ms',
+  };
+  stack = await startTestStack({
+    env: { ...env, RELAY_ENABLED: 'true', ADMIN_TOKEN, ADMIN_PORT: '0', ADMIN_SAMPLE_INTERVAL: '5s' },
+  });
   consoleUrl = stack.app.get(ConsoleServer).url()!;
-  await stack.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [receiver.url, secret, stack.tenantId]);
+  await stack.db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [
+    receiver.url,
+    secret,
+    stack.tenantId,
+  ]);
   notifier = await startTestNotifier({ topic, groupId, notifier: { maxAttempts: 3 } });
   prisma = createPrismaClient(TEST_DATABASE_URL, 2, 'console-e2e');
   browser = await launchChromium();
@@ -94,7 +119,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await notifier?.stop();
-  await stack?.db.query('DELETE FROM dead_letter_actions WHERE tenant_id = $1', [stack.tenantId]).catch(() => undefined);
+  await stack?.db
+    .query('DELETE FROM dead_letter_actions WHERE tenant_id = $1', [stack.tenantId])
+    .catch(() => undefined);
   if (runId) await stack?.db.query('DELETE FROM reconcile_runs WHERE id = $1', [runId]).catch(() => undefined);
   await prisma?.$disconnect();
   await stack?.db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]).catch(() => undefined);
@@ -108,14 +135,23 @@ it('answers a wrong token with a 401 page and logs in with the right one; the se
   await page.goto(`${consoleUrl}/`);
   expect(new URL(page.url()).pathname).toBe('/login');
   await page.fill('input[name=token]', 'not-the-token-at-all');
-  const [refused] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/login') && r.request().method() === 'POST'), page.click('button[type=submit]')]);
+  const [refused] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith('/login') && r.request().method() === 'POST'),
+    page.click('button[type=submit]'),
+  ]);
   expect(refused.status()).toBe(401);
   await page.getByText('That is not the admin token.').waitFor();
 
   await page.fill('input[name=token]', ADMIN_TOKEN);
-  const [overview] = await Promise.all([page.waitForResponse((r) => r.url() === `${consoleUrl}/`), page.click('button[type=submit]')]);
+  const [overview] = await Promise.all([
+    page.waitForResponse((r) => r.url() === `${consoleUrl}/`),
+    page.click('button[type=submit]'),
+  ]);
   // (A failure names the page the console answered instead, e.g. "Database unavailable".)
-  expect({ status: overview.status(), h1: await page.locator('h1').innerText() }).toEqual({ status: 200, h1: 'Overview' });
+  expect({ status: overview.status(), h1: await page.locator('h1').innerText() }).toEqual({
+    status: 200,
+    h1: 'Overview',
+  });
   const cookie = (await context.cookies(consoleUrl)).find((c) => c.name === SESSION_COOKIE);
   expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', secure: false, path: '/' });
   expect(cookie!.expires).toBeGreaterThan(Date.now() / 1000);
@@ -126,18 +162,28 @@ it('answers a wrong token with a 401 page and logs in with the right one; the se
 it("shows a created ticket's timeline: key, outbox row, Kafka partition and offset, the delivered webhook, the trace id", async () => {
   const key = uniqueName('console-timeline');
   const ticketId = await createTicket(TITLE, key, { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` });
-  const [n] = await eventually(() => notificationsOf(ticketId), (rows) => rows[0]?.status === 'delivered', 60_000, 'the webhook delivered');
+  const [n] = await eventually(
+    () => notificationsOf(ticketId),
+    (rows) => rows[0]?.status === 'delivered',
+    60_000,
+    'the webhook delivered',
+  );
   expect(deliveriesOf(n.id)).toHaveLength(1);
 
   await page.goto(`${consoleUrl}/`);
   await page.fill('input[name=q]', key);
   await Promise.all([page.waitForURL(/\/tickets\?q=/), page.press('input[name=q]', 'Enter')]);
   await page.getByRole('heading', { name: `Ticket ${ticketId}` }).waitFor();
-  const { rows } = await stack.db.query<{ partition: number; offset: string }>('SELECT partition, "offset"::text FROM ticket_events.inbox_events WHERE ticket_id = $1 AND group_id = $2', [ticketId, groupId]);
+  const { rows } = await stack.db.query<{ partition: number; offset: string }>(
+    'SELECT partition, "offset"::text FROM ticket_events.inbox_events WHERE ticket_id = $1 AND group_id = $2',
+    [ticketId, groupId],
+  );
   const timeline = await page.locator('#timeline').innerText();
   expect(timeline).toContain(`idempotency key ${key} stored`);
   expect(timeline).toContain('published to Kafka: ticket.created.v1');
-  expect(timeline).toContain(`consumed by group ${groupId}: ticket.created.v1 at ${topic}[${rows[0].partition}]@${rows[0].offset}`);
+  expect(timeline).toContain(
+    `consumed by group ${groupId}: ticket.created.v1 at ${topic}[${rows[0].partition}]@${rows[0].offset}`,
+  );
   expect(timeline).toContain('webhook attempt 1: 204');
   expect(await page.locator('#trace-id').innerText()).toBe(TRACE_ID);
   // The title is text on the page, not markup.
@@ -157,21 +203,46 @@ it('requeues a dead notification from the dead-letter page: delivered once, audi
   await shot('console-dead-letters');
   // Show: the attempts and what a requeue would do (a dry run: nothing changes, nothing is audited).
   await Promise.all([page.waitForURL(/\/dead-letters\/show\?/), row.getByRole('link', { name: 'Show' }).click()]);
-  await page.getByText(`would-requeue: would send notification ${notificationId} again now as attempt 2 to ${receiver.url}`).waitFor();
-  expect((await stack.db.query('SELECT 1 FROM dead_letter_actions WHERE target_id = $1', [notificationId])).rowCount).toBe(0);
+  await page
+    .getByText(`would-requeue: would send notification ${notificationId} again now as attempt 2 to ${receiver.url}`)
+    .waitFor();
+  expect(
+    (await stack.db.query('SELECT 1 FROM dead_letter_actions WHERE target_id = $1', [notificationId])).rowCount,
+  ).toBe(0);
   const requeue = page.locator('form[action="/dead-letters/requeue"]');
   await requeue.locator('input[name=note]').fill('receiver fixed <for real>');
-  await Promise.all([page.waitForURL(/\/dead-letters\/show\?/), requeue.getByRole('button', { name: 'Requeue' }).click()]);
+  await Promise.all([
+    page.waitForURL(/\/dead-letters\/show\?/),
+    requeue.getByRole('button', { name: 'Requeue' }).click(),
+  ]);
   await page.getByText(`requeued: notification ${notificationId} is pending again`).waitFor();
 
-  await eventually(() => deliveriesOf(notificationId).length, (x) => x >= 1, 60_000, 'the requeued webhook');
-  await eventually(async () => (await notificationsOf(ticketId))[0].status, (s) => s === 'delivered', 30_000, 'delivered');
-  const { rows: audit } = await stack.db.query('SELECT action, actor, note FROM dead_letter_actions WHERE kind = $1 AND target_id = $2', ['notification', notificationId]);
-  expect(audit).toEqual([{ action: 'requeue', actor: expect.stringMatching(/^console:[0-9a-f]{8}$/), note: 'receiver fixed <for real>' }]);
+  await eventually(
+    () => deliveriesOf(notificationId).length,
+    (x) => x >= 1,
+    60_000,
+    'the requeued webhook',
+  );
+  await eventually(
+    async () => (await notificationsOf(ticketId))[0].status,
+    (s) => s === 'delivered',
+    30_000,
+    'delivered',
+  );
+  const { rows: audit } = await stack.db.query(
+    'SELECT action, actor, note FROM dead_letter_actions WHERE kind = $1 AND target_id = $2',
+    ['notification', notificationId],
+  );
+  expect(audit).toEqual([
+    { action: 'requeue', actor: expect.stringMatching(/^console:[0-9a-f]{8}$/), note: 'receiver fixed <for real>' },
+  ]);
 
   // The same form sent again (a double click, a resubmission) sends nothing more.
   const csrf = await page.locator('input[name=csrf]').first().getAttribute('value');
-  const again = await context.request.post(`${consoleUrl}/dead-letters/requeue`, { form: { csrf: csrf!, kind: 'notification', id: notificationId, back: '/dead-letters' }, maxRedirects: 0 });
+  const again = await context.request.post(`${consoleUrl}/dead-letters/requeue`, {
+    form: { csrf: csrf!, kind: 'notification', id: notificationId, back: '/dead-letters' },
+    maxRedirects: 0,
+  });
   expect(again.status()).toBe(303);
   await page.goto(`${consoleUrl}/dead-letters`);
   await page.getByText(`not-dead: notification ${notificationId} is not dead`).waitFor();
@@ -205,13 +276,20 @@ it('refuses a form posted from another page: same site without the CSRF token (4
   }
   const { rows } = await stack.db.query('SELECT status FROM notifications WHERE id = $1', [notificationId]);
   expect(rows).toEqual([{ status: 'dead' }]);
-  expect((await stack.db.query('SELECT 1 FROM dead_letter_actions WHERE target_id = $1', [notificationId])).rowCount).toBe(0);
+  expect(
+    (await stack.db.query('SELECT 1 FROM dead_letter_actions WHERE target_id = $1', [notificationId])).rowCount,
+  ).toBe(0);
 });
 
 it("the overview: every panel, this test's consumer group, and the newest reconcile run with its findings", async () => {
   // A reconcile run over this tenant, recorded as the scheduled job records it (the dead notification above is a finding).
   const started = new Date();
-  const findings = await reconcile(prisma, { since: new Date(Date.now() - 3_600_000), grace: new Date(), group: groupId, tenant: stack.slug });
+  const findings = await reconcile(prisma, {
+    since: new Date(Date.now() - 3_600_000),
+    grace: new Date(),
+    group: groupId,
+    tenant: stack.slug,
+  });
   const { rows } = await stack.db.query<{ id: string }>(
     `INSERT INTO reconcile_runs (trigger, started_at, finished_at, tickets_checked, duplicate_tickets, findings) VALUES ('cli', $1, now(), (SELECT count(*) FROM tickets WHERE tenant_id = $3), 0, $2) RETURNING id::text`,
     [started, JSON.stringify(findings), stack.tenantId],
@@ -220,7 +298,8 @@ it("the overview: every panel, this test's consumer group, and the newest reconc
   expect(findings.map((f) => f.check)).toContain('notification dead (gave up)');
 
   await page.goto(`${consoleUrl}/`);
-  for (const id of ['#dead-letters', '#outbox', '#consumer-lag', '#idempotency', '#reconcile']) await page.locator(id).waitFor();
+  for (const id of ['#dead-letters', '#outbox', '#consumer-lag', '#idempotency', '#reconcile'])
+    await page.locator(id).waitFor();
   expect(await page.locator('#consumer-lag').innerText()).toContain(`${groupId}: lag 0`);
   const panel = await page.locator('#reconcile').innerText();
   expect(panel).toContain(`Run ${runId} (cli)`);
@@ -228,7 +307,10 @@ it("the overview: every panel, this test's consumer group, and the newest reconc
   expect(panel).toContain('npm run cli -- dead-letters requeue --kind notification');
   await shot('console-overview');
   // A finding's sample (here a notification id) opens its ticket's timeline.
-  await Promise.all([page.waitForURL(/\/tickets\?q=/), page.locator('#reconcile a', { hasText: stillDead.notificationId }).click()]);
+  await Promise.all([
+    page.waitForURL(/\/tickets\?q=/),
+    page.locator('#reconcile a', { hasText: stillDead.notificationId }).click(),
+  ]);
   await page.getByRole('heading', { name: `Ticket ${stillDead.ticketId}` }).waitFor();
 });
 
@@ -247,7 +329,10 @@ it('a request target that is not a path is a 400 page; behind a TLS proxy (X-For
     fetch(`${consoleUrl}/login`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(proto ? { 'x-forwarded-proto': proto } : {}) },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(proto ? { 'x-forwarded-proto': proto } : {}),
+      },
       body: new URLSearchParams({ token: ADMIN_TOKEN }).toString(),
     });
   const proxied = await login('https');
@@ -259,14 +344,19 @@ it('a request target that is not a path is a 400 page; behind a TLS proxy (X-For
 
 it('a second API whose console port is taken does not start: the error names the port and ADMIN_PORT (0: any free port)', async () => {
   const port = new URL(consoleUrl).port;
-  const second = await createApiApp(testConfig({ ADMIN_TOKEN, ADMIN_PORT: port, TICKET_EVENTS_TOPIC: topic }), createLogger('silent', 'second-api'));
+  const second = await createApiApp(
+    testConfig({ ADMIN_TOKEN, ADMIN_PORT: port, TICKET_EVENTS_TOPIC: topic }),
+    createLogger('silent', 'second-api'),
+  );
   try {
     const err = await second.listen(0, '127.0.0.1').then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(PortUnavailableError);
-    expect((err as Error).message).toBe(`port ${port} on 127.0.0.1 is in use (ADMIN_PORT): stop the other process, or set ADMIN_PORT to another port, or 0 for any free port`);
+    expect((err as Error).message).toBe(
+      `port ${port} on 127.0.0.1 is in use (ADMIN_PORT): stop the other process, or set ADMIN_PORT to another port, or 0 for any free port`,
+    );
     expect(second.get(ConsoleServer).url()).toBeUndefined();
     // The first console still answers.
     expect((await fetch(`${consoleUrl}/login`)).status).toBe(200);

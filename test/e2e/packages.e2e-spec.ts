@@ -26,11 +26,19 @@ beforeAll(async () => {
 afterAll(() => rmSync(packDir, { recursive: true, force: true }));
 
 it('packs the four public packages, and no tarball carries the service, its tests or build state', async () => {
-  expect(Object.keys(tarballs).sort()).toEqual(['@tickets/agent-client', '@tickets/contracts', '@tickets/event-consumer', '@tickets/mcp-server']);
+  expect(Object.keys(tarballs).sort()).toEqual([
+    '@tickets/agent-client',
+    '@tickets/contracts',
+    '@tickets/event-consumer',
+    '@tickets/mcp-server',
+  ]);
   for (const [name, tgz] of Object.entries(tarballs)) {
     const { stdout } = await run('tar', ['tzf', tgz], { cwd: packDir });
     const files = stdout.split('\n').filter(Boolean);
-    expect({ name, files: files.filter((f) => /\.spec\.|\.fake\.|tsbuildinfo|prisma|\/src\/|\/test\//.test(f)) }).toEqual({ name, files: [] });
+    expect({
+      name,
+      files: files.filter((f) => /\.spec\.|\.fake\.|tsbuildinfo|prisma|\/src\/|\/test\//.test(f)),
+    }).toEqual({ name, files: [] });
     expect(files).toEqual(expect.arrayContaining(['package/package.json', 'package/README.md', 'package/LICENSE']));
   }
 });
@@ -53,15 +61,29 @@ describe('examples/agent: the agent client from its tarball', () => {
 
   it('compiles under strict and gives one ticket per intent, across runs of the agent', async () => {
     const build = await run('npm', ['run', 'build'], { cwd: example.dir });
-    expect({ code: build.code, output: build.code === 0 ? '' : build.stdout + build.stderr }).toEqual({ code: 0, output: '' });
+    expect({ code: build.code, output: build.code === 0 ? '' : build.stdout + build.stderr }).toEqual({
+      code: 0,
+      output: '',
+    });
     const env = { TICKETS_API_URL: api.baseUrl, TICKETS_API_KEY: tenant.apiKey };
     const intent = `pkg-${Date.now()}`;
     const first = await run(process.execPath, ['dist/agent.js', intent], { cwd: example.dir, env });
     expect(first.stderr).toBe('');
-    expect(JSON.parse(first.stdout)).toMatchObject({ first: 'created', again: 'replayed', sameTicket: true, cancel: 'cancelled', cancelAgain: 'replayed', status: 'cancelled' });
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      first: 'created',
+      again: 'replayed',
+      sameTicket: true,
+      cancel: 'cancelled',
+      cancelAgain: 'replayed',
+      status: 'cancelled',
+    });
     // A second run of the agent (a restart after a crash) with the same intent: the same ticket.
     const second = await run(process.execPath, ['dist/agent.js', intent], { cwd: example.dir, env });
-    expect(JSON.parse(second.stdout)).toMatchObject({ ticketId: JSON.parse(first.stdout).ticketId, first: 'replayed', cancel: 'replayed' });
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      ticketId: JSON.parse(first.stdout).ticketId,
+      first: 'replayed',
+      cancel: 'replayed',
+    });
   });
 });
 
@@ -92,7 +114,13 @@ describe('tickets-mcp from its tarball', () => {
       command: process.execPath,
       args: [realpathSync(bin)],
       cwd: dir,
-      env: { ...getDefaultEnvironment(), TICKETS_API_URL: api.baseUrl, TICKETS_API_KEY: tenant.apiKey, TICKETS_KEY_STORE: join(dir, 'keys.json'), LOG_LEVEL: 'warn' },
+      env: {
+        ...getDefaultEnvironment(),
+        TICKETS_API_URL: api.baseUrl,
+        TICKETS_API_KEY: tenant.apiKey,
+        TICKETS_KEY_STORE: join(dir, 'keys.json'),
+        LOG_LEVEL: 'warn',
+      },
       stderr: 'pipe',
     });
     transport.stderr?.on('data', () => undefined);
@@ -104,7 +132,10 @@ describe('tickets-mcp from its tarball', () => {
     const first = (await mcp.callTool({ name: 'create_ticket', arguments: args })) as CallToolResult;
     const second = (await mcp.callTool({ name: 'create_ticket', arguments: args })) as CallToolResult;
     expect(first.structuredContent).toMatchObject({ outcome: 'created' });
-    expect(second.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: first.structuredContent?.ticket_id });
+    expect(second.structuredContent).toMatchObject({
+      outcome: 'replayed',
+      ticket_id: first.structuredContent?.ticket_id,
+    });
   });
 });
 
@@ -118,18 +149,37 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
   let tenant: TestTenant;
   let consumer: ChildProcess | undefined;
   let kafka: Awaited<ReturnType<typeof kafkaFixture>>;
-  const env = () => ({ DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, GROUP_ID: groupId, METRICS_PORT: '0' });
+  const env = () => ({
+    DATABASE_URL: database.url,
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+    TICKET_EVENTS_TOPIC: topic,
+    GROUP_ID: groupId,
+    METRICS_PORT: '0',
+  });
 
   beforeAll(async () => {
     example = copyExample('downstream-consumer');
     // What a downstream team runs: the tarballs (stand-ins for the registry) and Nest from the registry.
-    await npmInstall(example.dir, [tarballs['@tickets/event-consumer'], tarballs['@tickets/contracts'], '@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'reflect-metadata', 'rxjs']);
+    await npmInstall(example.dir, [
+      tarballs['@tickets/event-consumer'],
+      tarballs['@tickets/contracts'],
+      '@nestjs/common',
+      '@nestjs/core',
+      '@nestjs/microservices',
+      'reflect-metadata',
+      'rxjs',
+    ]);
     database = await scratchDatabase('downstream');
     db = new Pool({ connectionString: database.url, max: 2 });
     kafka = await kafkaFixture(topic, 3);
     tenant = await createTenant('pkg-consumer');
     // The ticket service as it ships: the API with its relay, publishing to this test's topic.
-    api = await startApiProcess({ RELAY_ENABLED: 'true', TICKET_EVENTS_TOPIC: topic, TICKET_EVENTS_PARTITIONS: '3', RELAY_POLL_INTERVAL: '200ms' });
+    api = await startApiProcess({
+      RELAY_ENABLED: 'true',
+      TICKET_EVENTS_TOPIC: topic,
+      TICKET_EVENTS_PARTITIONS: '3',
+      RELAY_POLL_INTERVAL: '200ms',
+    });
   }, 600_000);
   afterAll(async () => {
     consumer?.kill('SIGKILL');
@@ -141,11 +191,20 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
   });
 
   const startConsumer = async (): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, ['dist/main.js'], { cwd: example.dir, env: { ...process.env, ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['dist/main.js'], {
+      cwd: example.dir,
+      env: { ...process.env, ...env() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    await eventually(() => output, (o) => o.includes('consuming') || child.exitCode !== null, 60_000, 'the consumer to start');
+    await eventually(
+      () => output,
+      (o) => o.includes('consuming') || child.exitCode !== null,
+      60_000,
+      'the consumer to start',
+    );
     expect({ exit: child.exitCode, output: child.exitCode === null ? '' : output }).toEqual({ exit: null, output: '' });
     return child;
   };
@@ -158,8 +217,14 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
   // This tenant's events in the log (the relay also publishes whatever other tests left in the shared
   // test database's outbox), and whether any event at all was logged twice.
   const logged = async () => {
-    const all = (await db.query<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM ticket_log')).rows[0];
-    const ours = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ticket_log WHERE tenant_id = $1', [tenant.tenantId])).rows[0];
+    const all = (
+      await db.query<{ n: number; distinct: number }>(
+        'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM ticket_log',
+      )
+    ).rows[0];
+    const ours = (
+      await db.query<{ n: number }>('SELECT count(*)::int AS n FROM ticket_log WHERE tenant_id = $1', [tenant.tenantId])
+    ).rows[0];
     return { n: ours.n, appliedTwice: all.n - all.distinct };
   };
   const createTickets = async (n: number, prefix: string) => {
@@ -174,34 +239,55 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
 
   it('compiles under strict', async () => {
     const build = await run('npm', ['run', 'build'], { cwd: example.dir });
-    expect({ code: build.code, output: build.code === 0 ? '' : build.stdout + build.stderr }).toEqual({ code: 0, output: '' });
+    expect({ code: build.code, output: build.code === 0 ? '' : build.stdout + build.stderr }).toEqual({
+      code: 0,
+      output: '',
+    });
   });
 
   it('migrates its own empty database: the kit schema and its own table, nothing of the ticket service; a second migrate changes nothing', async () => {
     const first = await run('npm', ['run', 'migrate'], { cwd: example.dir, env: env() });
-    expect({ code: first.code, out: first.code === 0 ? '' : first.stdout + first.stderr }).toEqual({ code: 0, out: '' });
-    const tables = await db.query<{ t: string }>("SELECT table_schema || '.' || table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1");
+    expect({ code: first.code, out: first.code === 0 ? '' : first.stdout + first.stderr }).toEqual({
+      code: 0,
+      out: '',
+    });
+    const tables = await db.query<{ t: string }>(
+      "SELECT table_schema || '.' || table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1",
+    );
     const names = tables.rows.map((r) => r.t);
     expect(names).toContain('public.ticket_log');
     expect(names).toContain('ticket_events.inbox_events');
     expect(names.filter((t) => !t.startsWith('ticket_events.') && t !== 'public.ticket_log')).toEqual([]);
     const migrations = await db.query('SELECT version FROM ticket_events.kit_migrations ORDER BY version');
-    const again = await run(join(example.dir, 'node_modules', '.bin', 'ticket-events'), ['migrate'], { cwd: example.dir, env: env() });
+    const again = await run(join(example.dir, 'node_modules', '.bin', 'ticket-events'), ['migrate'], {
+      cwd: example.dir,
+      env: env(),
+    });
     expect(again.code).toBe(0);
-    expect((await db.query('SELECT version FROM ticket_events.kit_migrations ORDER BY version')).rows).toEqual(migrations.rows);
+    expect((await db.query('SELECT version FROM ticket_events.kit_migrations ORDER BY version')).rows).toEqual(
+      migrations.rows,
+    );
   });
 
   it('applies each event once through redeliveries, a SIGKILL mid-stream and a replay of the whole topic', async () => {
     consumer = await startConsumer();
     const first = await createTickets(20, 'first');
-    for (const id of first.slice(0, 5)) expect((await post(api.baseUrl, `/v1/tickets/${id}/cancel`, tenant.apiKey, {}, `cancel-${id}`)).status).toBe(200);
+    for (const id of first.slice(0, 5))
+      expect((await post(api.baseUrl, `/v1/tickets/${id}/cancel`, tenant.apiKey, {}, `cancel-${id}`)).status).toBe(200);
     await eventually(logged, (c) => c.n >= 25, 60_000, '25 events logged');
 
     // Redeliveries: every message on the topic produced again, as a producer retry or a relay crash would.
     const copies = await readTopic(topic);
     expect(copies.length).toBeGreaterThanOrEqual(25);
     await kafka.producer.send({ topic, messages: copies });
-    await eventually(async () => (await db.query<{ d: number }>('SELECT coalesce(sum(duplicates), 0)::int AS d FROM ticket_events.inbox_events')).rows[0].d, (d) => d >= 25, 60_000, 'the copies skipped by the inbox');
+    await eventually(
+      async () =>
+        (await db.query<{ d: number }>('SELECT coalesce(sum(duplicates), 0)::int AS d FROM ticket_events.inbox_events'))
+          .rows[0].d,
+      (d) => d >= 25,
+      60_000,
+      'the copies skipped by the inbox',
+    );
     expect(await logged()).toEqual({ n: 25, appliedTwice: 0 });
 
     // A SIGKILL while events stream in: nothing lost, nothing applied twice after the restart.
@@ -215,13 +301,30 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
 
     // The whole topic read again (the group stopped first): every event skipped by the inbox.
     await stop(consumer, 'SIGTERM');
-    const replay = await run(join(example.dir, 'node_modules', '.bin', 'ticket-events'), ['replay', '--group', groupId, '--from', 'earliest'], { cwd: example.dir, env: env() });
-    expect({ code: replay.code, out: replay.code === 0 ? '' : replay.stdout + replay.stderr }).toEqual({ code: 0, out: '' });
+    const replay = await run(
+      join(example.dir, 'node_modules', '.bin', 'ticket-events'),
+      ['replay', '--group', groupId, '--from', 'earliest'],
+      { cwd: example.dir, env: env() },
+    );
+    expect({ code: replay.code, out: replay.code === 0 ? '' : replay.stdout + replay.stderr }).toEqual({
+      code: 0,
+      out: '',
+    });
     consumer = await startConsumer();
-    const reread = async () => (await db.query<{ reread: number; skipped: number; total: number }>(
-      `SELECT coalesce(sum(reread), 0)::int AS reread, coalesce(sum(skipped), 0)::int AS skipped, coalesce(sum(end_offset - start_offset), 0)::int AS total
-         FROM ticket_events.replay_partitions p JOIN ticket_events.replays r ON r.id = p.replay_id WHERE r.group_id = $1`, [groupId])).rows[0];
-    const report = await eventually(reread, (r) => r.total > 0 && r.reread >= r.total, 90_000, 'the replay to be re-read');
+    const reread = async () =>
+      (
+        await db.query<{ reread: number; skipped: number; total: number }>(
+          `SELECT coalesce(sum(reread), 0)::int AS reread, coalesce(sum(skipped), 0)::int AS skipped, coalesce(sum(end_offset - start_offset), 0)::int AS total
+         FROM ticket_events.replay_partitions p JOIN ticket_events.replays r ON r.id = p.replay_id WHERE r.group_id = $1`,
+          [groupId],
+        )
+      ).rows[0];
+    const report = await eventually(
+      reread,
+      (r) => r.total > 0 && r.reread >= r.total,
+      90_000,
+      'the replay to be re-read',
+    );
     expect(report.skipped).toBe(report.reread);
     expect(await logged()).toEqual({ n: 65, appliedTwice: 0 });
     await stop(consumer, 'SIGTERM');
@@ -234,8 +337,16 @@ async function readTopic(topic: string): Promise<Message[]> {
   const messages: Message[] = [];
   await reader.connect();
   await reader.subscribe({ topic, fromBeginning: true });
-  await reader.run({ eachMessage: async ({ message }) => void messages.push({ key: message.key, value: message.value, headers: message.headers as Message['headers'] }) });
-  await eventually(() => messages.length, (n) => n >= 25, 60_000, 'the topic to be read');
+  await reader.run({
+    eachMessage: async ({ message }) =>
+      void messages.push({ key: message.key, value: message.value, headers: message.headers as Message['headers'] }),
+  });
+  await eventually(
+    () => messages.length,
+    (n) => n >= 25,
+    60_000,
+    'the topic to be read',
+  );
   await reader.disconnect();
   return messages;
 }

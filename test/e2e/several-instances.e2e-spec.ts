@@ -28,14 +28,28 @@ const KINDS: Kind[] = [
     main: 'ticket-api',
     variable: 'PORT',
     ready: 'ticket-api listening',
-    env: async (port) => ({ PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, ADMIN_PORT: String(await freePort()), RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off' }),
+    env: async (port) => ({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+      ADMIN_PORT: String(await freePort()),
+      RELAY_ENABLED: 'false',
+      RECONCILE_INTERVAL: 'off',
+    }),
     boundPort: async (ready) => Number(new URL(String(ready.url)).port),
   },
   {
     main: 'ticket-api',
     variable: 'ADMIN_PORT',
     ready: 'ticket-api listening',
-    env: async (port) => ({ PORT: String(await freePort()), HOST: '127.0.0.1', ADMIN_TOKEN, ADMIN_PORT: String(port), RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off' }),
+    env: async (port) => ({
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+      ADMIN_PORT: String(port),
+      RELAY_ENABLED: 'false',
+      RECONCILE_INTERVAL: 'off',
+    }),
     boundPort: async (_ready, proc) => Number(new URL(String((await proc.line('ops console listening')).url)).port),
   },
   {
@@ -78,32 +92,35 @@ describe('several instances of each process on one host', () => {
     await fx?.close();
   });
 
-  it.each(KINDS.map((k) => [`${k.main} (${k.variable})`, k] as const))('%s: the second copy on the same port names port and variable and exits 1; on port 0 it runs', async (_name, kind) => {
-    const port = await freePort();
-    const first = startApp(kind.main, { ...common, ...(await kind.env(port)) });
-    running.push(first);
-    expect(await kind.boundPort(await first.line(kind.ready), first)).toBe(port);
+  it.each(KINDS.map((k) => [`${k.main} (${k.variable})`, k] as const))(
+    '%s: the second copy on the same port names port and variable and exits 1; on port 0 it runs',
+    async (_name, kind) => {
+      const port = await freePort();
+      const first = startApp(kind.main, { ...common, ...(await kind.env(port)) });
+      running.push(first);
+      expect(await kind.boundPort(await first.line(kind.ready), first)).toBe(port);
 
-    const second = startApp(kind.main, { ...common, ...(await kind.env(port)) });
-    const { code } = await second.exited;
-    expect(code).toBe(1);
-    const fatal = second.lines.filter((l) => l.level === 60);
-    expect(fatal).toHaveLength(1);
-    expect(fatal[0]).toMatchObject({
-      cause: 'port_in_use',
-      msg: expect.stringContaining(
-        `failed to start: port ${port} on 127.0.0.1 is in use (${kind.variable}): stop the other process, or set ${kind.variable} to another port, or 0 for any free port`,
-      ),
-    });
-    // An expected failure, said in one line: no stack trace, no blame on PostgreSQL or Kafka.
-    expect(second.output()).not.toMatch(/\n\s+at .+:\d+:\d+|\\n\s+at .+:\d+:\d+/);
-    expect(second.output()).not.toMatch(/PostgreSQL|Kafka \(KAFKA_BROKERS\)/);
+      const second = startApp(kind.main, { ...common, ...(await kind.env(port)) });
+      const { code } = await second.exited;
+      expect(code).toBe(1);
+      const fatal = second.lines.filter((l) => l.level === 60);
+      expect(fatal).toHaveLength(1);
+      expect(fatal[0]).toMatchObject({
+        cause: 'port_in_use',
+        msg: expect.stringContaining(
+          `failed to start: port ${port} on 127.0.0.1 is in use (${kind.variable}): stop the other process, or set ${kind.variable} to another port, or 0 for any free port`,
+        ),
+      });
+      // An expected failure, said in one line: no stack trace, no blame on PostgreSQL or Kafka.
+      expect(second.output()).not.toMatch(/\n\s+at .+:\d+:\d+|\\n\s+at .+:\d+:\d+/);
+      expect(second.output()).not.toMatch(/PostgreSQL|Kafka \(KAFKA_BROKERS\)/);
 
-    const third = startApp(kind.main, { ...common, ...(await kind.env(0)) });
-    running.push(third);
-    const got = await kind.boundPort(await third.line(kind.ready), third);
-    expect(got).toBeGreaterThan(0);
-    expect(got).not.toBe(port);
-    expect(first.proc.exitCode).toBeNull();
-  });
+      const third = startApp(kind.main, { ...common, ...(await kind.env(0)) });
+      running.push(third);
+      const got = await kind.boundPort(await third.line(kind.ready), third);
+      expect(got).toBeGreaterThan(0);
+      expect(got).not.toBe(port);
+      expect(first.proc.exitCode).toBeNull();
+    },
+  );
 });

@@ -37,7 +37,10 @@ describe('stats projection consumer and GET /v1/stats', () => {
     (await consumer!.server.metrics[name].get()).values.reduce((s, v) => s + v.value, 0);
   const caughtUp = async () => {
     const high = (await fx.admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
-    const done = (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
+    const done = (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce(
+      (s, p) => s + Math.max(0, Number(p.offset)),
+      0,
+    );
     return high === totalEvents && done === high;
   };
 
@@ -45,9 +48,11 @@ describe('stats projection consumer and GET /v1/stats', () => {
   const truth = async (tenantId: string) => {
     const q = (sql: string) => stack.db.query(sql, [tenantId]).then((r) => r.rows);
     const byStatus: Record<string, number> = { open: 0, cancelled: 0 };
-    for (const r of await q('SELECT status, count(*)::int AS n FROM tickets WHERE tenant_id = $1 GROUP BY status')) byStatus[r.status] = r.n;
+    for (const r of await q('SELECT status, count(*)::int AS n FROM tickets WHERE tenant_id = $1 GROUP BY status'))
+      byStatus[r.status] = r.n;
     const byPriority: Record<string, number> = Object.fromEntries(PRIORITIES.map((p) => [p, 0]));
-    for (const r of await q('SELECT priority, count(*)::int AS n FROM tickets WHERE tenant_id = $1 GROUP BY priority')) byPriority[r.priority] = r.n;
+    for (const r of await q('SELECT priority, count(*)::int AS n FROM tickets WHERE tenant_id = $1 GROUP BY priority'))
+      byPriority[r.priority] = r.n;
     const perDay = await q(`
       SELECT day::text AS day, sum(c)::int AS created, sum(k)::int AS cancelled FROM (
         SELECT (created_at AT TIME ZONE 'UTC')::date AS day, 1 AS c, 0 AS k FROM tickets WHERE tenant_id = $1
@@ -70,12 +75,24 @@ describe('stats projection consumer and GET /v1/stats', () => {
     fx = await kafkaFixture(topic, 3);
     stack = await startTestStack({
       // STATS_GROUP_ID: the API serves this group's projection.
-      env: { KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, RELAY_ENABLED: 'true', RELAY_POLL_INTERVAL: '200ms', STATS_GROUP_ID: groupId },
+      env: {
+        KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+        TICKET_EVENTS_TOPIC: topic,
+        RELAY_ENABLED: 'true',
+        RELAY_POLL_INTERVAL: '200ms',
+        STATS_GROUP_ID: groupId,
+      },
     });
     tenants = [stack, await stack.newTenant('stats')];
     for (const [ti, t] of tenants.entries()) {
       for (let i = 0; i < 24 + ti * 7; i++) {
-        const created = await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `t${i}`, priority: PRIORITIES[(i * (ti + 1)) % 4] }, randomUUID());
+        const created = await post(
+          stack.baseUrl,
+          '/v1/tickets',
+          t.apiKey,
+          { title: `t${i}`, priority: PRIORITIES[(i * (ti + 1)) % 4] },
+          randomUUID(),
+        );
         expect(created.status).toBe(201);
         totalEvents++;
         if (i % 3 === 0) {
@@ -89,7 +106,13 @@ describe('stats projection consumer and GET /v1/stats', () => {
     }
     const ours = tenants.map((t) => t.tenantId);
     await eventually(
-      async () => (await stack.db.query('SELECT count(*)::int AS n FROM outbox_events WHERE tenant_id = ANY($1::uuid[]) AND published_at IS NULL', [ours])).rows[0].n,
+      async () =>
+        (
+          await stack.db.query(
+            'SELECT count(*)::int AS n FROM outbox_events WHERE tenant_id = ANY($1::uuid[]) AND published_at IS NULL',
+            [ours],
+          )
+        ).rows[0].n,
       (n) => n === 0,
       60_000,
       'the relay to publish every event of our tenants',
@@ -132,7 +155,10 @@ describe('stats projection consumer and GET /v1/stats', () => {
   it('is unchanged by two full replays from earliest (every event skipped by the inbox)', async () => {
     for (let round = 1; round <= 2; round++) {
       await stop();
-      await resetStatsGroup({ brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: TEST_DATABASE_URL }, { clear: false });
+      await resetStatsGroup(
+        { brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: TEST_DATABASE_URL },
+        { clear: false },
+      );
       await start();
       await eventually(caughtUp, Boolean, 60_000, `replay ${round} to finish`);
       expect(await counter('duplicates')).toBe(totalEvents);
@@ -142,13 +168,18 @@ describe('stats projection consumer and GET /v1/stats', () => {
   });
 
   it('refuses to rebuild while a member of the group is running', async () => {
-    await expect(resetStatsGroup({ brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: TEST_DATABASE_URL }, { clear: true })).rejects.toThrow(/live members/);
+    await expect(
+      resetStatsGroup({ brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: TEST_DATABASE_URL }, { clear: true }),
+    ).rejects.toThrow(/live members/);
     await expectTruth();
   });
 
   it('equals the SQL count again after rebuild (projection emptied, topic re-read from earliest)', async () => {
     await stop();
-    const r = await resetStatsGroup({ brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: TEST_DATABASE_URL }, { clear: true });
+    const r = await resetStatsGroup(
+      { brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: TEST_DATABASE_URL },
+      { clear: true },
+    );
     expect(r).toEqual({ cleared: true, inboxRowsForgotten: totalEvents });
     expect((await served(tenants[0])).perDay).toEqual([]);
     await start();

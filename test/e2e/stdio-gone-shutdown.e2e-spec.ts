@@ -15,12 +15,39 @@ const EXIT_BOUND_MS = 30_000;
 
 const PROCESSES: Array<{ main: AppMain; ready: string; env: Record<string, string> }> = [
   // Without the relay and the console its shutdown is quick, so its last lines are still buffered at exit.
-  { main: 'ticket-api', ready: 'ticket-api listening', env: { PORT: '0', HOST: '127.0.0.1', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off' } },
-  { main: 'ticket-api', ready: 'ticket-api listening', env: { PORT: '0', HOST: '127.0.0.1', ADMIN_TOKEN: 'stdio-gone-admin-token-0123456789', ADMIN_PORT: '0', RELAY_ENABLED: 'true', RECONCILE_INTERVAL: 'off' } },
+  {
+    main: 'ticket-api',
+    ready: 'ticket-api listening',
+    env: { PORT: '0', HOST: '127.0.0.1', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off' },
+  },
+  {
+    main: 'ticket-api',
+    ready: 'ticket-api listening',
+    env: {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: 'stdio-gone-admin-token-0123456789',
+      ADMIN_PORT: '0',
+      RELAY_ENABLED: 'true',
+      RECONCILE_INTERVAL: 'off',
+    },
+  },
   { main: 'relay', ready: 'outbox relay started', env: { RELAY_METRICS_PORT: '0' } },
-  { main: 'consumer', ready: 'consumer running', env: { NOTIFIER_METRICS_PORT: '0', NOTIFIER_GROUP_ID: uniqueName('stdio-gone-notifier') } },
-  { main: 'stats-consumer', ready: 'stats consumer running', env: { EVENT_CONSUMER_METRICS_PORT: '0', STATS_GROUP_ID: uniqueName('stdio-gone-stats') } },
-  { main: 'mcp-server', ready: 'tickets MCP server ready on stdio', env: { TICKETS_API_KEY: 'tk_unused', TICKETS_METRICS_PORT: '0' } },
+  {
+    main: 'consumer',
+    ready: 'consumer running',
+    env: { NOTIFIER_METRICS_PORT: '0', NOTIFIER_GROUP_ID: uniqueName('stdio-gone-notifier') },
+  },
+  {
+    main: 'stats-consumer',
+    ready: 'stats consumer running',
+    env: { EVENT_CONSUMER_METRICS_PORT: '0', STATS_GROUP_ID: uniqueName('stdio-gone-stats') },
+  },
+  {
+    main: 'mcp-server',
+    ready: 'tickets MCP server ready on stdio',
+    env: { TICKETS_API_KEY: 'tk_unused', TICKETS_METRICS_PORT: '0' },
+  },
 ];
 
 describe('SIGTERM with the readers of stdout and stderr gone', () => {
@@ -47,7 +74,9 @@ describe('SIGTERM with the readers of stdout and stderr gone', () => {
     await fx?.close();
   });
 
-  it.each(PROCESSES.map((p) => [`${p.main}${p.env.RELAY_ENABLED === 'true' ? ' (relay and console on)' : ''}`, p] as const))('%s exits after SIGTERM', async (_name, p) => {
+  it.each(
+    PROCESSES.map((p) => [`${p.main}${p.env.RELAY_ENABLED === 'true' ? ' (relay and console on)' : ''}`, p] as const),
+  )('%s exits after SIGTERM', async (_name, p) => {
     const app = startApp(p.main, { ...common, ...p.env });
     await app.line(p.ready);
     app.proc.stdout!.destroy();
@@ -58,6 +87,9 @@ describe('SIGTERM with the readers of stdout and stderr gone', () => {
     const outcome = await Promise.race([app.exited, bound]);
     // 0 from the processes that exit by themselves; Nest's shutdown hooks (the consumers) end by re-raising SIGTERM.
     expect(outcome).not.toBe('still running');
-    expect([{ code: 0, signal: null }, { code: null, signal: 'SIGTERM' }]).toContainEqual(outcome);
+    expect([
+      { code: 0, signal: null },
+      { code: null, signal: 'SIGTERM' },
+    ]).toContainEqual(outcome);
   });
 });

@@ -8,7 +8,9 @@ function expectSafeAnswers(answers: Array<{ status: number; headers: Headers; te
   const replays = answers.filter((a) => a.status === 201 && a.headers.get('idempotent-replayed') === 'true');
   const inUse = answers.filter((a) => a.status === 409);
   // Any other answer, named with its body, so a failure says what the API answered instead.
-  expect(answers.filter((a) => a.status !== 201 && a.status !== 409).map((a) => `${a.status} ${a.text.slice(0, 300)}`)).toEqual([]);
+  expect(
+    answers.filter((a) => a.status !== 201 && a.status !== 409).map((a) => `${a.status} ${a.text.slice(0, 300)}`),
+  ).toEqual([]);
   expect(created).toHaveLength(1);
   expect(created.length + replays.length + inUse.length).toBe(answers.length);
   for (const r of replays) expect(r.text).toBe(created[0].text); // byte for byte
@@ -29,10 +31,14 @@ describe('concurrent duplicates of one key', () => {
 
   it('50 concurrent POSTs with one key make exactly one ticket and one outbox row', async () => {
     const body = { title: 'Disk full on db-7', priority: 'high' };
-    const answers = await Promise.all(Array.from({ length: 50 }, () => post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, 'race-one-key')));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, 'race-one-key')),
+    );
     const { created } = expectSafeAnswers(answers);
     expect(await counts(stack.db, stack.tenantId)).toEqual({ tickets: 1, keys: 1, events: 1 });
-    const { rows } = await stack.db.query('SELECT aggregate_id, event_type FROM outbox_events WHERE tenant_id = $1', [stack.tenantId]);
+    const { rows } = await stack.db.query('SELECT aggregate_id, event_type FROM outbox_events WHERE tenant_id = $1', [
+      stack.tenantId,
+    ]);
     expect(rows).toEqual([{ aggregate_id: JSON.parse(created.text).id, event_type: 'ticket.created.v1' }]);
   });
 
@@ -44,7 +50,9 @@ describe('concurrent duplicates of one key', () => {
       const tenant = await stack.newTenant('two-apps');
       const body = { title: 'Two apps, one key' };
       const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => post(i % 2 ? otherUrl : stack.baseUrl, '/v1/tickets', tenant.apiKey, body, 'race-two-apps')),
+        Array.from({ length: 40 }, (_, i) =>
+          post(i % 2 ? otherUrl : stack.baseUrl, '/v1/tickets', tenant.apiKey, body, 'race-two-apps'),
+        ),
       );
       expectSafeAnswers(answers);
       expect(await counts(stack.db, tenant.tenantId)).toEqual({ tickets: 1, keys: 1, events: 1 });
@@ -59,7 +67,9 @@ describe('concurrent duplicates of one key', () => {
       const tenant = await stack.newTenant('two-procs');
       const body = { title: 'Two processes, one key', externalRef: 'PROC-1' };
       const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => post(i % 2 ? a.baseUrl : b.baseUrl, '/v1/tickets', tenant.apiKey, body, 'race-two-procs')),
+        Array.from({ length: 40 }, (_, i) =>
+          post(i % 2 ? a.baseUrl : b.baseUrl, '/v1/tickets', tenant.apiKey, body, 'race-two-procs'),
+        ),
       );
       expectSafeAnswers(answers);
       expect(await counts(stack.db, tenant.tenantId)).toEqual({ tickets: 1, keys: 1, events: 1 });
@@ -71,7 +81,9 @@ describe('concurrent duplicates of one key', () => {
   it('many keys in parallel each make their own ticket (no false 409s between different keys)', async () => {
     const tenant = await stack.newTenant('many-keys');
     const answers = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => post(stack.baseUrl, '/v1/tickets', tenant.apiKey, { title: `ticket ${i}` }, `k-${i}`)),
+      Array.from({ length: 60 }, (_, i) =>
+        post(stack.baseUrl, '/v1/tickets', tenant.apiKey, { title: `ticket ${i}` }, `k-${i}`),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(60).fill(201));
     expect(await counts(stack.db, tenant.tenantId)).toEqual({ tickets: 60, keys: 60, events: 60 });

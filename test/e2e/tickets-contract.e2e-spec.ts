@@ -7,16 +7,36 @@ describe('ticket API contract', () => {
   });
   afterAll(() => stack.stop());
 
-  const create = (body: unknown, key?: string, extra?: Record<string, string>) => post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, key, extra);
+  const create = (body: unknown, key?: string, extra?: Record<string, string>) =>
+    post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, key, extra);
   const problem = (r: { status: number; headers: Headers; text: string }) => {
     expect(r.headers.get('content-type')).toContain('application/problem+json');
     const p = JSON.parse(r.text);
-    expect(p).toEqual(expect.objectContaining({ type: expect.any(String), title: expect.any(String), status: r.status, detail: expect.any(String), code: expect.any(String), retryable: expect.any(Boolean) }));
+    expect(p).toEqual(
+      expect.objectContaining({
+        type: expect.any(String),
+        title: expect.any(String),
+        status: r.status,
+        detail: expect.any(String),
+        code: expect.any(String),
+        retryable: expect.any(Boolean),
+      }),
+    );
     return p;
   };
 
   it('creates a ticket: 201, Location, the full ticket, and its key + event rows', async () => {
-    const r = await create({ title: 'VPN down', description: 'since 9am', priority: 'urgent', externalRef: 'INC-100', requester: { name: 'Ada', email: 'ada@example.com' }, metadata: { site: 'Berlin' } }, 'create-1');
+    const r = await create(
+      {
+        title: 'VPN down',
+        description: 'since 9am',
+        priority: 'urgent',
+        externalRef: 'INC-100',
+        requester: { name: 'Ada', email: 'ada@example.com' },
+        metadata: { site: 'Berlin' },
+      },
+      'create-1',
+    );
     expect(r.status).toBe(201);
     const t = JSON.parse(r.text);
     expect(r.headers.get('location')).toBe(`/v1/tickets/${t.id}`);
@@ -34,18 +54,34 @@ describe('ticket API contract', () => {
     });
     const { rows } = await stack.db.query('SELECT payload, headers FROM outbox_events WHERE aggregate_id = $1', [t.id]);
     expect(rows).toHaveLength(1);
-    expect(rows[0].payload).toMatchObject({ type: 'ticket.created.v1', ticketId: t.id, tenantId: stack.tenantId, idempotencyKey: 'create-1', data: t });
+    expect(rows[0].payload).toMatchObject({
+      type: 'ticket.created.v1',
+      ticketId: t.id,
+      tenantId: stack.tenantId,
+      idempotencyKey: 'create-1',
+      data: t,
+    });
     expect(rows[0].headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     expect((await get(stack.baseUrl, `/v1/tickets/${t.id}`, stack.apiKey)).text).toBe(r.text);
   });
 
   it('replays an equivalent body (reordered keys, other whitespace, bare vs quoted key) byte for byte', async () => {
-    const first = await create({ title: 'Replay me', priority: 'low', requester: { email: 'a@b.io', name: 'A' } }, 'replay-1');
+    const first = await create(
+      { title: 'Replay me', priority: 'low', requester: { email: 'a@b.io', name: 'A' } },
+      'replay-1',
+    );
     expect(first.status).toBe(201);
     const before = await counts(stack.db, stack.tenantId);
-    const again = await post(stack.baseUrl, '/v1/tickets', stack.apiKey, '{ "requester": {"name":"A","email":"a@b.io"},\n  "priority": "low", "title": "Replay me" }', undefined, {
-      'idempotency-key': 'replay-1',
-    });
+    const again = await post(
+      stack.baseUrl,
+      '/v1/tickets',
+      stack.apiKey,
+      '{ "requester": {"name":"A","email":"a@b.io"},\n  "priority": "low", "title": "Replay me" }',
+      undefined,
+      {
+        'idempotency-key': 'replay-1',
+      },
+    );
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.text).toBe(first.text);
@@ -58,7 +94,11 @@ describe('ticket API contract', () => {
     const before = await counts(stack.db, stack.tenantId);
     const r = await create({ title: 'Changed', priority: 'low', requester: { email: 'z@y.io' } }, 'reuse-1');
     expect(r.status).toBe(422);
-    expect(problem(r)).toMatchObject({ code: 'idempotency_key_reused', retryable: false, differingFields: ['requester.email', 'title'] });
+    expect(problem(r)).toMatchObject({
+      code: 'idempotency_key_reused',
+      retryable: false,
+      differingFields: ['requester.email', 'title'],
+    });
     expect(await counts(stack.db, stack.tenantId)).toEqual(before);
   });
 
@@ -78,7 +118,11 @@ describe('ticket API contract', () => {
       [create('', 'v8'), 400, 'malformed_json'],
       [create([1, 2], 'v9'), 400, 'validation_failed'],
       [create({ title: 'x', description: 'y'.repeat(70_000) }, 'v10'), 413, 'payload_too_large'],
-      [create('title=x', 'v11', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type'],
+      [
+        create('title=x', 'v11', { 'content-type': 'application/x-www-form-urlencoded' }),
+        415,
+        'unsupported_media_type',
+      ],
       [create('title', 'v12', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type'],
       [post(stack.baseUrl, '/v1/tickets', 'tk_wrong', { title: 'x' }, 'v13'), 401, 'unauthorized'],
       [post(stack.baseUrl, '/v1/tickets', '', { title: 'x' }, 'v14', { authorization: '' }), 401, 'unauthorized'],
@@ -105,7 +149,9 @@ describe('ticket API contract', () => {
     const other = await stack.newTenant('other');
     expect((await get(stack.baseUrl, `/v1/tickets/${mine.id}`, other.apiKey)).status).toBe(404);
     expect((await get(stack.baseUrl, '/v1/idempotency-keys/shared-key', other.apiKey)).status).toBe(404);
-    expect(JSON.parse((await get(stack.baseUrl, '/v1/tickets?externalRef=INC-100', other.apiKey)).text)).toEqual({ items: [] });
+    expect(JSON.parse((await get(stack.baseUrl, '/v1/tickets?externalRef=INC-100', other.apiKey)).text)).toEqual({
+      items: [],
+    });
     const theirs = await post(stack.baseUrl, '/v1/tickets', other.apiKey, { title: 'Theirs' }, 'shared-key');
     expect(theirs.status).toBe(201);
     expect(JSON.parse(theirs.text).id).not.toBe(mine.id);
@@ -114,21 +160,40 @@ describe('ticket API contract', () => {
   it('answers "what happened to key K?"', async () => {
     const made = await create({ title: 'Status me' }, 'status-1');
     const s = JSON.parse((await get(stack.baseUrl, '/v1/idempotency-keys/status-1', stack.apiKey)).text);
-    expect(s).toMatchObject({ key: 'status-1', state: 'completed', ticketId: JSON.parse(made.text).id, response: { status: 201, body: JSON.parse(made.text) } });
+    expect(s).toMatchObject({
+      key: 'status-1',
+      state: 'completed',
+      ticketId: JSON.parse(made.text).id,
+      response: { status: 201, body: JSON.parse(made.text) },
+    });
     expect(new Date(s.expiresAt).getTime()).toBeGreaterThan(Date.now() + 29 * 86_400_000);
   });
 
   it('serves health, OpenAPI, docs and problem pages', async () => {
     expect((await fetch(`${stack.baseUrl}/health/live`)).status).toBe(200);
     expect(await (await fetch(`${stack.baseUrl}/health/ready`)).json()).toMatchObject({ status: 'ok' });
-    const doc = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as { openapi: string; paths: object; components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> } };
+    const doc = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as {
+      openapi: string;
+      paths: object;
+      components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> };
+    };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/tickets', '/v1/tickets/{id}/cancel', '/v1/idempotency-keys/{key}']));
-    expect(doc.components.schemas.CreateTicketInput.properties.priority.enum).toEqual(['low', 'normal', 'high', 'urgent']);
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/v1/tickets', '/v1/tickets/{id}/cancel', '/v1/idempotency-keys/{key}']),
+    );
+    expect(doc.components.schemas.CreateTicketInput.properties.priority.enum).toEqual([
+      'low',
+      'normal',
+      'high',
+      'urgent',
+    ]);
     const page = await fetch(`${stack.baseUrl}/docs`);
     expect(page.headers.get('content-type')).toContain('text/html');
     expect(await page.text()).toContain('idempotency_key_in_use');
-    expect(await (await fetch(`${stack.baseUrl}/problems/idempotency_key_reused`)).json()).toMatchObject({ status: 422, retryable: false });
+    expect(await (await fetch(`${stack.baseUrl}/problems/idempotency_key_reused`)).json()).toMatchObject({
+      status: 422,
+      retryable: false,
+    });
     expect(await (await fetch(`${stack.baseUrl}/metrics`)).text()).toContain('tickets_write_outcomes_total');
   });
 });
@@ -145,7 +210,9 @@ describe('malformed HTTP', () => {
     const url = new URL(stack.baseUrl);
     const raw = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(url.port), url.hostname, () => {
-        socket.write('POST /v1/tickets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x01b\r\nContent-Length: 2\r\n\r\n{}');
+        socket.write(
+          'POST /v1/tickets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x01b\r\nContent-Length: 2\r\n\r\n{}',
+        );
       });
       let data = '';
       socket.on('data', (d) => (data += d));
@@ -154,6 +221,10 @@ describe('malformed HTTP', () => {
     });
     expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(raw).toContain('Content-Type: application/problem+json');
-    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({ code: 'malformed_request', status: 400, retryable: false });
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      code: 'malformed_request',
+      status: 400,
+      retryable: false,
+    });
   });
 });

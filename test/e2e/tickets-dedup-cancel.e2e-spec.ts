@@ -9,14 +9,32 @@ describe('externalRef dedup and cancel', () => {
 
   it('a second key with a used externalRef gets the existing ticket (200, marked) and creates nothing', async () => {
     const t = await stack.newTenant('dedup');
-    const first = await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: 'Outage', externalRef: 'PD-1' }, 'plan-a');
-    const second = await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: 'Outage (re-planned)', externalRef: 'PD-1' }, 'plan-b');
+    const first = await post(
+      stack.baseUrl,
+      '/v1/tickets',
+      t.apiKey,
+      { title: 'Outage', externalRef: 'PD-1' },
+      'plan-a',
+    );
+    const second = await post(
+      stack.baseUrl,
+      '/v1/tickets',
+      t.apiKey,
+      { title: 'Outage (re-planned)', externalRef: 'PD-1' },
+      'plan-b',
+    );
     expect(first.status).toBe(201);
     expect(second.status).toBe(200);
     expect(second.headers.get('ticket-deduplicated')).toBe('externalRef');
     expect(JSON.parse(second.text).id).toBe(JSON.parse(first.text).id);
     // The dedup answer is itself stored under plan-b and replays.
-    const again = await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: 'Outage (re-planned)', externalRef: 'PD-1' }, 'plan-b');
+    const again = await post(
+      stack.baseUrl,
+      '/v1/tickets',
+      t.apiKey,
+      { title: 'Outage (re-planned)', externalRef: 'PD-1' },
+      'plan-b',
+    );
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('ticket-deduplicated')).toBe('externalRef');
@@ -29,25 +47,36 @@ describe('externalRef dedup and cancel', () => {
   it('concurrent creates with one externalRef and different keys end with one ticket and one event', async () => {
     const t = await stack.newTenant('dedup-race');
     const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `Attempt ${i}`, externalRef: 'RACE-1' }, `k-${i}`)),
+      Array.from({ length: 30 }, (_, i) =>
+        post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `Attempt ${i}`, externalRef: 'RACE-1' }, `k-${i}`),
+      ),
     );
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);
     expect(statuses.filter((s) => s === 200)).toHaveLength(29);
     const ids = new Set(answers.map((a) => JSON.parse(a.text).id));
     expect(ids.size).toBe(1);
-    for (const a of answers.filter((x) => x.status === 200)) expect(a.headers.get('ticket-deduplicated')).toBe('externalRef');
+    for (const a of answers.filter((x) => x.status === 200))
+      expect(a.headers.get('ticket-deduplicated')).toBe('externalRef');
     expect(await counts(stack.db, t.tenantId)).toEqual({ tickets: 1, keys: 30, events: 1 });
   });
 
   it('cancel twice and cancel retried return the same cancelled ticket and write one cancel event', async () => {
     const t = await stack.newTenant('cancel');
-    const made = JSON.parse((await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: 'Wrong ticket' }, 'make')).text);
+    const made = JSON.parse(
+      (await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: 'Wrong ticket' }, 'make')).text,
+    );
     const path = `/v1/tickets/${made.id}/cancel`;
-    const [a, b] = await Promise.all([post(stack.baseUrl, path, t.apiKey, {}, 'cancel-1'), post(stack.baseUrl, path, t.apiKey, {}, 'cancel-1')]);
+    const [a, b] = await Promise.all([
+      post(stack.baseUrl, path, t.apiKey, {}, 'cancel-1'),
+      post(stack.baseUrl, path, t.apiKey, {}, 'cancel-1'),
+    ]);
     const statuses = [a.status, b.status].sort();
     // Parallel retries: one runs, the other waits its turn (409) or replays.
-    expect([[200, 200], [200, 409]]).toContainEqual(statuses);
+    expect([
+      [200, 200],
+      [200, 409],
+    ]).toContainEqual(statuses);
     const first = a.status === 200 ? a : b;
     expect(JSON.parse(first.text)).toMatchObject({ id: made.id, status: 'cancelled' });
     const retried = await post(stack.baseUrl, path, t.apiKey, {}, 'cancel-1');
@@ -57,13 +86,21 @@ describe('externalRef dedup and cancel', () => {
     const secondCancel = await post(stack.baseUrl, path, t.apiKey, {}, 'cancel-2');
     expect(secondCancel.status).toBe(200);
     expect(JSON.parse(secondCancel.text)).toMatchObject({ id: made.id, status: 'cancelled' });
-    const { rows } = await stack.db.query('SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY seq', [made.id]);
+    const { rows } = await stack.db.query('SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY seq', [
+      made.id,
+    ]);
     expect(rows.map((r) => r.event_type)).toEqual(['ticket.created.v1', 'ticket.cancelled.v1']);
   });
 
   it('cancel of an unknown ticket is a 404 and the key stays usable', async () => {
     const t = await stack.newTenant('cancel-404');
-    const r = await post(stack.baseUrl, '/v1/tickets/0b7f4c1e-9a1d-4d8e-8f0a-6a4c2e1b3d5f/cancel', t.apiKey, {}, 'c-404');
+    const r = await post(
+      stack.baseUrl,
+      '/v1/tickets/0b7f4c1e-9a1d-4d8e-8f0a-6a4c2e1b3d5f/cancel',
+      t.apiKey,
+      {},
+      'c-404',
+    );
     expect(r.status).toBe(404);
     expect(JSON.parse(r.text).code).toBe('ticket_not_found');
     expect((await get(stack.baseUrl, '/v1/idempotency-keys/c-404', t.apiKey)).status).toBe(404);

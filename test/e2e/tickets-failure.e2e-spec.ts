@@ -11,7 +11,13 @@ describe('failures and in-flight requests', () => {
   });
   afterAll(() => stack.stop());
 
-  async function withTrigger<T>(name: string, table: string, tenantId: string, body: string, run: () => Promise<T>): Promise<T> {
+  async function withTrigger<T>(
+    name: string,
+    table: string,
+    tenantId: string,
+    body: string,
+    run: () => Promise<T>,
+  ): Promise<T> {
     await stack.db.query(`CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.tenant_id = '${tenantId}'::uuid THEN ${body} END IF; RETURN NEW; END $$`);
     await stack.db.query(`CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`);
@@ -26,11 +32,19 @@ describe('failures and in-flight requests', () => {
   it('a failure after the ticket insert leaves nothing behind, and the same key then works as a first request', async () => {
     const t = await stack.newTenant('fail');
     const body = { title: 'Fails once', externalRef: 'FAIL-1' };
-    const failed = await withTrigger('test_fail_outbox', 'outbox_events', t.tenantId, "RAISE EXCEPTION 'injected outbox failure';", () =>
-      post(stack.baseUrl, '/v1/tickets', t.apiKey, body, 'fail-key'),
+    const failed = await withTrigger(
+      'test_fail_outbox',
+      'outbox_events',
+      t.tenantId,
+      "RAISE EXCEPTION 'injected outbox failure';",
+      () => post(stack.baseUrl, '/v1/tickets', t.apiKey, body, 'fail-key'),
     );
     expect(failed.status).toBe(500);
-    expect(JSON.parse(failed.text)).toMatchObject({ code: 'internal_error', retryable: true, errorId: expect.any(String) });
+    expect(JSON.parse(failed.text)).toMatchObject({
+      code: 'internal_error',
+      retryable: true,
+      errorId: expect.any(String),
+    });
     expect(failed.text).not.toContain('injected'); // no internals leak
     expect(await counts(stack.db, t.tenantId)).toEqual({ tickets: 0, keys: 0, events: 0 });
     expect((await get(stack.baseUrl, '/v1/idempotency-keys/fail-key', t.apiKey)).status).toBe(404);
@@ -70,13 +84,19 @@ describe('failures and in-flight requests', () => {
     const t = await stack.newTenant('crash');
     const proc = await startApiProcess();
     await withTrigger('test_hang_ticket', 'tickets', t.tenantId, 'PERFORM pg_sleep(30);', async () => {
-      const hanging = post(proc.baseUrl, '/v1/tickets', t.apiKey, { title: 'Crash' }, 'crash-key').catch((e: Error) => e);
+      const hanging = post(proc.baseUrl, '/v1/tickets', t.apiKey, { title: 'Crash' }, 'crash-key').catch(
+        (e: Error) => e,
+      );
       await new Promise((r) => setTimeout(r, 500));
-      expect(JSON.parse((await get(stack.baseUrl, '/v1/idempotency-keys/crash-key', t.apiKey)).text).state).toBe('processing');
+      expect(JSON.parse((await get(stack.baseUrl, '/v1/idempotency-keys/crash-key', t.apiKey)).text).state).toBe(
+        'processing',
+      );
       proc.proc.kill('SIGKILL'); // the API process dies mid-transaction
       expect(String(await hanging)).toMatch(/fetch failed|other side closed|socket/i);
       // PostgreSQL rolls the orphaned transaction back once it notices the dead client; terminate it to be quick.
-      await stack.db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_try_advisory_xact_lock%INSERT INTO tickets%' AND pid <> pg_backend_pid()`);
+      await stack.db.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_try_advisory_xact_lock%INSERT INTO tickets%' AND pid <> pg_backend_pid()`,
+      );
     });
     for (let i = 0; i < 50; i++) {
       const s = await get(stack.baseUrl, '/v1/idempotency-keys/crash-key', t.apiKey);

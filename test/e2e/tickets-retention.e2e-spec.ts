@@ -18,7 +18,12 @@ describe('key retention: replay window, key window, purge', () => {
     await new Promise((r) => setTimeout(r, 1_200));
     const late = await post(stack.baseUrl, '/v1/tickets', stack.apiKey, body, 'late');
     expect(late.status).toBe(410);
-    expect(JSON.parse(late.text)).toMatchObject({ code: 'idempotency_key_expired', retryable: false, ticketId: id, ticketUrl: `/v1/tickets/${id}` });
+    expect(JSON.parse(late.text)).toMatchObject({
+      code: 'idempotency_key_expired',
+      retryable: false,
+      ticketId: id,
+      ticketUrl: `/v1/tickets/${id}`,
+    });
     // A different payload under the expired key is still a 422: the fingerprint outlives the stored response.
     expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'Other' }, 'late')).status).toBe(422);
     const status = JSON.parse((await get(stack.baseUrl, '/v1/idempotency-keys/late', stack.apiKey)).text);
@@ -35,7 +40,12 @@ describe('key retention: replay window, key window, purge', () => {
 
     const prisma = createPrismaClient(TEST_DATABASE_URL, 2, 'purge-test');
     const keys = async () =>
-      (await stack.db.query('SELECT key, response_body IS NOT NULL AS has_body FROM idempotency_keys WHERE tenant_id = $1 ORDER BY key', [t.tenantId])).rows;
+      (
+        await stack.db.query(
+          'SELECT key, response_body IS NOT NULL AS has_body FROM idempotency_keys WHERE tenant_id = $1 ORDER BY key',
+          [t.tenantId],
+        )
+      ).rows;
     try {
       await purgeIdempotencyKeys(prisma);
       // 'old' is past its replay window (body cleared) but inside its key window (row kept); 'fresh' is untouched.

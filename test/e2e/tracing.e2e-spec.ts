@@ -24,11 +24,16 @@ const secret = newWebhookSecret();
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 
 /** A compiled app as its own OS process; its log (stdout and stderr, last 16 KB) for failure messages. */
-function startDistProcess(main: string, env: Record<string, string>): { proc: ChildProcess; output(): string; stop(): Promise<void> } {
-  const proc = trackChild(spawn(process.execPath, [join(ROOT, main)], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+function startDistProcess(
+  main: string,
+  env: Record<string, string>,
+): { proc: ChildProcess; output(): string; stop(): Promise<void> } {
+  const proc = trackChild(
+    spawn(process.execPath, [join(ROOT, main)], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let output = '';
   const keep = (d: Buffer) => (output = (output + d.toString()).slice(-16_384));
   proc.stdout!.on('data', keep);
@@ -72,8 +77,17 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     };
     api = await startApiProcess({ ...env, RELAY_ENABLED: 'false' });
     procs.push({ stop: api.stop, output: () => '' });
-    procs.push(startDistProcess('apps/relay/dist/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms', RELAY_METRICS_PORT: '0' }));
-    procs.push(startDistProcess('apps/consumer/dist/main.js', { ...env, NOTIFIER_GROUP_ID: groupId, NOTIFIER_METRICS_PORT: '0', NOTIFY_RETRY_BASE: '50ms' }));
+    procs.push(
+      startDistProcess('apps/relay/dist/main.js', { ...env, RELAY_POLL_INTERVAL: '200ms', RELAY_METRICS_PORT: '0' }),
+    );
+    procs.push(
+      startDistProcess('apps/consumer/dist/main.js', {
+        ...env,
+        NOTIFIER_GROUP_ID: groupId,
+        NOTIFIER_METRICS_PORT: '0',
+        NOTIFY_RETRY_BASE: '50ms',
+      }),
+    );
   });
   afterAll(async () => {
     await Promise.all(procs.map((p) => p.stop()));
@@ -84,13 +98,19 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     await fx?.close();
   });
 
-  const spansOf = (traceId: string, service: string) => collector.spans.filter((s) => s.traceId === traceId && s.service === service);
-  const describeSpans = (spans: ReceivedSpan[]) => spans.map((s) => `${s.service} ${s.scope} "${s.name}" ${s.traceId}/${s.spanId}<-${s.parentSpanId}`).join('\n');
+  const spansOf = (traceId: string, service: string) =>
+    collector.spans.filter((s) => s.traceId === traceId && s.service === service);
+  const describeSpans = (spans: ReceivedSpan[]) =>
+    spans.map((s) => `${s.service} ${s.scope} "${s.name}" ${s.traceId}/${s.spanId}<-${s.parentSpanId}`).join('\n');
 
   it('the webhook request carries the trace id of the POST, and the API, relay and consumer all have spans in it', async () => {
     const prisma = createPrismaClient(database.url, 1, 'tests');
     const tenant = await createApiKey(prisma, uniqueName('traced')).finally(() => prisma.$disconnect());
-    await db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [receiver.url, secret, tenant.tenantId]);
+    await db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [
+      receiver.url,
+      secret,
+      tenant.tenantId,
+    ]);
 
     const res = await post(api.baseUrl, '/v1/tickets', tenant.apiKey, { title: 'Trace me' }, uniqueName('trace'));
     expect(res.status).toBe(201);
@@ -105,7 +125,12 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     const m = TRACEPARENT.exec(String(delivery!.headers.traceparent));
     expect(m).not.toBeNull();
     const [, traceId, webhookParentSpanId] = m!;
-    await eventually(() => db.query('SELECT status FROM notifications WHERE ticket_id = $1 AND group_id = $2', [ticket.id, groupId]), (r) => r.rows[0]?.status === 'delivered', 30_000, 'the delivery recorded');
+    await eventually(
+      () => db.query('SELECT status FROM notifications WHERE ticket_id = $1 AND group_id = $2', [ticket.id, groupId]),
+      (r) => r.rows[0]?.status === 'delivered',
+      30_000,
+      'the delivery recorded',
+    );
     expect(collector.spans.filter((s) => s.traceId === traceId)).toEqual([]);
     await Promise.all(procs.map((p) => p.stop()));
 
@@ -114,26 +139,43 @@ describe('tracing: one trace from POST /v1/tickets to the webhook request', () =
     const server = apiSpans.find((s) => s.kind === 2 && s.name.startsWith('POST'))!;
     expect(server).toBeDefined();
     expect(server.parentSpanId).toBe('');
-    expect(server.attributes['http.route'] ?? server.attributes['url.path']).toEqual(expect.stringContaining('/v1/tickets'));
+    expect(server.attributes['http.route'] ?? server.attributes['url.path']).toEqual(
+      expect.stringContaining('/v1/tickets'),
+    );
     // Inside it: the pg instrumentation's statement spans (pg patched in the compiled process) and Fastify's.
     expect(apiSpans.some((x) => x.scope.includes('instrumentation-pg'))).toBe(true);
-    expect(apiSpans.find((x) => x.scope === '@fastify/otel' && x.name.startsWith('handler'))).toMatchObject({ name: 'handler - TicketsController.create' });
+    expect(apiSpans.find((x) => x.scope === '@fastify/otel' && x.name.startsWith('handler'))).toMatchObject({
+      name: 'handler - TicketsController.create',
+    });
 
     // The relay's send of this ticket's event: a PRODUCER span in the same trace.
     const relaySpans = spansOf(traceId, 'outbox-relay');
-    expect(relaySpans.find((x) => x.kind === 4)).toMatchObject({ name: `send ${topic}`, attributes: expect.objectContaining({ 'messaging.destination.name': topic }) });
+    expect(relaySpans.find((x) => x.kind === 4)).toMatchObject({
+      name: `send ${topic}`,
+      attributes: expect.objectContaining({ 'messaging.destination.name': topic }),
+    });
 
     // The consumer: its processing of the event and the webhook request, whose client span is the
     // parent named in the receiver's traceparent (the http instrumentation put it on the request).
     const consumerSpans = spansOf(traceId, 'consumer');
     const processSpan = consumerSpans.find((x) => x.kind === 5)!;
-    expect(processSpan.attributes).toMatchObject({ 'messaging.consumer.group.name': groupId, 'tickets.event.type': 'ticket.created.v1' });
+    expect(processSpan.attributes).toMatchObject({
+      'messaging.consumer.group.name': groupId,
+      'tickets.event.type': 'ticket.created.v1',
+    });
     const webhookSpan = consumerSpans.find((x) => x.spanId === webhookParentSpanId)!;
     expect(webhookSpan).toMatchObject({ kind: 3, parentSpanId: processSpan.spanId });
     // The kafkajs instrumentation's batch spans (their own trace) link to the event's trace.
-    expect(collector.spans.some((s) => s.service === 'consumer' && s.scope.includes('kafkajs') && s.links.some((l) => l.traceId === traceId))).toBe(true);
+    expect(
+      collector.spans.some(
+        (s) => s.service === 'consumer' && s.scope.includes('kafkajs') && s.links.some((l) => l.traceId === traceId),
+      ),
+    ).toBe(true);
     // The notification row keeps the context the dispatcher sent it in.
-    const { rows } = await db.query('SELECT traceparent FROM notifications WHERE ticket_id = $1 AND group_id = $2', [ticket.id, groupId]);
+    const { rows } = await db.query('SELECT traceparent FROM notifications WHERE ticket_id = $1 AND group_id = $2', [
+      ticket.id,
+      groupId,
+    ]);
     expect(rows).toEqual([{ traceparent: expect.stringContaining(`-${traceId}-${processSpan.spanId}-`) }]);
     if (process.env.TRACE_DEBUG) console.log(describeSpans(collector.spans.filter((s) => s.traceId === traceId)));
   });

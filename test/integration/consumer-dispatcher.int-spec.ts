@@ -10,7 +10,15 @@ import { NotificationsRepository } from '../../libs/notifications/src/notificati
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { TEST_DATABASE_URL } from '../support/env';
-import { TEST_NOTIFIER, eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import {
+  TEST_NOTIFIER,
+  eventually,
+  kafkaFixture,
+  newWebhookSecret,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
 import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -35,12 +43,18 @@ const bodyEventId = (d: { json: unknown }) => (d.json as { data?: { id?: string 
 const requestsOf = (eventId: string) => receiver.requests.filter((d) => bodyEventId(d) === eventId);
 
 async function notification(eventId: string) {
-  const { rows } = await db.query('SELECT id, status, attempts, last_error FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, eventId]);
+  const { rows } = await db.query(
+    'SELECT id, status, attempts, last_error FROM notifications WHERE group_id = $1 AND event_id = $2',
+    [groupId, eventId],
+  );
   return rows[0] as { id: string; status: string; attempts: number; last_error: string | null } | undefined;
 }
 
 async function attempts(notificationId: string) {
-  const { rows } = await db.query('SELECT attempt_no, status_code, error FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt_no', [notificationId]);
+  const { rows } = await db.query(
+    'SELECT attempt_no, status_code, error FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt_no',
+    [notificationId],
+  );
   return rows as { attempt_no: number; status_code: number | null; error: string | null }[];
 }
 
@@ -53,15 +67,26 @@ async function notificationsOf(group: string, eventIds: string[]) {
   return rows;
 }
 
-const publish = (event: ReturnType<typeof ticketCreated>) => fx.producer.send({ topic, acks: -1, messages: [toMessage(event)] });
+const publish = (event: ReturnType<typeof ticketCreated>) =>
+  fx.producer.send({ topic, acks: -1, messages: [toMessage(event)] });
 
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 1);
   prisma = createPrismaClient(TEST_DATABASE_URL, 8, 'dispatch-it');
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
   receiver = await startWebhookReceiver({ secret });
-  await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2), ($3, $4)', [tenantId, slug, bareTenantId, `${slug}-bare`]);
-  expect(await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], { prisma, out: () => undefined })).toBe(0);
+  await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2), ($3, $4)', [
+    tenantId,
+    slug,
+    bareTenantId,
+    `${slug}-bare`,
+  ]);
+  expect(
+    await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], {
+      prisma,
+      out: () => undefined,
+    }),
+  ).toBe(0);
   // No NOTIFY_WEBHOOK_URL: only the tenant with an override has a target.
   consumer = await startTestNotifier({ topic, groupId });
 });
@@ -80,7 +105,12 @@ it('retries 5xx with backoff and delivers once; every attempt is recorded', asyn
   const event = ticketCreated(tenantId);
   await publish(event);
 
-  const n = (await eventually(() => notification(event.id), (r) => r?.status === 'delivered', 20_000, 'delivery after three 500s'))!;
+  const n = (await eventually(
+    () => notification(event.id),
+    (r) => r?.status === 'delivered',
+    20_000,
+    'delivery after three 500s',
+  ))!;
   expect(n.attempts).toBe(4);
   expect(await attempts(n.id)).toEqual([
     { attempt_no: 1, status_code: 500, error: 'HTTP 500' },
@@ -102,7 +132,12 @@ it('a 4xx other than 408/429 is dead at once', async () => {
   const event = ticketCreated(tenantId);
   await publish(event);
 
-  const n = (await eventually(() => notification(event.id), (r) => r?.status === 'dead', 20_000, 'dead notification'))!;
+  const n = (await eventually(
+    () => notification(event.id),
+    (r) => r?.status === 'dead',
+    20_000,
+    'dead notification',
+  ))!;
   expect(n.last_error).toBe('HTTP 422: not retried (the receiver rejected the request)');
   expect(await attempts(n.id)).toEqual([{ attempt_no: 1, status_code: 422, error: 'HTTP 422' }]);
 });
@@ -113,7 +148,12 @@ it('gives up after NOTIFY_MAX_ATTEMPTS retryable failures (429 and 503)', async 
   const event = ticketCreated(tenantId);
   await publish(event);
 
-  const n = (await eventually(() => notification(event.id), (r) => r?.status === 'dead', 20_000, 'dead notification'))!;
+  const n = (await eventually(
+    () => notification(event.id),
+    (r) => r?.status === 'dead',
+    20_000,
+    'dead notification',
+  ))!;
   expect(n.attempts).toBe(TEST_NOTIFIER.maxAttempts);
   expect(n.last_error).toBe(`HTTP 503: gave up after ${TEST_NOTIFIER.maxAttempts} attempts`);
   expect((await attempts(n.id)).map((a) => a.status_code)).toEqual([429, 503, 503, 503]);
@@ -125,7 +165,12 @@ it('gives up after NOTIFY_MAX_ATTEMPTS retryable failures (429 and 503)', async 
 it('records a notification as skipped when neither the tenant nor NOTIFY_WEBHOOK_URL gives a target', async () => {
   const event = ticketCreated(bareTenantId);
   await publish(event);
-  const n = (await eventually(() => notification(event.id), (r) => r !== undefined, 20_000, 'the notification'))!;
+  const n = (await eventually(
+    () => notification(event.id),
+    (r) => r !== undefined,
+    20_000,
+    'the notification',
+  ))!;
   expect(n).toMatchObject({ status: 'skipped', attempts: 0, last_error: expect.stringMatching(/no webhook target/) });
   expect(requestsOf(event.id)).toHaveLength(0);
 });
@@ -136,13 +181,33 @@ it('two dispatchers on the same group never send the same notification twice (SK
     `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source, status, next_attempt_at, payload)
      SELECT $1, e.tenant_id, e.id, e.ticket_id, e.type, $2, 'default', 'pending', now(), e.payload
      FROM jsonb_to_recordset($3::jsonb) AS e(id uuid, tenant_id uuid, ticket_id uuid, type text, payload jsonb)`,
-    [raceGroupId, receiver.url, JSON.stringify(events.map((e) => ({ id: e.id, tenant_id: e.tenantId, ticket_id: e.ticketId, type: e.type, payload: e })))],
+    [
+      raceGroupId,
+      receiver.url,
+      JSON.stringify(
+        events.map((e) => ({ id: e.id, tenant_id: e.tenantId, ticket_id: e.ticketId, type: e.type, payload: e })),
+      ),
+    ],
   );
-  const dispatchers = [1, 2].map(() => new WebhookDispatcher({ prisma, groupId: raceGroupId, defaultSecret: secret, ...TEST_NOTIFIER, pollIntervalMs: 20 }));
+  const dispatchers = [1, 2].map(
+    () =>
+      new WebhookDispatcher({
+        prisma,
+        groupId: raceGroupId,
+        defaultSecret: secret,
+        ...TEST_NOTIFIER,
+        pollIntervalMs: 20,
+      }),
+  );
   dispatchers.forEach((d) => d.start());
   try {
     const ids = new Set(events.map((e) => e.id));
-    await eventually(() => receiver.deliveries.filter((d) => ids.has(bodyEventId(d)!)).length, (n) => n >= 40, 20_000, '40 deliveries');
+    await eventually(
+      () => receiver.deliveries.filter((d) => ids.has(bodyEventId(d)!)).length,
+      (n) => n >= 40,
+      20_000,
+      '40 deliveries',
+    );
     await new Promise((r) => setTimeout(r, 300));
     const seen = receiver.requests.filter((d) => ids.has(bodyEventId(d)!));
     expect(seen).toHaveLength(40);
@@ -165,7 +230,9 @@ it('webhooks CLI: validates its input, shows the target with the secret masked, 
   expect(await run('set', '--tenant', 'no-such-tenant-slug', '--url', 'https://x.test/h', '--secret', secret)).toBe(1);
   expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'ftp://x.test/h', '--secret', secret)).toBe(2);
   expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', 'short')).toBe(2);
-  expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', 'whsec_not base64!!')).toBe(2);
+  expect(
+    await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', 'whsec_not base64!!'),
+  ).toBe(2);
   expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h')).toBe(2);
   expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', secret)).toBe(0);
   lines.length = 0;
@@ -178,21 +245,41 @@ it('webhooks CLI: validates its input, shows the target with the secret masked, 
 });
 
 it('the notifications a chunk creates are leased to the dispatcher by the same statement and sent without a claim', async () => {
-  await eventually(() => consumer.dispatcher.stats()!.inFlight, (n) => n === 0, 20_000, 'no delivery in flight');
+  await eventually(
+    () => consumer.dispatcher.stats()!.inFlight,
+    (n) => n === 0,
+    20_000,
+    'no delivery in flight',
+  );
   const before = consumer.dispatcher.stats()!;
   const events = Array.from({ length: 3 }, () => ticketCreated(tenantId));
   for (const e of events) await publish(e);
   const ids = events.map((e) => e.id);
-  await eventually(() => notificationsOf(groupId, ids), (rows) => rows.length === 3 && rows.every((r) => r.status === 'delivered' && r.tries === 1), 20_000, '3 delivered');
+  await eventually(
+    () => notificationsOf(groupId, ids),
+    (rows) => rows.length === 3 && rows.every((r) => r.status === 'delivered' && r.tries === 1),
+    20_000,
+    '3 delivered',
+  );
   // Three events, four free slots: every one of them went straight from the statement to a send.
-  await eventually(() => consumer.dispatcher.stats()!.delivered - before.delivered, (n) => n === 3, 20_000, 'delivered counted');
+  await eventually(
+    () => consumer.dispatcher.stats()!.delivered - before.delivered,
+    (n) => n === 3,
+    20_000,
+    'delivered counted',
+  );
   expect(consumer.dispatcher.stats()!.handedOver - before.handedOver).toBe(3);
   expect((await notificationsOf(groupId, ids)).map((r) => r.attempts)).toEqual([1, 1, 1]);
   expect(receiver.requests.filter((d) => ids.includes(bodyEventId(d)!))).toHaveLength(3);
 });
 
 it('a chunk larger than the free slots: the statement leases as many as are free, the rest are claimed; a racing dispatcher sends none twice', async () => {
-  await eventually(() => consumer.dispatcher.stats()!.inFlight, (n) => n === 0, 20_000, 'no delivery in flight');
+  await eventually(
+    () => consumer.dispatcher.stats()!.inFlight,
+    (n) => n === 0,
+    20_000,
+    'no delivery in flight',
+  );
   const before = consumer.dispatcher.stats()!.handedOver;
   const racer = new WebhookDispatcher({ prisma, groupId, defaultSecret: secret, ...TEST_NOTIFIER, pollIntervalMs: 20 });
   racer.start();
@@ -201,7 +288,12 @@ it('a chunk larger than the free slots: the statement leases as many as are free
     // One send, one partition: one fetch, one chunk of 30 against TEST_NOTIFIER.concurrency (4) free slots.
     await fx.producer.send({ topic, acks: -1, messages: events.map((e) => toMessage(e)) });
     const ids = events.map((e) => e.id);
-    await eventually(() => notificationsOf(groupId, ids), (rows) => rows.length === 30 && rows.every((r) => r.status === 'delivered'), 20_000, '30 delivered');
+    await eventually(
+      () => notificationsOf(groupId, ids),
+      (rows) => rows.length === 30 && rows.every((r) => r.status === 'delivered'),
+      20_000,
+      '30 delivered',
+    );
     expect(consumer.dispatcher.stats()!.handedOver - before).toBe(TEST_NOTIFIER.concurrency);
     const seen = receiver.requests.filter((d) => ids.includes(bodyEventId(d)!));
     expect(seen).toHaveLength(30);
@@ -231,7 +323,14 @@ it('a leased notification is invisible to claims until its lease ends, then due 
   expect(r.leased).toHaveLength(2);
   const byEvent = new Map(events.map((e) => [e.id, e]));
   for (const n of r.leased) {
-    expect(n).toMatchObject({ event_type: 'ticket.created.v1', target_url: receiver.url, target_source: 'default', attempts: 1, lease_token: lease.token, tenant_secret: null });
+    expect(n).toMatchObject({
+      event_type: 'ticket.created.v1',
+      target_url: receiver.url,
+      target_source: 'default',
+      attempts: 1,
+      lease_token: lease.token,
+      tenant_secret: null,
+    });
     expect(JSON.parse(n.payload)).toEqual(byEvent.get((n as unknown as { event_id: string }).event_id));
   }
   // Nobody sends the leased ones: a claim sees only the third notification.
@@ -240,7 +339,12 @@ it('a leased notification is invisible to claims until its lease ends, then due 
   expect(first).toHaveLength(1);
   expect(r.leased.map((n) => n.id)).not.toContain(first[0].id);
   // Once the lease has ended they are due again, with the attempt of the lost lease counted.
-  const later = await eventually(() => repo.claim(leaseGroupId, 10, 60_000), (rows) => rows.length === 2, 20_000, 'the leased notifications due again');
+  const later = await eventually(
+    () => repo.claim(leaseGroupId, 10, 60_000),
+    (rows) => rows.length === 2,
+    20_000,
+    'the leased notifications due again',
+  );
   expect(later.map((n) => n.id).sort()).toEqual(r.leased.map((n) => n.id).sort());
   expect(later.map((n) => n.attempts)).toEqual([2, 2]);
 });
@@ -267,7 +371,13 @@ it('a dispatcher stopped while the inbox statement ran gives the leases back uns
   expect(r.leased).toHaveLength(2);
   const ids = events.map((e) => e.id);
   const rows = await eventually(
-    async () => (await db.query(`SELECT lease_token, attempts, next_attempt_at <= now() AS due FROM notifications WHERE group_id = $1 AND event_id = ANY($2::uuid[])`, [leaseGroupId, ids])).rows,
+    async () =>
+      (
+        await db.query(
+          `SELECT lease_token, attempts, next_attempt_at <= now() AS due FROM notifications WHERE group_id = $1 AND event_id = ANY($2::uuid[])`,
+          [leaseGroupId, ids],
+        )
+      ).rows,
     (rs) => rs.length === 2 && rs.every((x) => x.lease_token === null),
     20_000,
     'leases given back',

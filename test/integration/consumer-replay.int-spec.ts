@@ -8,7 +8,14 @@ import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { runCli } from '../../apps/cli/src/cli';
 import { REPLAY_EXIT as EXIT, replayCli } from '../../apps/cli/src/replay.command';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
-import { eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import {
+  eventually,
+  kafkaFixture,
+  newWebhookSecret,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
 import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -26,7 +33,12 @@ let db: Pool;
 let receiver: WebhookReceiver;
 let consumer: TestNotifier | undefined;
 
-const startNotifier = async () => (consumer = await startTestNotifier({ topic, groupId, notifier: { webhookUrl: receiver.url, webhookSecret: secret } }));
+const startNotifier = async () =>
+  (consumer = await startTestNotifier({
+    topic,
+    groupId,
+    notifier: { webhookUrl: receiver.url, webhookSecret: secret },
+  }));
 
 async function stopNotifier() {
   await consumer?.stop();
@@ -35,9 +47,17 @@ async function stopNotifier() {
 
 function replay(args: string[]) {
   const out: string[] = [];
-  const config = loadConfig({ DATABASE_URL: TEST_DATABASE_URL, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), KAFKA_CLIENT_ID: 'replay-it', TICKET_EVENTS_TOPIC: topic });
+  const config = loadConfig({
+    DATABASE_URL: TEST_DATABASE_URL,
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+    KAFKA_CLIENT_ID: 'replay-it',
+    TICKET_EVENTS_TOPIC: topic,
+  });
   const ctx = { prisma, config, out: (l: string) => out.push(l), err: (t: string) => out.push(t) };
-  const done = runCli(['replay', '--group', groupId, ...args], [replayCli], { ...ctx, open: async () => ({ ctx, close: async () => undefined }) });
+  const done = runCli(['replay', '--group', groupId, ...args], [replayCli], {
+    ...ctx,
+    open: async () => ({ ctx, close: async () => undefined }),
+  });
   return { out, done };
 }
 
@@ -49,7 +69,11 @@ beforeAll(async () => {
   prisma = createPrismaClient(TEST_DATABASE_URL, 6, 'replay-it');
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
   receiver = await startWebhookReceiver({ secret });
-  await fx.producer.send({ topic, acks: -1, messages: Array.from({ length: N }, () => toMessage(ticketCreated(tenantId))) });
+  await fx.producer.send({
+    topic,
+    acks: -1,
+    messages: Array.from({ length: N }, () => toMessage(ticketCreated(tenantId))),
+  });
   await startNotifier();
   await receiver.waitForDeliveries(N, 30_000);
 });
@@ -66,8 +90,12 @@ afterAll(async () => {
 it('with --no-pause, refuses to move the offsets while the group has live members', async () => {
   const { out, done } = replay(['--from', 'earliest', '--no-pause']);
   expect(await done).toBe(EXIT.groupBusy);
-  expect(out.join('\n')).toMatch(/has 1 live member\(s\).*\n.*without --no-pause to ask its members to pause, stop its consumers first, or pass --wait/);
-  const { rows } = await db.query('SELECT count(*)::int AS n FROM ticket_events.replays WHERE group_id = $1', [groupId]);
+  expect(out.join('\n')).toMatch(
+    /has 1 live member\(s\).*\n.*without --no-pause to ask its members to pause, stop its consumers first, or pass --wait/,
+  );
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM ticket_events.replays WHERE group_id = $1', [
+    groupId,
+  ]);
   expect(rows[0].n).toBe(0);
 });
 
@@ -75,9 +103,19 @@ it('replays the whole topic from earliest: every event is skipped, no new webhoo
   // --no-pause --wait: the command waits for the running consumer to stop, then moves the offsets;
   // --follow: it stays until the restarted consumer has re-read everything.
   const { out, done } = replay(['--from', 'earliest', '--no-pause', '--wait', '--follow', '--timeout', '60s']);
-  await eventually(() => out.join('\n'), (t) => t.includes('waiting for group'), 10_000, 'the wait message');
+  await eventually(
+    () => out.join('\n'),
+    (t) => t.includes('waiting for group'),
+    10_000,
+    'the wait message',
+  );
   await stopNotifier();
-  await eventually(() => out.join('\n'), (t) => t.includes('message(s) to re-read'), 20_000, 'the offsets to move');
+  await eventually(
+    () => out.join('\n'),
+    (t) => t.includes('message(s) to re-read'),
+    20_000,
+    'the offsets to move',
+  );
   await startNotifier();
 
   expect(await done).toBe(EXIT.ok);

@@ -9,7 +9,14 @@ import type { TicketEventsOptions } from '@tickets/event-consumer';
 import { withFaults } from '@tickets/event-consumer/testing';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { TEST_DATABASE_URL } from '../support/env';
-import { eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import {
+  eventually,
+  kafkaFixture,
+  newWebhookSecret,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
 import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -36,11 +43,16 @@ async function start(kit?: Partial<TicketEventsOptions>): Promise<TestNotifier> 
 const send = (messages: Parameters<typeof toMessage>[0][], partition = 0): Promise<RecordMetadata[]> =>
   fx.producer.send({ topic, acks: -1, messages: messages.map((e) => toMessage(e, partition)) });
 
-const deliveriesOf = (eventId: string) => receiver.deliveries.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === eventId);
-const requestsOf = (eventId: string) => receiver.requests.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === eventId);
+const deliveriesOf = (eventId: string) =>
+  receiver.deliveries.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === eventId);
+const requestsOf = (eventId: string) =>
+  receiver.requests.filter((d) => (d.json as { data?: { id?: string } })?.data?.id === eventId);
 
 async function inboxRow(eventId: string) {
-  const { rows } = await db.query('SELECT "offset"::text AS offset, partition, duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, eventId]);
+  const { rows } = await db.query(
+    'SELECT "offset"::text AS offset, partition, duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2',
+    [groupId, eventId],
+  );
   return rows[0] as { offset: string; partition: number; duplicates: number } | undefined;
 }
 
@@ -59,7 +71,10 @@ beforeAll(async () => {
   receiver = await startWebhookReceiver({ secret });
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
   const out: string[] = [];
-  const code = await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], { prisma, out: (l) => out.push(l) });
+  const code = await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], {
+    prisma,
+    out: (l) => out.push(l),
+  });
   expect({ code, out }).toEqual({ code: 0, out: [expect.stringContaining(receiver.url)] });
 });
 
@@ -81,7 +96,12 @@ it('delivers one correctly signed webhook per event, with the notification id as
   const event = ticketCreated(tenantId);
   await send([event]);
 
-  await eventually(() => deliveriesOf(event.id).length, (n) => n >= 1, 20_000, 'the webhook');
+  await eventually(
+    () => deliveriesOf(event.id).length,
+    (n) => n >= 1,
+    20_000,
+    'the webhook',
+  );
   await settle();
   expect(requestsOf(event.id)).toHaveLength(1);
   const [d] = deliveriesOf(event.id);
@@ -89,7 +109,10 @@ it('delivers one correctly signed webhook per event, with the notification id as
   expect(Math.abs(d.timestamp - Date.now() / 1000)).toBeLessThan(30);
   expect(d.json).toEqual({ type: 'ticket.created.v1', timestamp: event.occurredAt, data: event });
 
-  const { rows } = await db.query('SELECT id, status, attempts, target_source FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+  const { rows } = await db.query(
+    'SELECT id, status, attempts, target_source FROM notifications WHERE group_id = $1 AND event_id = $2',
+    [groupId, event.id],
+  );
   expect(rows).toEqual([{ id: d.id, status: 'delivered', attempts: 1, target_source: 'tenant' }]);
 });
 
@@ -97,14 +120,27 @@ it('sends no second webhook when the same event is produced again by hand', asyn
   const c = await start();
   const event = ticketCreated(tenantId);
   await send([event], 1);
-  await eventually(() => deliveriesOf(event.id).length, (n) => n >= 1, 20_000, 'the first webhook');
+  await eventually(
+    () => deliveriesOf(event.id).length,
+    (n) => n >= 1,
+    20_000,
+    'the first webhook',
+  );
 
   await send([event], 1);
-  await eventually(() => inboxRow(event.id), (r) => r?.duplicates === 1, 20_000, 'the duplicate to be skipped');
+  await eventually(
+    () => inboxRow(event.id),
+    (r) => r?.duplicates === 1,
+    20_000,
+    'the duplicate to be skipped',
+  );
   await settle();
   expect(requestsOf(event.id)).toHaveLength(1);
   expect(await c.counts()).toMatchObject({ duplicates: 1 });
-  const { rows } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+  const { rows } = await db.query(
+    'SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2',
+    [groupId, event.id],
+  );
   expect(rows[0].n).toBe(1);
 });
 
@@ -134,9 +170,24 @@ it('a consumer that dies after its transaction and before the offset commit: the
   expect(await committedOffset(2)).toBeLessThanOrEqual(offset);
 
   const successor = await start();
-  await eventually(() => inboxRow(event.id), (r) => r?.duplicates === 1, 30_000, 'the redelivery to be skipped');
-  await eventually(() => committedOffset(2), (o) => o === offset + 1, 10_000, 'the offset commit');
-  await eventually(() => deliveriesOf(event.id).length, (n) => n >= 1, 20_000, 'the webhook');
+  await eventually(
+    () => inboxRow(event.id),
+    (r) => r?.duplicates === 1,
+    30_000,
+    'the redelivery to be skipped',
+  );
+  await eventually(
+    () => committedOffset(2),
+    (o) => o === offset + 1,
+    10_000,
+    'the offset commit',
+  );
+  await eventually(
+    () => deliveriesOf(event.id).length,
+    (n) => n >= 1,
+    20_000,
+    'the webhook',
+  );
   await settle();
   expect(requestsOf(event.id)).toHaveLength(1);
   expect(await successor.counts()).toMatchObject({ processed: 0, duplicates: 1 });
@@ -158,23 +209,48 @@ it('dead-letters poison messages, skips and counts an unknown event type, commit
   });
   const first = Number(meta.baseOffset);
 
-  await eventually(() => deliveriesOf(good.id).length, (n) => n >= 1, 20_000, 'the webhook of the message after the poison');
+  await eventually(
+    () => deliveriesOf(good.id).length,
+    (n) => n >= 1,
+    20_000,
+    'the webhook of the message after the poison',
+  );
   const { rows } = await db.query(
     'SELECT "offset"::int AS offset, key, value, headers, reason FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND topic = $2 ORDER BY "offset"',
     [groupId, topic],
   );
   expect(rows).toEqual([
-    { offset: first, key: 'poison-1', value: 'this is { not json', headers: { source: 'test' }, reason: expect.stringMatching(/^not JSON/) },
-    { offset: first + 1, key: 'poison-2', value: expect.any(String), headers: {}, reason: expect.stringMatching(/^not a TicketEvent/) },
+    {
+      offset: first,
+      key: 'poison-1',
+      value: 'this is { not json',
+      headers: { source: 'test' },
+      reason: expect.stringMatching(/^not JSON/),
+    },
+    {
+      offset: first + 1,
+      key: 'poison-2',
+      value: expect.any(String),
+      headers: {},
+      reason: expect.stringMatching(/^not a TicketEvent/),
+    },
   ]);
-  await eventually(() => committedOffset(0), (o) => o === first + 4, 10_000, 'the offset commit past the poison');
+  await eventually(
+    () => committedOffset(0),
+    (o) => o === first + 4,
+    10_000,
+    'the offset commit past the poison',
+  );
   // A newer event type is not poison: skipped (no notification, no dead letter) and counted.
   expect(await c.counts()).toMatchObject({ unknown: 1, deadLettered: 2 });
-  const { rows: archived } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, future.id]);
+  const { rows: archived } = await db.query(
+    'SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2',
+    [groupId, future.id],
+  );
   expect(archived[0].n).toBe(0);
 });
 
-it('purges only this group\'s inbox rows older than the retention, on the kit\'s schedule', async () => {
+it("purges only this group's inbox rows older than the retention, on the kit's schedule", async () => {
   const other = uniqueName('other-group');
   const [oldId, newId, otherId] = [randomUUID(), randomUUID(), randomUUID()];
   await db.query(
@@ -186,7 +262,12 @@ it('purges only this group\'s inbox rows older than the retention, on the kit\'s
   );
   try {
     await start({ inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 200 } });
-    const left = async () => (await db.query('SELECT event_id FROM ticket_events.inbox_events WHERE event_id = ANY($1) ORDER BY "offset"', [[oldId, newId, otherId]])).rows.map((r) => r.event_id);
+    const left = async () =>
+      (
+        await db.query('SELECT event_id FROM ticket_events.inbox_events WHERE event_id = ANY($1) ORDER BY "offset"', [
+          [oldId, newId, otherId],
+        ])
+      ).rows.map((r) => r.event_id);
     await eventually(left, (ids) => !ids.includes(oldId), 20_000, 'the purge of the 31-day-old row');
     expect(await left()).toEqual([newId, otherId]);
   } finally {

@@ -15,9 +15,13 @@ afterAll(async () => {
   await pool.end();
 });
 
-const caught = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+const caught = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
-it('finds the SQLSTATE inside a Prisma raw-query error, not Prisma\'s own P2010', async () => {
+it("finds the SQLSTATE inside a Prisma raw-query error, not Prisma's own P2010", async () => {
   const missing = await caught(prisma.$queryRaw`SELECT 1 FROM no_such_table_here`);
   expect((missing as { code?: string }).code).toBe('P2010');
   expect(sqlState(missing)).toBe('42P01');
@@ -26,7 +30,7 @@ it('finds the SQLSTATE inside a Prisma raw-query error, not Prisma\'s own P2010'
   expect(sqlState(divided)).toBe('22012'); // division_by_zero
 });
 
-it('reads a pg error\'s own code', async () => {
+it("reads a pg error's own code", async () => {
   const fromPg = await caught(pool.query('CREATE TEMP TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1), (1)'));
   expect(sqlState(fromPg)).toBe('23505');
   expect(isUniqueViolation(fromPg)).toBe(true);
@@ -44,7 +48,10 @@ it('an idle connection the server closes does not crash the process, whether Pri
         // Before Prisma has connected, its adapter has put no listener on the pool: only the pool's own one catches the error.
         if (first === 'query') await clients.query(Prisma.sql`SELECT 1`);
         else await clients.prisma.$queryRaw`SELECT 1`;
-        const { rows } = await admin.query('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1', [app]);
+        const { rows } = await admin.query(
+          'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1',
+          [app],
+        );
         expect(rows).toEqual([{ ok: true }]);
         for (let i = 0; i < 100 && closed.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
         expect(closed.map((e) => (e as { code?: string }).code)).toEqual(['57P01']);

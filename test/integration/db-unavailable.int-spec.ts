@@ -10,7 +10,11 @@ import { PgCluster } from '../../scripts/chaos/pg-cluster';
 jest.setTimeout(180_000);
 
 const PORT = Number(process.env.TEST_PG_CLUSTER_PORT ?? 55441);
-const pg = new PgCluster({ dir: join(tmpdir(), `tickets-db-unavailable-it-${process.pid}`), port: PORT, maxConnections: 12 });
+const pg = new PgCluster({
+  dir: join(tmpdir(), `tickets-db-unavailable-it-${process.pid}`),
+  port: PORT,
+  maxConnections: 12,
+});
 const open: Array<{ end(): Promise<unknown> } | { $disconnect(): Promise<unknown> }> = [];
 
 beforeAll(async () => {
@@ -27,7 +31,11 @@ afterAll(async () => {
   await pg.destroy();
 });
 
-const caught = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+const caught = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function prisma(): PrismaClient {
@@ -36,7 +44,12 @@ function prisma(): PrismaClient {
   return p;
 }
 function pool(): TrackedPool {
-  const p = new TrackedPool({ connectionString: pg.url, max: 2, application_name: 'db-unavailable-it', connectionTimeoutMillis: 5_000 });
+  const p = new TrackedPool({
+    connectionString: pg.url,
+    max: 2,
+    application_name: 'db-unavailable-it',
+    connectionTimeoutMillis: 5_000,
+  });
   p.on('error', () => undefined);
   open.push(p);
   return p;
@@ -53,7 +66,9 @@ async function admin<T>(sql: string): Promise<T[]> {
 /** Terminates the session running a pg_sleep once it is visible in pg_stat_activity. */
 async function terminateSleeper(): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    const rows = await admin<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid() AND state = 'active'`);
+    const rows = await admin<{ ok: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid() AND state = 'active'`,
+    );
     if (rows.some((r) => r.ok)) return;
     await sleep(50);
   }
@@ -139,7 +154,17 @@ it('shutting down (57P03), stopped (connection refused), restarted under a runni
   // A fast restart while a write runs: the write's outcome is unknown; the same client works afterwards.
   await pg.start();
   const running = caught(client.$executeRaw`INSERT INTO writes SELECT 5 FROM pg_sleep(30)`);
-  for (let i = 0; i < 100 && !(await admin(`SELECT 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND state = 'active' AND pid <> pg_backend_pid()`)).length; i++) await sleep(50);
+  for (
+    let i = 0;
+    i < 100 &&
+    !(
+      await admin(
+        `SELECT 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND state = 'active' AND pid <> pg_backend_pid()`,
+      )
+    ).length;
+    i++
+  )
+    await sleep(50);
   await pg.stop('fast');
   expect(databaseFailure(await running)).toBe('outcome_unknown');
   await pg.start();

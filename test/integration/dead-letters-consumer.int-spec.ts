@@ -24,7 +24,12 @@ let consumer: TestNotifier;
 const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
 const high = async () => Number((await fx.admin.fetchTopicOffsets(topic))[0].high);
 const deadLetter = async (id: string) =>
-  (await db.query<{ resolution: string | null }>('SELECT resolution FROM ticket_events.consumer_dead_letters WHERE id = $1', [id])).rows[0];
+  (
+    await db.query<{ resolution: string | null }>(
+      'SELECT resolution FROM ticket_events.consumer_dead_letters WHERE id = $1',
+      [id],
+    )
+  ).rows[0];
 
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 1);
@@ -35,7 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await consumer?.stop();
-  await db.query("DELETE FROM ticket_events.dead_letter_actions WHERE group_id = $1", [groupId]);
+  await db.query('DELETE FROM ticket_events.dead_letter_actions WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM notifications WHERE group_id = $1', [groupId]);
   await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
@@ -47,22 +52,50 @@ it('a message that still does not parse is refused, and discarded with the audit
   const key = randomUUID();
   await fx.producer.send({ topic, acks: -1, messages: [{ key, value: '{"not":"an event"' }] });
   const { id } = await eventually(
-    async () => (await db.query<{ id: string }>('SELECT id FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND key = $2', [groupId, key])).rows[0],
+    async () =>
+      (
+        await db.query<{ id: string }>(
+          'SELECT id FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND key = $2',
+          [groupId, key],
+        )
+      ).rows[0],
     (r) => r !== undefined,
     20_000,
     'the consumer dead-letters the message',
   );
   const refused = await cli('requeue', '--kind', 'consumer', '--id', id);
   expect(refused.code).toBe(1);
-  expect(refused.out).toBe(`refused: consumer dead letter ${id} still does not parse (not JSON): the consumer would dead-letter it again; discard it`);
+  expect(refused.out).toBe(
+    `refused: consumer dead letter ${id} still does not parse (not JSON): the consumer would dead-letter it again; discard it`,
+  );
   expect(await high()).toBe(1);
 
-  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--json')).json().items).toEqual([expect.objectContaining({ id, state: 'dead', reason: expect.stringMatching(/^not JSON/) })]);
-  expect((await cli('discard', '--kind', 'consumer', '--id', id, '--by', 'ops-test', '--reason-note', 'garbage from a test producer')).out).toBe(`discarded: consumer dead letter ${id} discarded (kept, marked)`);
+  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--json')).json().items).toEqual([
+    expect.objectContaining({ id, state: 'dead', reason: expect.stringMatching(/^not JSON/) }),
+  ]);
+  expect(
+    (
+      await cli(
+        'discard',
+        '--kind',
+        'consumer',
+        '--id',
+        id,
+        '--by',
+        'ops-test',
+        '--reason-note',
+        'garbage from a test producer',
+      )
+    ).out,
+  ).toBe(`discarded: consumer dead letter ${id} discarded (kept, marked)`);
   expect(await deadLetter(id)).toEqual({ resolution: 'discarded' });
   expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--json')).json().items).toEqual([]);
-  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--all', '--json')).json().items).toEqual([expect.objectContaining({ id, state: 'discarded' })]);
-  expect((await cli('discard', '--kind', 'consumer', '--id', id)).out).toMatch(/is discarded \(last discard by ops-test at .*\); nothing done$/);
+  expect((await cli('list', '--kind', 'consumer', '--ticket', key, '--all', '--json')).json().items).toEqual([
+    expect.objectContaining({ id, state: 'discarded' }),
+  ]);
+  expect((await cli('discard', '--kind', 'consumer', '--id', id)).out).toMatch(
+    /is discarded \(last discard by ops-test at .*\); nothing done$/,
+  );
 });
 
 it('a stored message that parses now is produced again with its key and processed once; a second requeue produces nothing', async () => {
@@ -77,29 +110,68 @@ it('a stored message that parses now is produced again with its key and processe
   const before = await high();
 
   const dry = await cli('requeue', '--kind', 'consumer', '--id', id, '--dry-run');
-  expect(dry.out).toBe(`would-requeue: would produce the stored message (event ${event.id}) to ${topic} with key ${event.ticketId}`);
+  expect(dry.out).toBe(
+    `would-requeue: would produce the stored message (event ${event.id}) to ${topic} with key ${event.ticketId}`,
+  );
   expect(await high()).toBe(before);
   expect(await deadLetter(id)).toEqual({ resolution: null });
 
-  const done = await cli('requeue', '--kind', 'consumer', '--id', id, '--by', 'ops-test', '--reason-note', 'consumer upgraded');
+  const done = await cli(
+    'requeue',
+    '--kind',
+    'consumer',
+    '--id',
+    id,
+    '--by',
+    'ops-test',
+    '--reason-note',
+    'consumer upgraded',
+  );
   expect(done.code).toBe(0);
-  expect(done.out).toMatch(new RegExp(`^requeued: produced the stored message \\(event ${event.id}\\) to ${topic}\\[0\\]@${before} with key ${event.ticketId}`));
+  expect(done.out).toMatch(
+    new RegExp(
+      `^requeued: produced the stored message \\(event ${event.id}\\) to ${topic}\\[0\\]@${before} with key ${event.ticketId}`,
+    ),
+  );
   expect(await high()).toBe(before + 1);
   const produced = (await readTopic(TEST_KAFKA_BROKERS, topic)).find((m) => m.offset === before)!;
-  expect(produced).toMatchObject({ key: event.ticketId, value, headers: { 'event-id': event.id, 'event-type': event.type } });
+  expect(produced).toMatchObject({
+    key: event.ticketId,
+    value,
+    headers: { 'event-id': event.id, 'event-type': event.type },
+  });
   await eventually(
-    async () => (await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id])).rowCount,
+    async () =>
+      (
+        await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [
+          groupId,
+          event.id,
+        ])
+      ).rowCount,
     (n) => n === 1,
     20_000,
     'the consumer processes the requeued event',
   );
   expect(await deadLetter(id)).toEqual({ resolution: 'requeued' });
-  const { rows: audit } = await db.query('SELECT actor, note, event_id, detail FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1', [id]);
-  expect(audit).toEqual([{ actor: 'ops-test', note: 'consumer upgraded', event_id: event.id, detail: { topic, partition: 0, offset: String(before), from: { groupId, partition: 0, offset: '9999' } } }]);
+  const { rows: audit } = await db.query(
+    'SELECT actor, note, event_id, detail FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1',
+    [id],
+  );
+  expect(audit).toEqual([
+    {
+      actor: 'ops-test',
+      note: 'consumer upgraded',
+      event_id: event.id,
+      detail: { topic, partition: 0, offset: String(before), from: { groupId, partition: 0, offset: '9999' } },
+    },
+  ]);
 
   const again = await cli('requeue', '--kind', 'consumer', '--id', id);
   expect(again.out).toMatch(/is requeued \(last requeue by ops-test at .*\); nothing done$/);
   expect(await high()).toBe(before + 1);
-  const { rows: inbox } = await db.query('SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+  const { rows: inbox } = await db.query(
+    'SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2',
+    [groupId, event.id],
+  );
   expect(inbox).toEqual([{ duplicates: 0 }]);
 });

@@ -32,7 +32,14 @@ function startDispatcher(): { stop(): Promise<void> } {
 
 const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
 const deadFinding = async () =>
-  (await reconcile(prisma, { since: new Date(Date.now() - 3_600_000), grace: new Date(), group: groupId, tenant: slug })).find((f) => f.check === 'notification dead (gave up)');
+  (
+    await reconcile(prisma, {
+      since: new Date(Date.now() - 3_600_000),
+      grace: new Date(),
+      group: groupId,
+      tenant: slug,
+    })
+  ).find((f) => f.check === 'notification dead (gave up)');
 
 /** A notification as the consumer writes it (pending, due now, targeted at the tenant's receiver). */
 async function notify(): Promise<string> {
@@ -45,11 +52,28 @@ async function notify(): Promise<string> {
   return rows[0].id;
 }
 
-const status = async (id: string) => (await db.query<{ status: string; attempts: number }>('SELECT status, attempts FROM notifications WHERE id = $1', [id])).rows[0];
-const until = (id: string, wanted: string) => eventually(() => status(id), (s) => s.status === wanted, 20_000, `notification ${id} ${wanted}`);
+const status = async (id: string) =>
+  (
+    await db.query<{ status: string; attempts: number }>('SELECT status, attempts FROM notifications WHERE id = $1', [
+      id,
+    ])
+  ).rows[0];
+const until = (id: string, wanted: string) =>
+  eventually(
+    () => status(id),
+    (s) => s.status === wanted,
+    20_000,
+    `notification ${id} ${wanted}`,
+  );
 const requestsOf = (id: string) => receiver.requests.filter((r) => r.id === id);
 const deliveriesOf = (id: string) => receiver.deliveries.filter((r) => r.id === id);
-const audits = async (id: string) => (await db.query('SELECT action, actor, note, detail FROM dead_letter_actions WHERE kind = $1 AND target_id = $2 ORDER BY created_at', ['notification', id])).rows;
+const audits = async (id: string) =>
+  (
+    await db.query(
+      'SELECT action, actor, note, detail FROM dead_letter_actions WHERE kind = $1 AND target_id = $2 ORDER BY created_at',
+      ['notification', id],
+    )
+  ).rows;
 
 /** A notification the receiver rejected with a 400: dead after one attempt. */
 async function deadNotification(): Promise<string> {
@@ -68,7 +92,12 @@ beforeAll(async () => {
   prisma = createPrismaClient(TEST_DATABASE_URL, 4, 'dl-notify-it');
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
   receiver = await startWebhookReceiver({ secret });
-  await db.query('INSERT INTO tenants (id, slug, webhook_url, webhook_secret) VALUES ($1, $2, $3, $4)', [tenantId, slug, receiver.url, secret]);
+  await db.query('INSERT INTO tenants (id, slug, webhook_url, webhook_secret) VALUES ($1, $2, $3, $4)', [
+    tenantId,
+    slug,
+    receiver.url,
+    secret,
+  ]);
   dispatcher = startDispatcher();
 });
 
@@ -84,37 +113,78 @@ it('a dead notification requeued is delivered once, with the same webhook-id; re
   const id = await deadNotification();
   expect(requestsOf(id).map((r) => r.status)).toEqual([400]);
   // Reconcile finds it and names the command that requeues it.
-  expect(await deadFinding()).toMatchObject({ sample: expect.arrayContaining([id]), advice: expect.stringContaining('`npm run cli -- dead-letters requeue --kind notification --id <id>`') });
+  expect(await deadFinding()).toMatchObject({
+    sample: expect.arrayContaining([id]),
+    advice: expect.stringContaining('`npm run cli -- dead-letters requeue --kind notification --id <id>`'),
+  });
   const listed = (await cli('list', '--kind', 'notification', '--tenant', slug, '--json')).json().items;
-  expect(listed).toEqual([expect.objectContaining({ id, state: 'dead', attempts: 1, reason: expect.stringContaining('HTTP 400') })]);
+  expect(listed).toEqual([
+    expect.objectContaining({ id, state: 'dead', attempts: 1, reason: expect.stringContaining('HTTP 400') }),
+  ]);
 
   const dry = await cli('requeue', '--kind', 'notification', '--id', id, '--dry-run');
-  expect(dry).toMatchObject({ code: 0, out: `would-requeue: would send notification ${id} again now as attempt 2 to ${receiver.url}, webhook-id ${id}` });
+  expect(dry).toMatchObject({
+    code: 0,
+    out: `would-requeue: would send notification ${id} again now as attempt 2 to ${receiver.url}, webhook-id ${id}`,
+  });
   await dispatcherCaughtUp();
   expect(await status(id)).toEqual({ status: 'dead', attempts: 1 });
   expect(requestsOf(id)).toHaveLength(1);
   expect(await audits(id)).toEqual([]);
 
-  const done = await cli('requeue', '--kind', 'notification', '--id', id, '--by', 'ops-test', '--reason-note', 'receiver fixed');
-  expect(done).toMatchObject({ code: 0, out: `requeued: notification ${id} is pending again: sent now as attempt 2 to ${receiver.url}, same webhook-id ${id}` });
+  const done = await cli(
+    'requeue',
+    '--kind',
+    'notification',
+    '--id',
+    id,
+    '--by',
+    'ops-test',
+    '--reason-note',
+    'receiver fixed',
+  );
+  expect(done).toMatchObject({
+    code: 0,
+    out: `requeued: notification ${id} is pending again: sent now as attempt 2 to ${receiver.url}, same webhook-id ${id}`,
+  });
   await until(id, 'delivered');
   expect(deliveriesOf(id)).toHaveLength(1);
   expect(deliveriesOf(id)[0]).toMatchObject({ verified: true, id });
   expect((await deadFinding())?.sample ?? []).not.toContain(id);
-  const { rows: attempts } = await db.query('SELECT attempt_no, status_code FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt_no', [id]);
-  expect(attempts).toEqual([{ attempt_no: 1, status_code: 400 }, { attempt_no: 2, status_code: 204 }]);
+  const { rows: attempts } = await db.query(
+    'SELECT attempt_no, status_code FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt_no',
+    [id],
+  );
+  expect(attempts).toEqual([
+    { attempt_no: 1, status_code: 400 },
+    { attempt_no: 2, status_code: 204 },
+  ]);
 
   const again = await cli('requeue', '--kind', 'notification', '--id', id, '--by', 'ops-test');
   expect(again.code).toBe(0);
-  expect(again.out).toMatch(new RegExp(`^not-dead: notification ${id} is not dead: delivered after 2 attempt\\(s\\) \\(last requeue by ops-test at .*\\); nothing done$`));
+  expect(again.out).toMatch(
+    new RegExp(
+      `^not-dead: notification ${id} is not dead: delivered after 2 attempt\\(s\\) \\(last requeue by ops-test at .*\\); nothing done$`,
+    ),
+  );
   await dispatcherCaughtUp();
   expect(deliveriesOf(id)).toHaveLength(1);
-  expect(await audits(id)).toEqual([{ action: 'requeue', actor: 'ops-test', note: 'receiver fixed', detail: { group: groupId, attempts: 1, targetUrl: receiver.url } }]);
+  expect(await audits(id)).toEqual([
+    {
+      action: 'requeue',
+      actor: 'ops-test',
+      note: 'receiver fixed',
+      detail: { group: groupId, attempts: 1, targetUrl: receiver.url },
+    },
+  ]);
 });
 
 it('two requeues at once: one requeues, the other finds nothing to do; delivered once', async () => {
   const id = await deadNotification();
-  const results = await Promise.all([cli('requeue', '--kind', 'notification', '--id', id, '--json'), cli('requeue', '--kind', 'notification', '--id', id, '--json')]);
+  const results = await Promise.all([
+    cli('requeue', '--kind', 'notification', '--id', id, '--json'),
+    cli('requeue', '--kind', 'notification', '--id', id, '--json'),
+  ]);
   expect(results.map((r) => r.json().results[0].outcome).sort()).toEqual(['not-dead', 'requeued']);
   await until(id, 'delivered');
   await dispatcherCaughtUp();
@@ -124,17 +194,41 @@ it('two requeues at once: one requeues, the other finds nothing to do; delivered
 
 it('requeue by filter takes every dead notification of the tenant; discard keeps one that is never sent', async () => {
   const [a, b] = [await deadNotification(), await deadNotification()];
-  const discarded = await cli('discard', '--kind', 'notification', '--id', b, '--by', 'ops-test', '--reason-note', 'ticket was a test');
+  const discarded = await cli(
+    'discard',
+    '--kind',
+    'notification',
+    '--id',
+    b,
+    '--by',
+    'ops-test',
+    '--reason-note',
+    'ticket was a test',
+  );
   expect(discarded).toMatchObject({ code: 0, out: `discarded: notification ${b} discarded: kept, never sent` });
-  expect((await cli('list', '--kind', 'notification', '--tenant', slug, '--json')).json().items.map((i: { id: string }) => i.id)).toEqual([a]);
-  expect((await cli('list', '--kind', 'notification', '--tenant', slug, '--all', '--json')).json().items.map((i: { id: string; state: string }) => [i.id, i.state]).sort()).toEqual(
-    [[a, 'dead'], [b, 'discarded']].sort(),
+  expect(
+    (await cli('list', '--kind', 'notification', '--tenant', slug, '--json'))
+      .json()
+      .items.map((i: { id: string }) => i.id),
+  ).toEqual([a]);
+  expect(
+    (await cli('list', '--kind', 'notification', '--tenant', slug, '--all', '--json'))
+      .json()
+      .items.map((i: { id: string; state: string }) => [i.id, i.state])
+      .sort(),
+  ).toEqual(
+    [
+      [a, 'dead'],
+      [b, 'discarded'],
+    ].sort(),
   );
 
   const bulk = await cli('requeue', '--kind', 'notification', '--tenant', slug, '--reason', 'http 400', '--json');
   expect(bulk.json().results).toEqual([expect.objectContaining({ id: a, outcome: 'requeued' })]);
   await until(a, 'delivered');
-  expect((await cli('requeue', '--kind', 'notification', '--id', b)).out).toMatch(/is not dead: discarded after 1 attempt\(s\) \(last discard by ops-test/);
+  expect((await cli('requeue', '--kind', 'notification', '--id', b)).out).toMatch(
+    /is not dead: discarded after 1 attempt\(s\) \(last discard by ops-test/,
+  );
   await dispatcherCaughtUp();
   expect(await status(b)).toEqual({ status: 'discarded', attempts: 1 });
   expect(requestsOf(b)).toHaveLength(1);

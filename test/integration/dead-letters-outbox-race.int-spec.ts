@@ -9,7 +9,13 @@ import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { ConsumerDeadLetters, DeadLetters } from '@tickets/dead-letters';
 import { OutboxRepository } from '../../libs/outbox/src/outbox.repository';
-import { createRelayTestDatabase, insertOutboxRows, ticketEventRow, waitFor, type RelayTestDatabase } from '../support/outbox-factory';
+import {
+  createRelayTestDatabase,
+  insertOutboxRows,
+  ticketEventRow,
+  waitFor,
+  type RelayTestDatabase,
+} from '../support/outbox-factory';
 
 jest.setTimeout(60_000);
 
@@ -56,7 +62,12 @@ const where = async (eventId: string) => {
 
 it('requeue first: the relay leaves the row behind the requeued dead letter in the outbox instead of dead-lettering it', async () => {
   const { d, x, blockedX } = await ticketBehindDeadLetter();
-  const [res] = await deadLetters.requeue({ kind: 'outbox', filter: { id: d.eventId, limit: 1 }, actor, dryRun: false });
+  const [res] = await deadLetters.requeue({
+    kind: 'outbox',
+    filter: { id: d.eventId, limit: 1 },
+    actor,
+    dryRun: false,
+  });
   expect(res).toMatchObject({ outcome: 'requeued', eventIds: [d.eventId] });
 
   // The relay's dead-lettering of X, decided from a claim read before the requeue.

@@ -12,7 +12,15 @@ import { createLogger } from '@tickets/logger';
 import { OutboxRelay } from '@tickets/outbox';
 import { deadLettersCommand } from '../support/dead-letters-cli';
 import { TEST_KAFKA_BROKERS } from '../support/env';
-import { createRelayTestDatabase, deleteTopic, insertOutboxRows, readTopic, ticketEventRow, waitFor, type RelayTestDatabase } from '../support/outbox-factory';
+import {
+  createRelayTestDatabase,
+  deleteTopic,
+  insertOutboxRows,
+  readTopic,
+  ticketEventRow,
+  waitFor,
+  type RelayTestDatabase,
+} from '../support/outbox-factory';
 
 jest.setTimeout(90_000);
 
@@ -26,8 +34,12 @@ let admin: Admin;
 let relay: OutboxRelay;
 
 const cli = (...argv: string[]) => deadLettersCommand(prisma, ...argv);
-const count = async (sql: string, params: unknown[] = []) => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) x`, params)).rows[0].n;
-const deadIds = async () => (await db.query<{ event_id: string }>('SELECT event_id FROM outbox_dead_letters ORDER BY seq')).rows.map((r) => r.event_id);
+const count = async (sql: string, params: unknown[] = []) =>
+  (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) x`, params)).rows[0].n;
+const deadIds = async () =>
+  (await db.query<{ event_id: string }>('SELECT event_id FROM outbox_dead_letters ORDER BY seq')).rows.map(
+    (r) => r.event_id,
+  );
 const unpublished = () => count('SELECT 1 FROM outbox_events WHERE published_at IS NULL');
 
 function newRelay(): OutboxRelay {
@@ -52,7 +64,10 @@ beforeAll(async () => {
   await admin.connect();
   // One partition: the topic's offsets are the publishing order. 64 KiB records at most, so a
   // 100 KB envelope is rejected by the broker until the limit is raised.
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(64 * 1024) }] }] });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: String(64 * 1024) }] }],
+  });
   relay = newRelay();
   await relay.start();
 });
@@ -68,11 +83,19 @@ afterAll(async () => {
 it('requeues a rejected row with the rows dead-lettered behind it: published after the earlier events of its ticket, in order, once', async () => {
   const created = ticketEventRow({ tenantId, kind: 'created' });
   const ticket = created.aggregateId;
-  const big = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled', metadata: { blob: 'x'.repeat(100_000) } });
+  const big = ticketEventRow({
+    tenantId,
+    ticketId: ticket,
+    kind: 'cancelled',
+    metadata: { blob: 'x'.repeat(100_000) },
+  });
   const behind = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
   const other = ticketEventRow({ tenantId, kind: 'created' });
   await insertOutboxRows(db, [created, big, behind, other]);
-  await waitFor('the big row and the one behind it dead-lettered', async () => (await deadIds()).length === 2 && (await unpublished()) === 0);
+  await waitFor(
+    'the big row and the one behind it dead-lettered',
+    async () => (await deadIds()).length === 2 && (await unpublished()) === 0,
+  );
   expect(await deadIds()).toEqual([big.eventId, behind.eventId]);
   // A row of the ticket written later is dead-lettered behind it too.
   const late = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
@@ -81,8 +104,17 @@ it('requeues a rejected row with the rows dead-lettered behind it: published aft
 
   const listed = await cli('list', '--kind', 'outbox', '--ticket', ticket, '--json');
   expect(listed.code).toBe(0);
-  expect(listed.json().items.map((i: { id: string }) => i.id).sort()).toEqual([big.eventId, behind.eventId, late.eventId].sort());
-  expect((await cli('list', '--kind', 'outbox', '--tenant', slug, '--reason', 'KAFKA_REJECTED', '--json')).json().items.map((i: { id: string }) => i.id)).toEqual([big.eventId]);
+  expect(
+    listed
+      .json()
+      .items.map((i: { id: string }) => i.id)
+      .sort(),
+  ).toEqual([big.eventId, behind.eventId, late.eventId].sort());
+  expect(
+    (await cli('list', '--kind', 'outbox', '--tenant', slug, '--reason', 'KAFKA_REJECTED', '--json'))
+      .json()
+      .items.map((i: { id: string }) => i.id),
+  ).toEqual([big.eventId]);
   expect((await cli('list', '--kind', 'outbox', '--until', '1h', '--json')).json().items).toEqual([]);
 
   // A row behind an earlier dead letter is refused: the relay would dead-letter it again at once.
@@ -91,26 +123,60 @@ it('requeues a rejected row with the rows dead-lettered behind it: published aft
   expect(heldBack.out).toContain(`refused: outbox event ${behind.eventId} is held back by ${big.eventId}`);
 
   // The fix: the topic accepts larger records now.
-  await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }] }] });
+  await admin.alterConfigs({
+    validateOnly: false,
+    resources: [
+      {
+        type: ConfigResourceTypes.TOPIC,
+        name: topic,
+        configEntries: [{ name: 'max.message.bytes', value: String(1024 * 1024) }],
+      },
+    ],
+  });
 
   const dry = await cli('requeue', '--kind', 'outbox', '--id', big.eventId, '--dry-run', '--json');
   expect(dry.code).toBe(0);
-  expect(dry.json().results).toEqual([expect.objectContaining({ outcome: 'would-requeue', eventIds: [big.eventId, behind.eventId, late.eventId] })]);
+  expect(dry.json().results).toEqual([
+    expect.objectContaining({ outcome: 'would-requeue', eventIds: [big.eventId, behind.eventId, late.eventId] }),
+  ]);
   expect(await deadIds()).toEqual([big.eventId, behind.eventId, late.eventId]);
   expect(await count('SELECT 1 FROM dead_letter_actions')).toBe(0);
-  expect(await count('SELECT 1 FROM outbox_events WHERE event_id = ANY($1)', [[big.eventId, behind.eventId, late.eventId]])).toBe(0);
+  expect(
+    await count('SELECT 1 FROM outbox_events WHERE event_id = ANY($1)', [[big.eventId, behind.eventId, late.eventId]]),
+  ).toBe(0);
 
-  const done = await cli('requeue', '--kind', 'outbox', '--id', big.eventId, '--by', 'ops-test', '--reason-note', 'topic limit raised to 1 MiB');
+  const done = await cli(
+    'requeue',
+    '--kind',
+    'outbox',
+    '--id',
+    big.eventId,
+    '--by',
+    'ops-test',
+    '--reason-note',
+    'topic limit raised to 1 MiB',
+  );
   expect(done.code).toBe(0);
-  expect(done.out).toMatch(new RegExp(`^requeued: moved 3 event\\(s\\) of ticket ${ticket} back to the outbox with their original seq, in this order: ${big.eventId}, ${behind.eventId}, ${late.eventId}`));
+  expect(done.out).toMatch(
+    new RegExp(
+      `^requeued: moved 3 event\\(s\\) of ticket ${ticket} back to the outbox with their original seq, in this order: ${big.eventId}, ${behind.eventId}, ${late.eventId}`,
+    ),
+  );
   await waitFor('the requeued rows published', async () => (await unpublished()) === 0);
   expect(await deadIds()).toEqual([]);
 
   const onTopic = (await readTopic(TEST_KAFKA_BROKERS, topic)).sort((a, b) => a.offset - b.offset);
-  expect(onTopic.filter((m) => m.key === ticket).map((m) => m.headers['event-id'])).toEqual([created.eventId, big.eventId, behind.eventId, late.eventId]);
+  expect(onTopic.filter((m) => m.key === ticket).map((m) => m.headers['event-id'])).toEqual([
+    created.eventId,
+    big.eventId,
+    behind.eventId,
+    late.eventId,
+  ]);
 
   // Every moved row is audited with who, why and the group it moved with.
-  const { rows: audit } = await db.query('SELECT target_id, action, actor, note, detail, snapshot FROM dead_letter_actions ORDER BY (detail->>\'seq\')::bigint');
+  const { rows: audit } = await db.query(
+    "SELECT target_id, action, actor, note, detail, snapshot FROM dead_letter_actions ORDER BY (detail->>'seq')::bigint",
+  );
   expect(audit).toEqual(
     [big, behind, late].map((r) =>
       expect.objectContaining({
@@ -119,7 +185,10 @@ it('requeues a rejected row with the rows dead-lettered behind it: published aft
         actor: 'ops-test',
         note: 'topic limit raised to 1 MiB',
         detail: expect.objectContaining({ requeuedTogether: [big.eventId, behind.eventId, late.eventId] }),
-        snapshot: expect.objectContaining({ event_id: r.eventId, reason: r === big ? expect.stringMatching(/^kafka_rejected: /) : `blocked_by_dead_letter:${big.eventId}` }),
+        snapshot: expect.objectContaining({
+          event_id: r.eventId,
+          reason: r === big ? expect.stringMatching(/^kafka_rejected: /) : `blocked_by_dead_letter:${big.eventId}`,
+        }),
       }),
     ),
   );
@@ -127,13 +196,18 @@ it('requeues a rejected row with the rows dead-lettered behind it: published aft
   // Requeued twice: the second does nothing and says where the event is; the topic still has it once.
   const again = await cli('requeue', '--kind', 'outbox', '--id', big.eventId, '--json');
   expect(again.code).toBe(0);
-  expect(again.json().results[0]).toMatchObject({ outcome: 'not-dead', message: expect.stringMatching(/is not dead-lettered: published at .* \(last requeue by ops-test at /) });
+  expect(again.json().results[0]).toMatchObject({
+    outcome: 'not-dead',
+    message: expect.stringMatching(/is not dead-lettered: published at .* \(last requeue by ops-test at /),
+  });
   const barrier = ticketEventRow({ tenantId, kind: 'created' });
   await insertOutboxRows(db, [barrier]);
   await waitFor('a later event published', async () => (await unpublished()) === 0);
   const finalTopic = await readTopic(TEST_KAFKA_BROKERS, topic);
   expect(finalTopic.filter((m) => m.headers['event-id'] === big.eventId)).toHaveLength(1);
-  expect(finalTopic.map((m) => m.headers['event-id']).sort()).toEqual([created, big, behind, other, late, barrier].map((r) => r.eventId).sort());
+  expect(finalTopic.map((m) => m.headers['event-id']).sort()).toEqual(
+    [created, big, behind, other, late, barrier].map((r) => r.eventId).sort(),
+  );
   expect(await count('SELECT 1 FROM dead_letter_actions')).toBe(3);
 });
 
@@ -148,27 +222,59 @@ it('refuses an envelope that would fail again; discard keeps it in the audit and
   expect(refused.code).toBe(1);
   expect(refused.out).toMatch(/would be dead-lettered again at once \(.*invalid_envelope: data\.priority/);
 
-  expect((await cli('discard', '--kind', 'outbox', '--id', poison.eventId, '--dry-run')).out).toMatch(/^would-discard: /);
+  expect((await cli('discard', '--kind', 'outbox', '--id', poison.eventId, '--dry-run')).out).toMatch(
+    /^would-discard: /,
+  );
   expect(await deadIds()).toEqual([poison.eventId, next.eventId]);
 
-  const discarded = await cli('discard', '--kind', 'outbox', '--id', poison.eventId, '--by', 'ops-test', '--reason-note', 'bad priority, re-sent by the owner');
+  const discarded = await cli(
+    'discard',
+    '--kind',
+    'outbox',
+    '--id',
+    poison.eventId,
+    '--by',
+    'ops-test',
+    '--reason-note',
+    'bad priority, re-sent by the owner',
+  );
   expect(discarded.code).toBe(0);
-  expect(discarded.out).toContain(`1 later event(s) of ticket ${poison.aggregateId} stay dead-lettered behind it: requeue them with --id ${next.eventId}`);
+  expect(discarded.out).toContain(
+    `1 later event(s) of ticket ${poison.aggregateId} stay dead-lettered behind it: requeue them with --id ${next.eventId}`,
+  );
   expect(await deadIds()).toEqual([next.eventId]);
-  const { rows } = await db.query("SELECT actor, note, snapshot FROM dead_letter_actions WHERE action = 'discard' AND target_id = $1", [poison.eventId]);
-  expect(rows).toEqual([{ actor: 'ops-test', note: 'bad priority, re-sent by the owner', snapshot: expect.objectContaining({ event_id: poison.eventId, payload: poison.payload }) }]);
+  const { rows } = await db.query(
+    "SELECT actor, note, snapshot FROM dead_letter_actions WHERE action = 'discard' AND target_id = $1",
+    [poison.eventId],
+  );
+  expect(rows).toEqual([
+    {
+      actor: 'ops-test',
+      note: 'bad priority, re-sent by the owner',
+      snapshot: expect.objectContaining({ event_id: poison.eventId, payload: poison.payload }),
+    },
+  ]);
 
   const visible = (await cli('list', '--kind', 'outbox', '--ticket', poison.aggregateId, '--json')).json().items;
   expect(visible.map((i: { id: string }) => i.id)).toEqual([next.eventId]);
   const all = (await cli('list', '--kind', 'outbox', '--ticket', poison.aggregateId, '--all', '--json')).json().items;
-  expect(all).toEqual(expect.arrayContaining([expect.objectContaining({ id: poison.eventId, state: 'discarded' }), expect.objectContaining({ id: next.eventId, state: 'dead' })]));
+  expect(all).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ id: poison.eventId, state: 'discarded' }),
+      expect.objectContaining({ id: next.eventId, state: 'dead' }),
+    ]),
+  );
   const shown = (await cli('show', '--id', poison.eventId, '--json')).json();
   expect(shown).toMatchObject({ item: { state: 'discarded' }, history: [{ action: 'discard', actor: 'ops-test' }] });
 
   // With the poison row gone, its follower is no longer held back.
   expect((await cli('requeue', '--kind', 'outbox', '--id', next.eventId)).code).toBe(0);
   await waitFor('the follower published', async () => (await unpublished()) === 0 && (await deadIds()).length === 0);
-  expect((await readTopic(TEST_KAFKA_BROKERS, topic)).filter((m) => m.key === poison.aggregateId).map((m) => m.headers['event-id'])).toEqual([next.eventId]);
+  expect(
+    (await readTopic(TEST_KAFKA_BROKERS, topic))
+      .filter((m) => m.key === poison.aggregateId)
+      .map((m) => m.headers['event-id']),
+  ).toEqual([next.eventId]);
 });
 
 it('requeued rows keep their original seq, so a later event of the ticket still waiting in the outbox does not overtake them', async () => {
@@ -194,13 +300,22 @@ it('requeued rows keep their original seq, so a later event of the ticket still 
   await insertOutboxRows(db, [later]);
 
   const done = await cli('requeue', '--kind', 'outbox', '--id', head.eventId, '--json');
-  expect(done.json().results).toEqual([expect.objectContaining({ outcome: 'requeued', eventIds: [head.eventId, behind.eventId] })]);
-  const { rows } = await db.query<{ event_id: string }>('SELECT event_id FROM outbox_events WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY seq', [ticket]);
+  expect(done.json().results).toEqual([
+    expect.objectContaining({ outcome: 'requeued', eventIds: [head.eventId, behind.eventId] }),
+  ]);
+  const { rows } = await db.query<{ event_id: string }>(
+    'SELECT event_id FROM outbox_events WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY seq',
+    [ticket],
+  );
   expect(rows.map((r) => r.event_id)).toEqual([head.eventId, behind.eventId, later.eventId]);
 
   relay = newRelay();
   await relay.start();
   await waitFor('the ticket published', async () => (await unpublished()) === 0);
   const onTopic = (await readTopic(TEST_KAFKA_BROKERS, topic)).sort((a, b) => a.offset - b.offset);
-  expect(onTopic.filter((m) => m.key === ticket).map((m) => m.headers['event-id'])).toEqual([head.eventId, behind.eventId, later.eventId]);
+  expect(onTopic.filter((m) => m.key === ticket).map((m) => m.headers['event-id'])).toEqual([
+    head.eventId,
+    behind.eventId,
+    later.eventId,
+  ]);
 });

@@ -51,17 +51,35 @@ async function addNotifications(n: number): Promise<string[]> {
      SELECT $1, e.tenant_id, e.id, e.ticket_id, e.type, $2, 'default', 'pending', now(), e.payload
      FROM jsonb_to_recordset($3::jsonb) AS e(id uuid, tenant_id uuid, ticket_id uuid, type text, payload jsonb)
      RETURNING id`,
-    [groupId, receiver.url, JSON.stringify(events.map((e) => ({ id: e.id, tenant_id: e.tenantId, ticket_id: e.ticketId, type: e.type, payload: e })))],
+    [
+      groupId,
+      receiver.url,
+      JSON.stringify(
+        events.map((e) => ({ id: e.id, tenant_id: e.tenantId, ticket_id: e.ticketId, type: e.type, payload: e })),
+      ),
+    ],
   );
   return rows.map((r) => r.id);
 }
 
 const delivered = async () =>
-  (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND status = 'delivered'`, [groupId])).rows[0].n;
+  (
+    await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND status = 'delivered'`,
+      [groupId],
+    )
+  ).rows[0].n;
 
 it('keeps claiming through a database outage and delivers everything once when it is back', async () => {
   const before = await addNotifications(5);
-  dispatcher = new WebhookDispatcher({ prisma, groupId, defaultSecret: secret, pollIntervalMs: 100, leaseMs: 60_000, timeoutMs: 5_000 });
+  dispatcher = new WebhookDispatcher({
+    prisma,
+    groupId,
+    defaultSecret: secret,
+    pollIntervalMs: 100,
+    leaseMs: 60_000,
+    timeoutMs: 5_000,
+  });
   dispatcher.start();
   await waitFor('the first five delivered', async () => (await delivered()) === 5);
   expect(dispatcher.databaseReachable).toBe(true);

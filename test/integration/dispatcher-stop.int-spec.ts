@@ -64,7 +64,13 @@ it('stop() abandons the deliveries still in flight and releases their leases: a 
     `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source, status, next_attempt_at, payload)
      SELECT $1, e.tenant_id, e.id, e.ticket_id, e.type, $2, 'default', 'pending', now(), e.payload
      FROM jsonb_to_recordset($3::jsonb) AS e(id uuid, tenant_id uuid, ticket_id uuid, type text, payload jsonb)`,
-    [groupId, url, JSON.stringify(events.map((e) => ({ id: e.id, tenant_id: e.tenantId, ticket_id: e.ticketId, type: e.type, payload: e })))],
+    [
+      groupId,
+      url,
+      JSON.stringify(
+        events.map((e) => ({ id: e.id, tenant_id: e.tenantId, ticket_id: e.ticketId, type: e.type, payload: e })),
+      ),
+    ],
   );
   const { rows: ids } = await db.query<{ id: string }>('SELECT id FROM notifications WHERE group_id = $1', [groupId]);
 
@@ -73,12 +79,18 @@ it('stop() abandons the deliveries still in flight and releases their leases: a 
   await waitFor(`${N} requests held by the receiver`, () => held.length === N);
   await first.stop();
 
-  const { rows: afterStop } = await db.query<{ status: string; lease_token: string | null; due: boolean; attempts: number }>(
-    'SELECT status, lease_token, next_attempt_at <= now() AS due, attempts FROM notifications WHERE group_id = $1',
-    [groupId],
-  );
+  const { rows: afterStop } = await db.query<{
+    status: string;
+    lease_token: string | null;
+    due: boolean;
+    attempts: number;
+  }>('SELECT status, lease_token, next_attempt_at <= now() AS due, attempts FROM notifications WHERE group_id = $1', [
+    groupId,
+  ]);
   expect(afterStop).toHaveLength(N);
-  expect(afterStop.every((r) => r.status === 'pending' && r.lease_token === null && r.due && r.attempts === 1)).toBe(true);
+  expect(afterStop.every((r) => r.status === 'pending' && r.lease_token === null && r.due && r.attempts === 1)).toBe(
+    true,
+  );
   const { rows: abandoned } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM notification_attempts a JOIN notifications n ON n.id = a.notification_id
       WHERE n.group_id = $1 AND a.attempt_no = 1 AND a.status_code IS NULL AND a.error LIKE 'abandoned%'`,
@@ -92,7 +104,10 @@ it('stop() abandons the deliveries still in flight and releases their leases: a 
   try {
     // Without the release this waits for the 10-minute lease and the test times out.
     await waitFor(`${N} deliveries by the second dispatcher`, async () => {
-      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND status = 'delivered'`, [groupId]);
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND status = 'delivered'`,
+        [groupId],
+      );
       return rows[0].n === N;
     });
   } finally {

@@ -45,7 +45,12 @@ describe('event consumer kit: killed between transaction and offset commit', () 
 
     const handledBeforeKill = Number(lastOffset) + 1;
     const effects = async () =>
-      (await db.query<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0];
+      (
+        await db.query<{ n: number; distinct: number }>(
+          'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM kit_test_effects WHERE group_id = $1',
+          [groupId],
+        )
+      ).rows[0];
     // The transaction committed: its effects are there. Its offset never was.
     expect(await effects()).toEqual({ n: handledBeforeKill, distinct: handledBeforeKill });
     const [before] = await fx.admin.fetchOffsets({ groupId, topics: [topic] });
@@ -61,7 +66,10 @@ describe('event consumer kit: killed between transaction and offset commit', () 
     );
     expect(await effects()).toEqual({ n: 30, distinct: 30 });
     // Every event the killed process had handled came again and was skipped by the inbox.
-    const dup = await db.query<{ d: number }>('SELECT sum(duplicates)::int AS d FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
+    const dup = await db.query<{ d: number }>(
+      'SELECT sum(duplicates)::int AS d FROM ticket_events.inbox_events WHERE group_id = $1',
+      [groupId],
+    );
     expect(dup.rows[0].d).toBe(handledBeforeKill);
     // SIGTERM: a graceful stop leaves the group at once (a killed member would stay for the session timeout).
     second.proc.kill('SIGTERM');

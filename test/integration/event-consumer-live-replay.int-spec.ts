@@ -38,9 +38,16 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
 
   const members = async (groupId: string) => (await fx.admin.describeGroups([groupId])).groups[0]?.members.length ?? 0;
   const effects = async (on: Pool, groupId: string) =>
-    (await on.query<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0];
+    (
+      await on.query<{ n: number; distinct: number }>(
+        'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM kit_test_effects WHERE group_id = $1',
+        [groupId],
+      )
+    ).rows[0];
   const appliedIds = async (on: Pool, groupId: string) =>
-    (await on.query<{ event_id: string }>('SELECT event_id FROM kit_test_effects WHERE group_id = $1', [groupId])).rows.map((r) => r.event_id).sort();
+    (await on.query<{ event_id: string }>('SELECT event_id FROM kit_test_effects WHERE group_id = $1', [groupId])).rows
+      .map((r) => r.event_id)
+      .sort();
 
   /** Sends `n` new ticket.created events (keyed by ticket, so spread over the partitions); returns their ids. */
   const produce = async (t: string, n: number): Promise<string[]> => {
@@ -51,11 +58,17 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
 
   const cliReplay = async (...argv: string[]) => {
     const out: string[] = [];
-    const config = { kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-live-replay-it', topic: 'ticket-events' }, database: { url: TEST_DATABASE_URL } } as AppConfig;
+    const config = {
+      kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-live-replay-it', topic: 'ticket-events' },
+      database: { url: TEST_DATABASE_URL },
+    } as AppConfig;
     const code = await runCli(['replay', ...argv], [replayCli], {
       out: (l) => out.push(l),
       err: (t) => out.push(t),
-      open: async () => ({ ctx: { prisma, config, out: (l) => out.push(l), err: (t) => out.push(t) }, close: async () => undefined }),
+      open: async () => ({
+        ctx: { prisma, config, out: (l) => out.push(l), err: (t) => out.push(t) },
+        close: async () => undefined,
+      }),
     });
     return { code, out: out.join('\n') };
   };
@@ -65,7 +78,11 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
    * 10 events every 50 ms from before `replay` until after it, and 50 more after it. Checks what the
    * replay printed and that every event sent was applied exactly once by the two processes, still running.
    */
-  async function liveReplay(label: string, on: { url: string; pool: Pool }, replay: (groupId: string, topic: string) => Promise<{ code: number; out: string }>) {
+  async function liveReplay(
+    label: string,
+    on: { url: string; pool: Pool },
+    replay: (groupId: string, topic: string) => Promise<{ code: number; out: string }>,
+  ) {
     const groupId = uniqueName(label);
     groups.push(groupId);
     // A topic of its own: the group reads it whole from earliest, and finds only this case's events.
@@ -77,7 +94,12 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
     const b = spawnKitChild({ topic, groupId, databaseUrl: on.url });
     children.push(a, b);
     await Promise.all([a.line('READY'), b.line('READY')]);
-    await eventually(() => members(groupId), (n) => n === 2, 60_000, 'both processes in the group');
+    await eventually(
+      () => members(groupId),
+      (n) => n === 2,
+      60_000,
+      'both processes in the group',
+    );
 
     let producing = true;
     const load = (async () => {
@@ -86,7 +108,12 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
         await sleep(50);
       }
     })();
-    await eventually(async () => (await effects(on.pool, groupId)).n, (n) => n >= 300, 60_000, 'the backlog applied');
+    await eventually(
+      async () => (await effects(on.pool, groupId)).n,
+      (n) => n >= 300,
+      60_000,
+      'the backlog applied',
+    );
 
     const run = await replay(groupId, topic);
     producing = false;
@@ -114,7 +141,12 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
 
     // No process was stopped: both are still running and back in the group, and they apply what comes.
     expect([a.proc.exitCode, b.proc.exitCode]).toEqual([null, null]);
-    await eventually(() => effects(on.pool, groupId), (e) => e.n >= produced.length, 90_000, `all ${produced.length} events applied`);
+    await eventually(
+      () => effects(on.pool, groupId),
+      (e) => e.n >= produced.length,
+      90_000,
+      `all ${produced.length} events applied`,
+    );
     expect(await effects(on.pool, groupId)).toEqual({ n: produced.length, distinct: produced.length });
     expect(await appliedIds(on.pool, groupId)).toEqual([...produced].sort());
     expect(await members(groupId)).toBe(2);
@@ -139,7 +171,8 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
     await Promise.allSettled(apps.map((a) => a.app.close()));
     for (const g of groups) {
       await db.query('DELETE FROM kit_test_effects WHERE group_id = $1', [g]);
-      for (const t of ['inbox_events', 'consumer_dead_letters', 'replays', 'replay_pauses']) await db.query(`DELETE FROM ticket_events.${t} WHERE group_id = $1`, [g]);
+      for (const t of ['inbox_events', 'consumer_dead_letters', 'replays', 'replay_pauses'])
+        await db.query(`DELETE FROM ticket_events.${t} WHERE group_id = $1`, [g]);
       await fx?.admin.deleteGroups([g]).catch(() => undefined);
     }
     await Promise.allSettled(cleanups.map((c) => c()));
@@ -149,14 +182,20 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
 
   it('`ticket-events replay` (the compiled bin) on a database holding only the kit schema: two live member processes under load pause, leave and rejoin; each event applied once', async () => {
     const env = { DATABASE_URL: own.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(',') };
-    expect(await runKitBin(['migrate'], env)).toMatchObject({ code: 0, out: 'migrated schema ticket_events to version 2: applied 1 kit_tables, 2 replay_pauses\n' });
+    expect(await runKitBin(['migrate'], env)).toMatchObject({
+      code: 0,
+      out: 'migrated schema ticket_events to version 2: applied 1 kit_tables, 2 replay_pauses\n',
+    });
     await ownDb.query(EFFECTS_DDL);
     const help = await runKitBin(['replay', '--help']);
     expect(help.out).toContain('[--no-pause [--wait]]');
     expect(help.out).toContain('A group with live members is asked to pause');
 
     await liveReplay('kit-bin-live-replay', { url: own.url, pool: ownDb }, (groupId, topic) =>
-      runKitBin(['replay', '--group', groupId, '--topic', topic, '--from', 'earliest', '--follow', '--timeout', '100s'], env),
+      runKitBin(
+        ['replay', '--group', groupId, '--topic', topic, '--from', 'earliest', '--follow', '--timeout', '100s'],
+        env,
+      ),
     );
 
     // The consumer's database: the kit's schema and the consumer's own table, nothing of the ticket service.
@@ -188,16 +227,39 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
     const fx2 = await kafkaFixture(ownTopic, 2);
     try {
       const produced = await produce(ownTopic, 40);
-      const first = [await startExample(kitOptions(ownTopic, groupId)), await startExample(kitOptions(ownTopic, groupId))];
+      const first = [
+        await startExample(kitOptions(ownTopic, groupId)),
+        await startExample(kitOptions(ownTopic, groupId)),
+      ];
       apps.push(...first);
-      await eventually(async () => (await effects(db, groupId)).n, (n) => n === 40, 60_000, 'the first events applied');
-      await eventually(() => members(groupId), (n) => n === 2, 60_000, 'both members in the group');
+      await eventually(
+        async () => (await effects(db, groupId)).n,
+        (n) => n === 40,
+        60_000,
+        'the first events applied',
+      );
+      await eventually(
+        () => members(groupId),
+        (n) => n === 2,
+        60_000,
+        'both members in the group',
+      );
 
       // What a replay command does first, and then it dies: nobody renews or releases the request.
       const claim = await pauses.request(db, groupId, randomUUID(), 'a replay command that died', 6_000);
       expect(claim.claimed).toBe(true);
-      await eventually(() => first.map((x) => x.server.readiness().state), (s) => s.every((x) => x === 'paused'), 20_000, 'both members paused');
-      await eventually(() => members(groupId), (n) => n === 0, 20_000, 'the group empty');
+      await eventually(
+        () => first.map((x) => x.server.readiness().state),
+        (s) => s.every((x) => x === 'paused'),
+        20_000,
+        'both members paused',
+      );
+      await eventually(
+        () => members(groupId),
+        (n) => n === 0,
+        20_000,
+        'the group empty',
+      );
 
       // The command renewed its request once more before it died; a member started meanwhile does not join either.
       expect(await pauses.renew(db, groupId, claim.claimed ? claim.requestId : '', 6_000)).toBe(true);
@@ -209,9 +271,19 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
 
       // The request expires (its command renews it no more): all three join and apply what came meanwhile.
       const all = [...first, late];
-      await eventually(() => all.map((x) => x.server.readiness().state), (s) => s.every((x) => x === 'running'), 60_000, 'every member running again');
+      await eventually(
+        () => all.map((x) => x.server.readiness().state),
+        (s) => s.every((x) => x === 'running'),
+        60_000,
+        'every member running again',
+      );
       expect(during).toMatchObject({ requestedBy: 'a replay command that died', inForce: true });
-      await eventually(() => effects(db, groupId), (e) => e.n >= produced.length, 60_000, 'the events sent while paused applied');
+      await eventually(
+        () => effects(db, groupId),
+        (e) => e.n >= produced.length,
+        60_000,
+        'the events sent while paused applied',
+      );
       expect(await effects(db, groupId)).toEqual({ n: produced.length, distinct: produced.length });
       expect(await appliedIds(db, groupId)).toEqual([...produced].sort());
       expect(await members(groupId)).toBe(3);
@@ -244,7 +316,12 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
       expect(await mine.request(ownDb, groupId, randomUUID(), 'this schema', 5_000)).toMatchObject({ claimed: true });
       // Notifications reach a listener in commit order: had the other request woken this schema's
       // listener, it would have come first.
-      await eventually(() => heard.mine.length + heard.other.length, (n) => n >= 2, 10_000, 'both notifications');
+      await eventually(
+        () => heard.mine.length + heard.other.length,
+        (n) => n >= 2,
+        10_000,
+        'both notifications',
+      );
       expect(heard).toEqual({ mine: [`ticket_events_pause ${groupId}`], other: [`other_events_pause ${groupId}`] });
       expect(await mine.state(ownDb, groupId)).toMatchObject({ requestedBy: 'this schema', inForce: true });
       expect(await other.state(ownDb, groupId)).toMatchObject({ requestedBy: 'other schema', inForce: true });

@@ -38,7 +38,9 @@ describe('event consumer kit: rebalances while 10,000 events flow', () => {
     const started = Date.now();
     const options = kitOptions(topic, groupId, { chunkSize: 200, partitionsConcurrency: 2, metrics: false });
     members.push(await startExample(options), await startExample(options));
-    const effects = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0].n;
+    const effects = async () =>
+      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [groupId]))
+        .rows[0].n;
 
     const tenantId = randomUUID();
     const ids = new Set<string>();
@@ -79,17 +81,28 @@ describe('event consumer kit: rebalances while 10,000 events flow', () => {
     await produce(TOTAL - sent);
 
     await eventually(effects, (n) => n >= TOTAL, 180_000, 'every effect');
-    const committed = async () => (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
+    const committed = async () =>
+      (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce(
+        (s, p) => s + Math.max(0, Number(p.offset)),
+        0,
+      );
     await eventually(committed, (n) => n === TOTAL, 60_000, 'every offset committed');
 
-    const rows = await db.query<{ event_id: string; n: number }>('SELECT event_id, count(*)::int AS n FROM kit_test_effects WHERE group_id = $1 GROUP BY event_id', [groupId]);
+    const rows = await db.query<{ event_id: string; n: number }>(
+      'SELECT event_id, count(*)::int AS n FROM kit_test_effects WHERE group_id = $1 GROUP BY event_id',
+      [groupId],
+    );
     expect(rows.rowCount).toBe(TOTAL);
     expect(rows.rows.filter((r) => r.n !== 1)).toEqual([]);
     expect(rows.rows.every((r) => ids.has(r.event_id))).toBe(true);
     // The stream really was shared: each of the three members handled events.
-    const processed = await Promise.all(members.map(async (m) => (await m.server.metrics.processed.get()).values.reduce((s, v) => s + v.value, 0)));
+    const processed = await Promise.all(
+      members.map(async (m) => (await m.server.metrics.processed.get()).values.reduce((s, v) => s + v.value, 0)),
+    );
     expect(processed.every((n) => n > 0)).toBe(true);
     expect(processed.reduce((a, b) => a + b, 0)).toBe(TOTAL);
-    process.stdout.write(`rebalance test: ${TOTAL} events through 3 members in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    process.stdout.write(
+      `rebalance test: ${TOTAL} events through 3 members in ${Math.round((Date.now() - started) / 1000)} s\n`,
+    );
   });
 });

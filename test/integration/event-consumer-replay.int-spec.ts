@@ -18,8 +18,13 @@ describe('event consumer kit: replay of a kit group', () => {
   let db: Pool;
   let example: Awaited<ReturnType<typeof startExample>> | undefined;
 
-  const committed = async () => (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.sort((a, b) => a.partition - b.partition).map((p) => p.offset);
-  const effects = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0].n;
+  const committed = async () =>
+    (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions
+      .sort((a, b) => a.partition - b.partition)
+      .map((p) => p.offset);
+  const effects = async () =>
+    (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [groupId]))
+      .rows[0].n;
 
   beforeAll(async () => {
     db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
@@ -29,7 +34,13 @@ describe('event consumer kit: replay of a kit group', () => {
 
   afterAll(async () => {
     await example?.app.close();
-    for (const t of ['kit_test_effects', 'ticket_events.inbox_events', 'ticket_events.consumer_dead_letters', 'ticket_events.replays']) await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
+    for (const t of [
+      'kit_test_effects',
+      'ticket_events.inbox_events',
+      'ticket_events.consumer_dead_letters',
+      'ticket_events.replays',
+    ])
+      await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
     await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
     await Promise.allSettled([fx?.close(), db.end()]);
   });
@@ -41,7 +52,12 @@ describe('event consumer kit: replay of a kit group', () => {
     await fx.producer.send({
       topic,
       acks: -1,
-      messages: [...p0.map((e) => toMessage(e, 0)), ...p1.map((e) => toMessage(e, 1)), { partition: 1, value: '{"broken":' }, { partition: 1, value: JSON.stringify({ ...ticketCreated(tenant), type: 'ticket.archived.v9' }) }],
+      messages: [
+        ...p0.map((e) => toMessage(e, 0)),
+        ...p1.map((e) => toMessage(e, 1)),
+        { partition: 1, value: '{"broken":' },
+        { partition: 1, value: JSON.stringify({ ...ticketCreated(tenant), type: 'ticket.archived.v9' }) },
+      ],
     });
     example = await startExample(kitOptions(topic, groupId));
     await eventually(committed, (o) => o.join() === '5,9', 30_000, 'offsets 5 and 9');
@@ -51,10 +67,28 @@ describe('event consumer kit: replay of a kit group', () => {
 
     const out: string[] = [];
     const outcome = replayTopic(
-      { group: groupId, topic, from: 'earliest', partition: 1, wait: true, follow: true, timeoutMs: 60_000, pollIntervalMs: 200 },
-      { databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
+      {
+        group: groupId,
+        topic,
+        from: 'earliest',
+        partition: 1,
+        wait: true,
+        follow: true,
+        timeoutMs: 60_000,
+        pollIntervalMs: 200,
+      },
+      {
+        databaseUrl: TEST_DATABASE_URL,
+        kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' },
+        out: (l) => out.push(l),
+      },
     );
-    await eventually(() => out.join('\n'), (t) => t.includes('message(s) to re-read'), 20_000, 'the offsets to move');
+    await eventually(
+      () => out.join('\n'),
+      (t) => t.includes('message(s) to re-read'),
+      20_000,
+      'the offsets to move',
+    );
     expect(await committed()).toEqual(['5', '0']);
     example = await startExample(kitOptions(topic, groupId));
 
@@ -76,8 +110,21 @@ describe('event consumer kit: replay of a kit group', () => {
     example = undefined;
     const before = await committed();
     const r = await replayTopic(
-      { group: groupId, topic, from: 'earliest', partition: 7, wait: true, follow: false, timeoutMs: 30_000, pollIntervalMs: 200 },
-      { databaseUrl: TEST_DATABASE_URL, kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' }, out: (l) => out.push(l) },
+      {
+        group: groupId,
+        topic,
+        from: 'earliest',
+        partition: 7,
+        wait: true,
+        follow: false,
+        timeoutMs: 30_000,
+        pollIntervalMs: 200,
+      },
+      {
+        databaseUrl: TEST_DATABASE_URL,
+        kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' },
+        out: (l) => out.push(l),
+      },
     );
     expect(r).toEqual({ outcome: 'failed' });
     expect(out.join('\n')).toContain('has no partition 7');

@@ -28,7 +28,12 @@ describe('event consumer kit', () => {
   let consumer: { app: INestMicroservice; server: TicketEventsServer };
 
   const effects = async () =>
-    (await db.query<{ event_id: string; n: number }>('SELECT event_id, count(*)::int AS n FROM kit_test_effects WHERE group_id = $1 GROUP BY event_id', [groupId])).rows;
+    (
+      await db.query<{ event_id: string; n: number }>(
+        'SELECT event_id, count(*)::int AS n FROM kit_test_effects WHERE group_id = $1 GROUP BY event_id',
+        [groupId],
+      )
+    ).rows;
   const committed = async () => {
     const [t] = await fx.admin.fetchOffsets({ groupId, topics: [topic] });
     return Number(t.partitions.find((p) => p.partition === 0)!.offset);
@@ -56,7 +61,10 @@ describe('event consumer kit', () => {
     await fx.producer.send({ topic, messages: [toMessage(e, 0)] });
     await eventually(committed, (o) => o === 3, 30_000, 'offset 3 committed');
     expect(await effects()).toEqual([{ event_id: e.id, n: 1 }]);
-    const inbox = await db.query('SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, e.id]);
+    const inbox = await db.query(
+      'SELECT duplicates FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2',
+      [groupId, e.id],
+    );
     expect(inbox.rows).toEqual([{ duplicates: 2 }]);
     expect(await metric(consumer.server, 'event_consumer_processed_total')).toBe(1);
     expect(await metric(consumer.server, 'event_consumer_duplicates_skipped_total')).toBe(2);
@@ -69,7 +77,12 @@ describe('event consumer kit', () => {
     const ok2 = ticketCreated(tenantId);
     await fx.producer.send({
       topic,
-      messages: [toMessage(ok1, 0), { key: 'x', value: 'this is not JSON', partition: 0 }, toMessage(poison, 0), toMessage(ok2, 0)],
+      messages: [
+        toMessage(ok1, 0),
+        { key: 'x', value: 'this is not JSON', partition: 0 },
+        toMessage(poison, 0),
+        toMessage(ok2, 0),
+      ],
     });
     await eventually(committed, (o) => o === before + 4, 30_000, 'offsets past the poison committed');
     const ids = (await effects()).map((r) => r.event_id);
@@ -81,26 +94,58 @@ describe('event consumer kit', () => {
     );
     expect(dead.rows).toEqual([
       { offset: String(before + 1), reason: expect.stringMatching(/^not JSON/) },
-      { offset: String(before + 2), reason: expect.stringContaining(`handler failed 3 times (ticket.created.v1 ${poison.id}): Error: this handler cannot take a poison ticket`) },
+      {
+        offset: String(before + 2),
+        reason: expect.stringContaining(
+          `handler failed 3 times (ticket.created.v1 ${poison.id}): Error: this handler cannot take a poison ticket`,
+        ),
+      },
     ]);
     expect(EffectsController.attempts.get(poison.id)).toBe(3);
     expect(await metric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="handler_failed"')).toBe(1);
     expect(await metric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="invalid"')).toBe(1);
     // The poison event left no inbox row: a replay would try it again rather than skip it.
-    expect((await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, poison.id])).rowCount).toBe(0);
+    expect(
+      (
+        await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [
+          groupId,
+          poison.id,
+        ])
+      ).rowCount,
+    ).toBe(0);
   });
 
   it('skips and counts an event type it does not know (ticket.archived.v9), without a dead letter or a crash', async () => {
     const before = await committed();
-    const deadBefore = (await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId])).rows[0].n;
+    const deadBefore = (
+      await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [
+        groupId,
+      ])
+    ).rows[0].n;
     const future = { ...ticketCreated(tenantId), type: 'ticket.archived.v9', data: { archivedBy: 'someone' } };
     const after = ticketCreated(tenantId);
-    await fx.producer.send({ topic, messages: [{ key: future.ticketId, value: JSON.stringify(future), partition: 0 }, toMessage(after, 0)] });
+    await fx.producer.send({
+      topic,
+      messages: [{ key: future.ticketId, value: JSON.stringify(future), partition: 0 }, toMessage(after, 0)],
+    });
     await eventually(committed, (o) => o === before + 2, 30_000, 'offsets past the unknown event committed');
     expect((await effects()).map((r) => r.event_id)).toContain(after.id);
     expect(await metric(consumer.server, 'event_consumer_unknown_skipped_total', 'type="ticket.archived.v9"')).toBe(1);
-    expect((await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [groupId])).rows[0].n).toBe(deadBefore);
-    expect((await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [groupId, future.id])).rowCount).toBe(0);
+    expect(
+      (
+        await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [
+          groupId,
+        ])
+      ).rows[0].n,
+    ).toBe(deadBefore);
+    expect(
+      (
+        await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [
+          groupId,
+          future.id,
+        ])
+      ).rowCount,
+    ).toBe(0);
   });
 
   it('serves lag per partition and handler latency on /metrics', async () => {

@@ -20,16 +20,30 @@ const sample = (text: string, series: string) => {
 it('counts each keyed request by outcome and each status query by state', async () => {
   const before = await scrape();
   const key = `metrics-${Date.now()}`;
-  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'one', externalRef: key }, key)).status).toBe(201);
-  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'one', externalRef: key }, key)).status).toBe(201);
-  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'two', externalRef: key }, key)).status).toBe(422);
-  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'one', externalRef: key }, `${key}-other`)).status).toBe(200);
-  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'bad', priority: 'soon' }, `${key}-bad`)).status).toBe(400);
+  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'one', externalRef: key }, key)).status).toBe(
+    201,
+  );
+  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'one', externalRef: key }, key)).status).toBe(
+    201,
+  );
+  expect((await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'two', externalRef: key }, key)).status).toBe(
+    422,
+  );
+  expect(
+    (await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'one', externalRef: key }, `${key}-other`)).status,
+  ).toBe(200);
+  expect(
+    (await post(stack.baseUrl, '/v1/tickets', stack.apiKey, { title: 'bad', priority: 'soon' }, `${key}-bad`)).status,
+  ).toBe(400);
   expect((await get(stack.baseUrl, `/v1/idempotency-keys/${key}`, stack.apiKey)).status).toBe(200);
   expect((await get(stack.baseUrl, `/v1/idempotency-keys/${key}-never`, stack.apiKey)).status).toBe(404);
   const after = await scrape();
   const delta = (series: string) => sample(after, series) - sample(before, series);
-  expect(['new', 'replay', 'reused', 'deduplicated', 'in_use', 'expired'].map((o) => delta(`tickets_idempotency_outcomes_total{outcome="${o}"}`))).toEqual([1, 1, 1, 1, 0, 0]);
+  expect(
+    ['new', 'replay', 'reused', 'deduplicated', 'in_use', 'expired'].map((o) =>
+      delta(`tickets_idempotency_outcomes_total{outcome="${o}"}`),
+    ),
+  ).toEqual([1, 1, 1, 1, 0, 0]);
   expect(delta('tickets_idempotency_status_queries_total{state="completed"}')).toBe(1);
   expect(delta('tickets_idempotency_status_queries_total{state="not_found"}')).toBe(1);
 });

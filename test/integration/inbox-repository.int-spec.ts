@@ -18,7 +18,12 @@ const tenantId = randomUUID();
 
 /** A chunk as the kit hands it to the notifier (inbox 'handler'): valid events in offset order with their bytes, and the invalid messages. */
 function chunk(values: string[], firstOffset = 0) {
-  const c = { events: [] as TicketEvent[], offsets: [] as string[], values: [] as Buffer[], invalid: [] as InvalidMessage[] };
+  const c = {
+    events: [] as TicketEvent[],
+    offsets: [] as string[],
+    values: [] as Buffer[],
+    invalid: [] as InvalidMessage[],
+  };
   values.forEach((v, i) => {
     const offset = String(firstOffset + i);
     try {
@@ -54,7 +59,14 @@ describe('binary array parameters', () => {
     const texts = ['plain', 'ünïcødé ✓ "quoted" \\ back\nslash', ''];
     const { rows } = await db.query(
       'SELECT $1::uuid[] AS ids, $2::text[] AS texts, $3::int8[]::text[] AS big, $4::int4[] AS ints, $5::bool[] AS flags, $6::uuid[] AS empty',
-      [uuidArray(ids), textArray([texts[0], Buffer.from(texts[1]), texts[2]]), int8Array(['9007199254740993', -1n, 0]), int4Array([-2147483648, 7]), boolArray([true, false]), uuidArray([])],
+      [
+        uuidArray(ids),
+        textArray([texts[0], Buffer.from(texts[1]), texts[2]]),
+        int8Array(['9007199254740993', -1n, 0]),
+        int4Array([-2147483648, 7]),
+        boolArray([true, false]),
+        uuidArray([]),
+      ],
     );
     expect(rows[0]).toEqual({
       ids: ids.map((i) => i.toLowerCase()),
@@ -80,7 +92,15 @@ describe('InboxRepository.recordBatch', () => {
     const input = { groupId, topic: 't', partition: 0, defaultWebhookUrl: 'http://127.0.0.1:9/hook' };
 
     const first = await repo.recordBatch(db, { ...input, ...chunk([a, b, a, 'not json'], 10) });
-    expect(first).toEqual({ received: 4, processed: 2, skippedDuplicate: 1, deadLettered: 1, pending: 2, noTarget: 0, leased: [] });
+    expect(first).toEqual({
+      received: 4,
+      processed: 2,
+      skippedDuplicate: 1,
+      deadLettered: 1,
+      pending: 2,
+      noTarget: 0,
+      leased: [],
+    });
     const { rows } = await db.query(
       `SELECT n.payload, i."offset"::int AS offset, i.duplicates FROM notifications n
        JOIN ticket_events.inbox_events i USING (group_id, event_id) WHERE n.group_id = $1 ORDER BY i."offset"`,
@@ -93,10 +113,23 @@ describe('InboxRepository.recordBatch', () => {
     ]);
 
     const again = await repo.recordBatch(db, { ...input, ...chunk([b, a], 20) });
-    expect(again).toEqual({ received: 2, processed: 0, skippedDuplicate: 2, deadLettered: 0, pending: 0, noTarget: 0, leased: [] });
-    const counts = await db.query('SELECT count(*)::int AS n, sum(duplicates)::int AS d FROM ticket_events.inbox_events WHERE group_id = $1', [groupId]);
+    expect(again).toEqual({
+      received: 2,
+      processed: 0,
+      skippedDuplicate: 2,
+      deadLettered: 0,
+      pending: 0,
+      noTarget: 0,
+      leased: [],
+    });
+    const counts = await db.query(
+      'SELECT count(*)::int AS n, sum(duplicates)::int AS d FROM ticket_events.inbox_events WHERE group_id = $1',
+      [groupId],
+    );
     expect(counts.rows[0]).toEqual({ n: 2, d: 3 });
-    expect((await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [groupId])).rows[0].n).toBe(2);
+    expect(
+      (await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [groupId])).rows[0].n,
+    ).toBe(2);
   });
 
   it('two consumers recording the same events at once: one notification per event, both statements succeed', async () => {
@@ -109,7 +142,9 @@ describe('InboxRepository.recordBatch', () => {
     for (let round = 0; round < 5; round++) {
       const slice = events.slice(round * 40, round * 40 + 40);
       const results = await Promise.all(
-        Array.from({ length: 6 }, (_, w) => new InboxRepository().recordBatch(db, { ...input, ...chunk(w % 2 ? [...slice].reverse() : slice, w * 100) })),
+        Array.from({ length: 6 }, (_, w) =>
+          new InboxRepository().recordBatch(db, { ...input, ...chunk(w % 2 ? [...slice].reverse() : slice, w * 100) }),
+        ),
       );
       expect(results.reduce((s, r) => s + r.processed, 0)).toBe(40);
       expect(results.every((r) => r.processed + r.skippedDuplicate === 40)).toBe(true);
@@ -135,7 +170,10 @@ describe('InboxRepository.recordBatch', () => {
     // The fast path hits the notification's unique key; the careful re-run skips it.
     const replayed = await repo.recordBatch(db, { ...input, ...chunk([JSON.stringify(event)], 1) });
     expect(replayed).toMatchObject({ received: 1, pending: 0 });
-    const { rows } = await db.query('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2', [groupId, event.id]);
+    const { rows } = await db.query(
+      'SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2',
+      [groupId, event.id],
+    );
     expect(rows[0].n).toBe(1);
   });
 });

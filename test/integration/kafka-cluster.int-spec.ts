@@ -4,7 +4,14 @@
 // and leadership moves to the survivors.
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
-import { KafkaCluster, ROOT, busiestLeader, formatLeaders, partitionLeaders, type Leaders } from '../../scripts/chaos/kafka-cluster';
+import {
+  KafkaCluster,
+  ROOT,
+  busiestLeader,
+  formatLeaders,
+  partitionLeaders,
+  type Leaders,
+} from '../../scripts/chaos/kafka-cluster';
 
 jest.setTimeout(300_000);
 
@@ -40,7 +47,14 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, bound
 
 it('moves leadership off a SIGKILLed broker while an acks=all idempotent producer keeps writing', async () => {
   await admin.createTopics({
-    topics: [{ topic: TOPIC, numPartitions: 6, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] }],
+    topics: [
+      {
+        topic: TOPIC,
+        numPartitions: 6,
+        replicationFactor: 3,
+        configEntries: [{ name: 'min.insync.replicas', value: '2' }],
+      },
+    ],
     waitForLeaders: false,
   });
   // A new topic reaches each broker's metadata cache a little later than the controller's answer.
@@ -55,11 +69,19 @@ it('moves leadership off a SIGKILLed broker while an acks=all idempotent produce
   });
   for (const p of meta.topics[0].partitions) expect(p.replicas).toHaveLength(3);
   const configs = await until('the topic config from the broker asked', () =>
-    admin.describeConfigs({ resources: [{ type: 2, name: TOPIC, configNames: ['min.insync.replicas'] }], includeSynonyms: false }),
+    admin.describeConfigs({
+      resources: [{ type: 2, name: TOPIC, configNames: ['min.insync.replicas'] }],
+      includeSynonyms: false,
+    }),
   );
   expect(configs.resources[0].configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue).toBe('2');
 
-  const kafka = new Kafka({ clientId: 'cluster-it', brokers: cluster.bootstrap, logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 2_000 } });
+  const kafka = new Kafka({
+    clientId: 'cluster-it',
+    brokers: cluster.bootstrap,
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 10, initialRetryTime: 100, maxRetryTime: 2_000 },
+  });
   producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
 
@@ -95,11 +117,15 @@ it('moves leadership off a SIGKILLed broker while an acks=all idempotent produce
     return Object.values(l).every((id) => id !== victim && id >= 0) ? l : undefined;
   });
   process.stdout.write(`leaders after:  ${formatLeaders(after)}\n`);
-  await until('20 more acked writes with a broker down', async () => (acked.length >= ackedAtKill + 20 ? true : undefined));
+  await until('20 more acked writes with a broker down', async () =>
+    acked.length >= ackedAtKill + 20 ? true : undefined,
+  );
   stop = true;
   await writer;
 
-  const partitionsLedByVictim = Object.entries(before).filter(([, l]) => l === victim).map(([p]) => Number(p));
+  const partitionsLedByVictim = Object.entries(before)
+    .filter(([, l]) => l === victim)
+    .map(([p]) => Number(p));
   expect(partitionsLedByVictim.length).toBeGreaterThan(0);
   for (const p of partitionsLedByVictim) expect(after[p]).not.toBe(victim);
 
@@ -108,11 +134,20 @@ it('moves leadership off a SIGKILLed broker while an acks=all idempotent produce
   const seen = new Map<number, number>();
   await consumer.connect();
   await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void seen.set(Number(message.value), (seen.get(Number(message.value)) ?? 0) + 1) });
-  await until('every acked value to be read back', async () => (acked.every((n) => seen.has(n)) ? true : undefined), 90_000);
+  await consumer.run({
+    eachMessage: async ({ message }) =>
+      void seen.set(Number(message.value), (seen.get(Number(message.value)) ?? 0) + 1),
+  });
+  await until(
+    'every acked value to be read back',
+    async () => (acked.every((n) => seen.has(n)) ? true : undefined),
+    90_000,
+  );
   await consumer.disconnect();
 
   const twice = acked.filter((n) => !resent.has(n) && (seen.get(n) ?? 0) > 1);
-  process.stdout.write(`acked ${acked.length} (${acked.length - ackedAtKill} after the kill), sends retried by the test ${resent.size}\n`);
+  process.stdout.write(
+    `acked ${acked.length} (${acked.length - ackedAtKill} after the kill), sends retried by the test ${resent.size}\n`,
+  );
   expect(twice).toEqual([]);
 });

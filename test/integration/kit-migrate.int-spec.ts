@@ -24,7 +24,12 @@ afterAll(async () => {
 });
 
 const tables = async (schema: string) =>
-  (await db.query<{ t: string }>('SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1', [schema])).rows.map((r) => r.t);
+  (
+    await db.query<{ t: string }>(
+      'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1',
+      [schema],
+    )
+  ).rows.map((r) => r.t);
 
 it('two concurrent migrations of an empty database both succeed and apply each step once; a second run is a no-op', async () => {
   const [a, b] = await Promise.all([migrate({ databaseUrl: database.url }), migrate({ databaseUrl: database.url })]);
@@ -36,7 +41,15 @@ it('two concurrent migrations of an empty database both succeed and apply each s
   expect(applied).toEqual(KIT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
   const steps = await db.query('SELECT version, name FROM ticket_events.kit_migrations ORDER BY version');
   expect(steps.rows).toEqual(KIT_MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
-  expect(await tables('ticket_events')).toEqual(['consumer_dead_letters', 'dead_letter_actions', 'inbox_events', 'kit_migrations', 'replay_partitions', 'replay_pauses', 'replays']);
+  expect(await tables('ticket_events')).toEqual([
+    'consumer_dead_letters',
+    'dead_letter_actions',
+    'inbox_events',
+    'kit_migrations',
+    'replay_partitions',
+    'replay_pauses',
+    'replays',
+  ]);
   // Nothing of the ticket service: the kit's tables only.
   expect(await tables('public')).toEqual([]);
 
@@ -49,13 +62,17 @@ it('two concurrent migrations of an empty database both succeed and apply each s
 it('puts the tables in the schema it is given, and refuses a schema name that is not a plain identifier', async () => {
   await migrate({ databaseUrl: database.url, schema: 'billing_events' });
   expect(await tables('billing_events')).toContain('inbox_events');
-  await expect(migrate({ databaseUrl: database.url, schema: 'x"; DROP SCHEMA ticket_events CASCADE; --' })).rejects.toThrow(/not a valid schema name/);
+  await expect(
+    migrate({ databaseUrl: database.url, schema: 'x"; DROP SCHEMA ticket_events CASCADE; --' }),
+  ).rejects.toThrow(/not a valid schema name/);
   expect(await tables('ticket_events')).toContain('inbox_events');
 });
 
 it('refuses a schema whose recorded step has another checksum (migrated by a different kit)', async () => {
   await db.query("UPDATE billing_events.kit_migrations SET checksum = 'something-else' WHERE version = 1");
-  await expect(migrate({ databaseUrl: database.url, schema: 'billing_events' })).rejects.toThrow(/step 1 \(kit_tables\) was applied with another text/);
+  await expect(migrate({ databaseUrl: database.url, schema: 'billing_events' })).rejects.toThrow(
+    /step 1 \(kit_tables\) was applied with another text/,
+  );
 });
 
 it('a schema at version 1 (an earlier kit) gets step 2 alone; step 1 keeps the text and checksum it shipped with', async () => {
@@ -67,10 +84,19 @@ it('a schema at version 1 (an earlier kit) gets step 2 alone; step 1 keeps the t
   await db.query('DROP TABLE earlier_kit.replay_pauses');
   await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version = 2');
   const before = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations');
-  const options = { brokers: TEST_KAFKA_BROKERS, topic: 'kit-migrate-unused', groupId: 'kit-migrate-it', databaseUrl: database.url, metrics: false as const, schema: 'earlier_kit' };
+  const options = {
+    brokers: TEST_KAFKA_BROKERS,
+    topic: 'kit-migrate-unused',
+    groupId: 'kit-migrate-it',
+    databaseUrl: database.url,
+    metrics: false as const,
+    schema: 'earlier_kit',
+  };
   const refused = new TicketEventsServer(options);
   const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
-  expect((err as Error).message).toContain('in schema earlier_kit are at version 1, this kit needs 2: run `npx ticket-events migrate --schema earlier_kit`');
+  expect((err as Error).message).toContain(
+    'in schema earlier_kit are at version 1, this kit needs 2: run `npx ticket-events migrate --schema earlier_kit`',
+  );
 
   const r = await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
   expect(r).toEqual({ schema: 'earlier_kit', applied: [{ version: 2, name: 'replay_pauses' }], version: 2 });
@@ -81,7 +107,13 @@ it('a schema at version 1 (an earlier kit) gets step 2 alone; step 1 keeps the t
 });
 
 it('a consumer on an unmigrated schema refuses to start and names the command; with migrate: true it migrates itself', async () => {
-  const options = { brokers: TEST_KAFKA_BROKERS, topic: 'kit-migrate-unused', groupId: 'kit-migrate-it', databaseUrl: database.url, metrics: false as const };
+  const options = {
+    brokers: TEST_KAFKA_BROKERS,
+    topic: 'kit-migrate-unused',
+    groupId: 'kit-migrate-it',
+    databaseUrl: database.url,
+    metrics: false as const,
+  };
   const refused = new TicketEventsServer({ ...options, schema: 'never_migrated' });
   const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
   expect(err).toBeInstanceOf(KitSchemaOutdated);
@@ -90,7 +122,8 @@ it('a consumer on an unmigrated schema refuses to start and names the command; w
   const self = new TicketEventsServer({ ...options, schema: 'self_migrated', migrate: true });
   // It migrates, then waits for the (absent) topic: stop it once the schema is there.
   const listening = new Promise<unknown>((resolve) => void self.listen((e) => resolve(e)));
-  for (let i = 0; i < 100 && !(await tables('self_migrated')).includes('kit_migrations'); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && !(await tables('self_migrated')).includes('kit_migrations'); i++)
+    await new Promise((r) => setTimeout(r, 100));
   await self.close();
   await listening;
   const v = await db.query('SELECT max(version)::int AS v FROM self_migrated.kit_migrations');

@@ -20,10 +20,31 @@ let database: ScratchDatabase;
 let db: Pool;
 let example: Awaited<ReturnType<typeof startExample>> | undefined;
 
-const bin = (...args: string[]) => runKitBin(args, { DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic });
-const effects = async () => (await db.query<{ n: number; d: number }>('SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS d FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0];
-const committed = async () => (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce((a, p) => a + Math.max(0, Number(p.offset)), 0);
-const options = () => ({ brokers: TEST_KAFKA_BROKERS, topic, groupId, databaseUrl: database.url, metrics: false as const });
+const bin = (...args: string[]) =>
+  runKitBin(args, {
+    DATABASE_URL: database.url,
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+    TICKET_EVENTS_TOPIC: topic,
+  });
+const effects = async () =>
+  (
+    await db.query<{ n: number; d: number }>(
+      'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS d FROM kit_test_effects WHERE group_id = $1',
+      [groupId],
+    )
+  ).rows[0];
+const committed = async () =>
+  (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce(
+    (a, p) => a + Math.max(0, Number(p.offset)),
+    0,
+  );
+const options = () => ({
+  brokers: TEST_KAFKA_BROKERS,
+  topic,
+  groupId,
+  databaseUrl: database.url,
+  metrics: false as const,
+});
 
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 2);
@@ -42,7 +63,11 @@ it('the bin: --help on itself and on each command; a missing database says how t
   const top = await runKitBin(['--help']);
   expect(top.code).toBe(0);
   for (const c of ['migrate', 'replay', 'dead-letters']) expect(top.out).toContain(`  ${c}`);
-  for (const [c, usage] of [['migrate', 'ticket-events migrate [--database-url'], ['replay', 'ticket-events replay --group <group> --from earliest'], ['dead-letters', 'ticket-events dead-letters list --group <group>']]) {
+  for (const [c, usage] of [
+    ['migrate', 'ticket-events migrate [--database-url'],
+    ['replay', 'ticket-events replay --group <group> --from earliest'],
+    ['dead-letters', 'ticket-events dead-letters list --group <group>'],
+  ]) {
     const h = await runKitBin([c, '--help']);
     expect(h.code).toBe(0);
     expect(h.out).toContain(usage);
@@ -58,9 +83,14 @@ it('the bin: --help on itself and on each command; a missing database says how t
 
 it('migrates a database of its own that then holds only the kit schema, and a consumer applies each event once', async () => {
   const first = await bin('migrate');
-  expect(first).toMatchObject({ code: 0, out: 'migrated schema ticket_events to version 2: applied 1 kit_tables, 2 replay_pauses\n' });
+  expect(first).toMatchObject({
+    code: 0,
+    out: 'migrated schema ticket_events to version 2: applied 1 kit_tables, 2 replay_pauses\n',
+  });
   // The --database-url flag wins over DATABASE_URL.
-  const again = await runKitBin(['migrate', '--database-url', database.url], { DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/nothing' });
+  const again = await runKitBin(['migrate', '--database-url', database.url], {
+    DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/nothing',
+  });
   expect(again).toMatchObject({ code: 0, out: 'schema ticket_events is up to date (version 2); nothing to do\n' });
   const schemas = await db.query<{ s: string; t: string }>(
     "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
@@ -95,14 +125,35 @@ it('dead-letters list, requeue (refused: still invalid) and discard on the consu
   expect(refused.out).toContain(`refused: consumer dead letter ${id} still does not parse (not JSON)`);
   const dry = await bin('dead-letters', 'discard', '--group', groupId, '--id', id, '--dry-run');
   expect(dry).toMatchObject({ code: 0, out: `would-discard: would mark consumer dead letter ${id} discarded\n` });
-  const done = await bin('dead-letters', 'discard', '--group', groupId, '--id', id, '--by', 'ops-test', '--note', 'garbage');
+  const done = await bin(
+    'dead-letters',
+    'discard',
+    '--group',
+    groupId,
+    '--id',
+    id,
+    '--by',
+    'ops-test',
+    '--note',
+    'garbage',
+  );
   expect(done).toMatchObject({ code: 0, out: `discarded: consumer dead letter ${id} discarded (kept, marked)\n` });
-  expect((await db.query('SELECT action, actor, note, group_id FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1', [id])).rows).toEqual([
-    { action: 'discard', actor: 'ops-test', note: 'garbage', group_id: groupId },
-  ]);
-  expect((await bin('dead-letters', 'list', '--group', groupId)).out).toBe(`dead-letters: none match for group ${groupId}\n`);
+  expect(
+    (
+      await db.query(
+        'SELECT action, actor, note, group_id FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1',
+        [id],
+      )
+    ).rows,
+  ).toEqual([{ action: 'discard', actor: 'ops-test', note: 'garbage', group_id: groupId }]);
+  expect((await bin('dead-letters', 'list', '--group', groupId)).out).toBe(
+    `dead-letters: none match for group ${groupId}\n`,
+  );
   const show = await bin('dead-letters', 'show', '--id', id, '--json');
-  expect(JSON.parse(show.out)).toMatchObject({ item: { id, state: 'discarded' }, history: [{ action: 'discard', actor: 'ops-test' }] });
+  expect(JSON.parse(show.out)).toMatchObject({
+    item: { id, state: 'discarded' },
+    history: [{ action: 'discard', actor: 'ops-test' }],
+  });
 });
 
 it('replay from earliest with --no-pause: refused while the group has a live member; then every event is re-read and skipped, no second effect', async () => {
@@ -111,7 +162,24 @@ it('replay from earliest with --no-pause: refused while the group has a live mem
   expect(busy.out).toContain('live member(s)');
   await example!.app.close();
   example = undefined;
-  const moved = await runKitBin(['replay', '--group', groupId, '--from', 'earliest', '--no-pause', '--wait', '--timeout', '60s', '--brokers', TEST_KAFKA_BROKERS.join(','), '--topic', topic], { DATABASE_URL: database.url });
+  const moved = await runKitBin(
+    [
+      'replay',
+      '--group',
+      groupId,
+      '--from',
+      'earliest',
+      '--no-pause',
+      '--wait',
+      '--timeout',
+      '60s',
+      '--brokers',
+      TEST_KAFKA_BROKERS.join(','),
+      '--topic',
+      topic,
+    ],
+    { DATABASE_URL: database.url },
+  );
   expect(moved.code).toBe(0);
   expect(moved.out).toContain('17 message(s) to re-read');
   example = await startExample(options());
@@ -133,8 +201,7 @@ it('a taken metrics port is an error naming the port and the setting (0 = any fr
     );
     expect({ name: (err as Error).name, message: (err as Error).message }).toEqual({
       name: MetricsPortError.name,
-      message:
-      `metrics port 127.0.0.1:${port} is already in use (another consumer on this host?): set metrics.port to a free port, 0 = any free port, or turn the endpoint off (metrics: false / -1)`,
+      message: `metrics port 127.0.0.1:${port} is already in use (another consumer on this host?): set metrics.port to a free port, 0 = any free port, or turn the endpoint off (metrics: false / -1)`,
     });
   } finally {
     taken.close();

@@ -28,7 +28,11 @@ let notifier: NotifierApp | undefined;
 let example: Awaited<ReturnType<typeof startExample>> | undefined;
 
 const count = async (sql: string, params: unknown[] = []) => (await db.query<{ n: number }>(sql, params)).rows[0].n;
-const committed = async (group: string) => (await fx.admin.fetchOffsets({ groupId: group, topics: [topic] }))[0].partitions.reduce((a, p) => a + Math.max(0, Number(p.offset)), 0);
+const committed = async (group: string) =>
+  (await fx.admin.fetchOffsets({ groupId: group, topics: [topic] }))[0].partitions.reduce(
+    (a, p) => a + Math.max(0, Number(p.offset)),
+    0,
+  );
 
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 2);
@@ -45,7 +49,10 @@ beforeAll(async () => {
       [group, topic, events.map((e) => e.id), events.map((e) => e.ticketId)],
     );
   }
-  await db.query('INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) SELECT $1, e, e, 0 FROM unnest($2::uuid[]) AS e', [kitGroup, events.map((e) => e.id)]);
+  await db.query(
+    'INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) SELECT $1, e, e, 0 FROM unnest($2::uuid[]) AS e',
+    [kitGroup, events.map((e) => e.id)],
+  );
   const dead = await db.query<{ id: string }>(
     `INSERT INTO public.consumer_dead_letters (group_id, topic, partition, "offset", value, reason, resolution, resolved_at)
      VALUES ($1, $2, 0, 99, '{"broken":', 'not JSON', 'discarded', now()) RETURNING id`,
@@ -74,28 +81,80 @@ it('moves the kit tables into ticket_events with every row, and a replay from ea
     { version: 1, name: 'kit_tables' },
     { version: 2, name: 'replay_pauses' },
   ]);
-  expect(await count("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name IN ('inbox_events', 'consumer_dead_letters', 'replays', 'replay_partitions')")).toBe(0);
-  expect(await count('SELECT count(*)::int AS n FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [[notifierGroup, kitGroup]])).toBe(12);
-  expect(await count("SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND resolution = 'discarded'", [notifierGroup])).toBe(1);
+  expect(
+    await count(
+      "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public' AND table_name IN ('inbox_events', 'consumer_dead_letters', 'replays', 'replay_partitions')",
+    ),
+  ).toBe(0);
+  expect(
+    await count('SELECT count(*)::int AS n FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [
+      [notifierGroup, kitGroup],
+    ]),
+  ).toBe(12);
+  expect(
+    await count(
+      "SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND resolution = 'discarded'",
+      [notifierGroup],
+    ),
+  ).toBe(1);
   // The consumer kind's audit moved to the kit's table; the service's other kinds stayed in public.
-  expect((await db.query('SELECT actor, note, group_id FROM ticket_events.dead_letter_actions')).rows).toEqual([{ actor: 'ops', note: 'before the upgrade', group_id: notifierGroup }]);
+  expect((await db.query('SELECT actor, note, group_id FROM ticket_events.dead_letter_actions')).rows).toEqual([
+    { actor: 'ops', note: 'before the upgrade', group_id: notifierGroup },
+  ]);
   expect((await db.query('SELECT kind FROM public.dead_letter_actions')).rows).toEqual([{ kind: 'notification' }]);
   expect(serviceMigrate(database.url)).toContain('consumer kit schema ticket_events is up to date (version 2)');
 
   // Both groups have no committed offset: they read the whole topic from earliest, as a replay would.
-  const config = loadConfig({ DATABASE_URL: database.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: topic, NOTIFIER_GROUP_ID: notifierGroup });
-  notifier = await createConsumerApp(config, loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '-1' }), createLogger('silent', 'kit-upgrade'), { dispatch: false });
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+    TICKET_EVENTS_TOPIC: topic,
+    NOTIFIER_GROUP_ID: notifierGroup,
+  });
+  notifier = await createConsumerApp(
+    config,
+    loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '-1' }),
+    createLogger('silent', 'kit-upgrade'),
+    { dispatch: false },
+  );
   example = await startExample(kitOptions(topic, kitGroup, { databaseUrl: database.url, metrics: false }));
-  await eventually(() => committed(notifierGroup), (n) => n === events.length, 30_000, 'the notifier to re-read every event');
-  await eventually(() => committed(kitGroup), (n) => n === events.length, 30_000, 'the kit example to re-read every event');
+  await eventually(
+    () => committed(notifierGroup),
+    (n) => n === events.length,
+    30_000,
+    'the notifier to re-read every event',
+  );
+  await eventually(
+    () => committed(kitGroup),
+    (n) => n === events.length,
+    30_000,
+    'the kit example to re-read every event',
+  );
 
   expect(await count('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [notifierGroup])).toBe(0);
-  expect(await count('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [kitGroup])).toBe(events.length);
-  expect(await count('SELECT count(*)::int AS n FROM ticket_events.inbox_events WHERE group_id = ANY($1) AND duplicates = 1', [[notifierGroup, kitGroup]])).toBe(12);
+  expect(await count('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [kitGroup])).toBe(
+    events.length,
+  );
+  expect(
+    await count(
+      'SELECT count(*)::int AS n FROM ticket_events.inbox_events WHERE group_id = ANY($1) AND duplicates = 1',
+      [[notifierGroup, kitGroup]],
+    ),
+  ).toBe(12);
 
   // And a new event is handled once by each: the consumers really run on the moved tables.
   const fresh = ticketCreated(tenantId);
   await fx.producer.send({ topic, acks: -1, messages: [toMessage(fresh, 0)] });
-  await eventually(() => count('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [notifierGroup]), (n) => n === 1, 30_000, 'one notification');
-  await eventually(() => count('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [kitGroup]), (n) => n === events.length + 1, 30_000, 'one new effect');
+  await eventually(
+    () => count('SELECT count(*)::int AS n FROM notifications WHERE group_id = $1', [notifierGroup]),
+    (n) => n === 1,
+    30_000,
+    'one notification',
+  );
+  await eventually(
+    () => count('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [kitGroup]),
+    (n) => n === events.length + 1,
+    30_000,
+    'one new effect',
+  );
 });

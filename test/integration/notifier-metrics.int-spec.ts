@@ -6,7 +6,14 @@ import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
 import { TEST_DATABASE_URL } from '../support/env';
-import { eventually, kafkaFixture, newWebhookSecret, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import {
+  eventually,
+  kafkaFixture,
+  newWebhookSecret,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
 import { startTestNotifier, type TestNotifier } from '../support/notifier';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 
@@ -30,7 +37,12 @@ beforeAll(async () => {
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
   receiver = await startWebhookReceiver({ secret });
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
-  expect(await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], { prisma, out: () => undefined })).toBe(0);
+  expect(
+    await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], {
+      prisma,
+      out: () => undefined,
+    }),
+  ).toBe(0);
   consumer = await startTestNotifier({ topic, groupId });
 });
 
@@ -61,16 +73,27 @@ it('serves lag per partition, events processed, and webhook deliveries by outcom
     return res.text();
   };
   const g = `group="${groupId}"`;
-  const text = await eventually(scrape, (t) => sample(t, 'webhook_deliveries_total', `${g},outcome="delivered"`) === 3, 30_000, 'three deliveries counted');
+  const text = await eventually(
+    scrape,
+    (t) => sample(t, 'webhook_deliveries_total', `${g},outcome="delivered"`) === 3,
+    30_000,
+    'three deliveries counted',
+  );
 
   expect(sample(text, 'webhook_deliveries_total', `${g},outcome="retry"`)).toBe(1);
   expect(sample(text, 'webhook_deliveries_total', `${g},outcome="dead"`)).toBeUndefined();
   expect(sample(text, 'webhook_delivery_duration_seconds_count', `${g},outcome="delivered"`)).toBe(3);
   expect(sample(text, 'webhook_delivery_duration_seconds_bucket', `le="+Inf",${g},outcome="delivered"`)).toBe(3);
   expect(sample(text, 'event_consumer_processed_total', g)).toBe(3);
-  for (const partition of [0, 1]) expect(sample(text, 'event_consumer_lag', `${g},topic="${topic}",partition="${partition}"`)).toBe(0);
+  for (const partition of [0, 1])
+    expect(sample(text, 'event_consumer_lag', `${g},topic="${topic}",partition="${partition}"`)).toBe(0);
   // Read from the database at scrape time (cached up to 5 s): nothing left to send, nothing dead.
-  const settled = await eventually(scrape, (t) => sample(t, 'notifications_pending', g) === 0, 30_000, 'no pending notification');
+  const settled = await eventually(
+    scrape,
+    (t) => sample(t, 'notifications_pending', g) === 0,
+    30_000,
+    'no pending notification',
+  );
   expect(sample(settled, 'notifications_dead', g)).toBe(0);
   expect(settled).toMatch(/^process_cpu_seconds_total /m);
 });
@@ -83,7 +106,8 @@ it('counts a notification the receiver rejects as dead, and the dead gauge follo
   const g = `group="${groupId}"`;
   const text = await eventually(
     async () => (await fetch(url)).text(),
-    (t) => sample(t, 'webhook_deliveries_total', `${g},outcome="dead"`) === 1 && sample(t, 'notifications_dead', g) === 1,
+    (t) =>
+      sample(t, 'webhook_deliveries_total', `${g},outcome="dead"`) === 1 && sample(t, 'notifications_dead', g) === 1,
     30_000,
     'one dead delivery and one dead notification',
   );

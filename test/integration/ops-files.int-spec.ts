@@ -36,14 +36,25 @@ interface Panel {
   targets?: Array<{ refId: string; expr: string }>;
 }
 
-const alerts = parseYaml(readFileSync(join(ROOT, 'ops/prometheus/alerts.yml'), 'utf8')) as { groups: Array<{ name: string; rules: Rule[] }> };
-const dashboard = JSON.parse(readFileSync(join(ROOT, 'ops/grafana/tickets-dashboard.json'), 'utf8')) as { uid: string; panels: Panel[]; templating: { list: Array<{ name: string }> } };
+const alerts = parseYaml(readFileSync(join(ROOT, 'ops/prometheus/alerts.yml'), 'utf8')) as {
+  groups: Array<{ name: string; rules: Rule[] }>;
+};
+const dashboard = JSON.parse(readFileSync(join(ROOT, 'ops/grafana/tickets-dashboard.json'), 'utf8')) as {
+  uid: string;
+  panels: Panel[];
+  templating: { list: Array<{ name: string }> };
+};
 const rules = alerts.groups.flatMap((g) => g.rules);
 const recorded = new Set(rules.flatMap((r) => (r.record ? [r.record] : [])));
 /** Every expression with where it comes from; Grafana's interval variable becomes a duration PromQL knows. */
 const expressions = [
   ...rules.map((r) => ({ where: `alert ${r.alert ?? r.record}`, expr: r.expr })),
-  ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr.replaceAll('$__rate_interval', '5m') }))),
+  ...dashboard.panels.flatMap((p) =>
+    (p.targets ?? []).map((t) => ({
+      where: `panel "${p.title}" ${t.refId}`,
+      expr: t.expr.replaceAll('$__rate_interval', '5m'),
+    })),
+  ),
 ];
 
 /** Series name -> its label names, from the registries the processes build. */
@@ -71,10 +82,18 @@ beforeAll(async () => {
   registries.push(agent);
   for (const registry of registries) {
     // prom-client's typings hide the metric objects' get() and labelNames; both are public in the implementation.
-    for (const metric of registry.getMetricsAsArray() as unknown as Array<{ get(): Promise<{ name: string; type: string }>; labelNames?: string[] }>) {
+    for (const metric of registry.getMetricsAsArray() as unknown as Array<{
+      get(): Promise<{ name: string; type: string }>;
+      labelNames?: string[];
+    }>) {
       const { name, type } = await metric.get();
       const labels = new Set(metric.labelNames ?? []);
-      const series = type === 'histogram' ? ['_bucket', '_sum', '_count'].map((s) => name + s) : type === 'summary' ? [name, `${name}_sum`, `${name}_count`] : [name];
+      const series =
+        type === 'histogram'
+          ? ['_bucket', '_sum', '_count'].map((s) => name + s)
+          : type === 'summary'
+            ? [name, `${name}_sum`, `${name}_count`]
+            : [name];
       if (type === 'histogram') labels.add('le');
       if (type === 'summary') labels.add('quantile');
       for (const s of series) registered.set(s, new Set([...(registered.get(s) ?? []), ...labels]));
@@ -122,7 +141,11 @@ describe('the alert rules (ops/prometheus/alerts.yml)', () => {
       if (r.for !== undefined) expect(r.for).toMatch(/^(\d+(ms|s|m|h|d|w|y))+$/);
       if (r.alert) {
         expect([r.alert, r.labels?.severity]).toEqual([r.alert, expect.stringMatching(/^(page|warning)$/)]);
-        expect([r.alert, r.annotations?.summary, r.annotations?.runbook]).toEqual([r.alert, expect.any(String), expect.any(String)]);
+        expect([r.alert, r.annotations?.summary, r.annotations?.runbook]).toEqual([
+          r.alert,
+          expect.any(String),
+          expect.any(String),
+        ]);
       }
     }
   });
@@ -146,7 +169,10 @@ describe('the alert rules (ops/prometheus/alerts.yml)', () => {
       expect([metric, covered(metric)]).toEqual([metric, true]);
     }
     expect(rules.find((r) => r.alert === 'TicketsDuplicateCreationRate')!.expr).toMatch(/> 0\.001$/);
-    expect(rules.find((r) => r.alert === 'TicketsIdempotencyKeysInFlight')).toMatchObject({ expr: expect.stringMatching(/> 100$/), for: '10m' });
+    expect(rules.find((r) => r.alert === 'TicketsIdempotencyKeysInFlight')).toMatchObject({
+      expr: expect.stringMatching(/> 100$/),
+      for: '10m',
+    });
   });
 });
 
@@ -185,7 +211,8 @@ describe('every expression', () => {
         labels.forEach((l) => labelsHere.add(l));
         for (const l of m.labels) if (!labels.has(l)) problems.push(`${where}: ${m.name} has no label ${l}`);
       }
-      for (const l of grouping) if (!labelsHere.has(l)) problems.push(`${where}: grouping by ${l}, which none of its metrics has`);
+      for (const l of grouping)
+        if (!labelsHere.has(l)) problems.push(`${where}: grouping by ${l}, which none of its metrics has`);
     }
     expect(problems).toEqual([]);
   });

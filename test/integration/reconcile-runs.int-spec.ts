@@ -6,7 +6,12 @@ import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { loadConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
-import { ReconcileRunsRepository, ReconcileSchedule, duplicateCreationRatio, reconcileReport } from '@tickets/reconcile';
+import {
+  ReconcileRunsRepository,
+  ReconcileSchedule,
+  duplicateCreationRatio,
+  reconcileReport,
+} from '@tickets/reconcile';
 import { createApiApp } from '../../apps/ticket-api/src/app.factory';
 import { runCli } from '../../apps/cli/src/cli';
 import { reconcileCli } from '../../apps/cli/src/reconcile.command';
@@ -24,7 +29,10 @@ const otherTenant = randomUUID();
 const HOUR = 3_600_000;
 const ids: Record<string, string> = {};
 
-async function ticket(name: string, t: { tenant?: string; ref?: string | null; key?: string | null; ageMs: number }): Promise<void> {
+async function ticket(
+  name: string,
+  t: { tenant?: string; ref?: string | null; key?: string | null; ageMs: number },
+): Promise<void> {
   ids[name] = randomUUID();
   const at = new Date(Date.now() - t.ageMs);
   await db.query(
@@ -33,7 +41,8 @@ async function ticket(name: string, t: { tenant?: string; ref?: string | null; k
   );
 }
 
-const schedulingRuns = async () => Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'schedule'")).rows[0].n);
+const schedulingRuns = async () =>
+  Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'schedule'")).rows[0].n);
 
 beforeAll(async () => {
   scratch = await createRelayTestDatabase('reconcile_runs');
@@ -57,7 +66,12 @@ afterAll(async () => {
   await scratch?.drop();
 });
 
-const options = () => ({ since: new Date(Date.now() - 24 * HOUR), grace: new Date(Date.now() - 300_000), group: 'reconcile-runs-test', tenant: null });
+const options = () => ({
+  since: new Date(Date.now() - 24 * HOUR),
+  grace: new Date(Date.now() - 300_000),
+  group: 'reconcile-runs-test',
+  tenant: null,
+});
 
 it('counts the tickets beyond the first sharing an externalRef in their tenant or an intent, over the window', async () => {
   const report = await reconcileReport(prisma, options());
@@ -78,26 +92,44 @@ it('records a run and reads back the newest, of any trigger or of one', async ()
   const stored = await runs.record({ trigger: 'cli', ...report });
   expect(await runs.latest()).toEqual(stored);
   expect(stored).toMatchObject({ trigger: 'cli', ticketsChecked: 6, duplicateTickets: 3 });
-  const { rows } = await db.query('SELECT trigger, tickets_checked, duplicate_tickets, findings FROM reconcile_runs WHERE id = $1', [stored.id]);
+  const { rows } = await db.query(
+    'SELECT trigger, tickets_checked, duplicate_tickets, findings FROM reconcile_runs WHERE id = $1',
+    [stored.id],
+  );
   expect(rows[0]).toMatchObject({ trigger: 'cli', tickets_checked: 6, duplicate_tickets: 3 });
-  expect(rows[0].findings).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'duplicate-ticket', count: 3 })]));
+  expect(rows[0].findings).toEqual(
+    expect.arrayContaining([expect.objectContaining({ id: 'duplicate-ticket', count: 3 })]),
+  );
   expect(await runs.latest('schedule')).toBeNull();
 });
 
 it('the CLI over every tenant records its run (trigger cli); with --tenant it records none', async () => {
   const before = Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'cli'")).rows[0].n);
   const out: string[] = [];
-  const ctx = { prisma, config: loadConfig({ DATABASE_URL: scratch.url }), out: (l: string) => out.push(l), err: () => undefined };
+  const ctx = {
+    prisma,
+    config: loadConfig({ DATABASE_URL: scratch.url }),
+    out: (l: string) => out.push(l),
+    err: () => undefined,
+  };
   const io = { ...ctx, open: async () => ({ ctx, close: async () => undefined }) };
   expect(await runCli(['reconcile', '--json'], [reconcileCli], io)).toBe(1);
   expect(JSON.parse(out.at(-1)!)).toMatchObject({ ok: false, ticketsChecked: 6, duplicateTickets: 3 });
   expect(await runCli(['reconcile', '--tenant', 'dup'], [reconcileCli], io)).toBe(1);
   expect(out.at(-1)).toBe('duplicate-creation rate: 3 of 5 tickets (60.000 %)');
-  expect(Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'cli'")).rows[0].n)).toBe(before + 1);
+  expect(Number((await db.query("SELECT count(*) AS n FROM reconcile_runs WHERE trigger = 'cli'")).rows[0].n)).toBe(
+    before + 1,
+  );
 });
 
 it('two processes looking at once make one scheduled run per interval', async () => {
-  const settings = { databaseUrl: scratch.url, intervalMs: HOUR, windowMs: 24 * HOUR, graceMs: 300_000, group: 'reconcile-runs-test' };
+  const settings = {
+    databaseUrl: scratch.url,
+    intervalMs: HOUR,
+    windowMs: 24 * HOUR,
+    graceMs: 300_000,
+    group: 'reconcile-runs-test',
+  };
   const a = new ReconcileSchedule(prisma, settings);
   const b = new ReconcileSchedule(prisma, settings);
   const first = await Promise.all([a.runIfDue(), b.runIfDue(), a.runIfDue()]);
@@ -118,7 +150,12 @@ it('the API runs it on RECONCILE_INTERVAL and serves the newest run as metrics',
     await eventually(schedulingRuns, (n) => n > before, 20_000, 'a scheduled run recorded by the API');
     const url = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/metrics`;
     const scrape = async () => (await fetch(url)).text();
-    const text = await eventually(scrape, (t) => /^tickets_reconcile_scheduled_runs_total\{result="ok"\} [1-9]/m.test(t), 20_000, 'the run counted');
+    const text = await eventually(
+      scrape,
+      (t) => /^tickets_reconcile_scheduled_runs_total\{result="ok"\} [1-9]/m.test(t),
+      20_000,
+      'the run counted',
+    );
     expect(text).toMatch(/^tickets_reconcile_duplicate_creation_ratio 0\.5$/m);
     expect(text).toMatch(/^tickets_reconcile_findings\{check="duplicate-ticket"\} 3$/m);
     expect(text).toMatch(/^tickets_reconcile_findings\{check="outbox-unpublished"\} 0$/m);
@@ -134,14 +171,23 @@ it('closing the API while a scheduled look is running lets it finish on the open
   const app = await createApiApp(config, createLogger('silent', 'reconcile-runs-test'));
   await app.listen(0, '127.0.0.1');
   const apiSessions = async () =>
-    (await db.query<{ state: string; wait: string | null }>("SELECT state, wait_event_type AS wait FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ticket-api'")).rows;
+    (
+      await db.query<{ state: string; wait: string | null }>(
+        "SELECT state, wait_event_type AS wait FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ticket-api'",
+      )
+    ).rows;
   // Hold the next look on its first statement (reading the newest run) with a lock on reconcile_runs.
   const holder = await db.connect();
   let closing: Promise<void> | undefined;
   try {
     await holder.query('BEGIN');
     await holder.query('LOCK TABLE reconcile_runs IN ACCESS EXCLUSIVE MODE');
-    await eventually(apiSessions, (s) => s.some((x) => x.wait === 'Lock'), 20_000, "the API's scheduled look waiting on reconcile_runs");
+    await eventually(
+      apiSessions,
+      (s) => s.some((x) => x.wait === 'Lock'),
+      20_000,
+      "the API's scheduled look waiting on reconcile_runs",
+    );
     closing = app.close();
     await new Promise((r) => setTimeout(r, 300)); // the close reaches its hooks while the look waits
   } finally {

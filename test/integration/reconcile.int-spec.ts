@@ -19,19 +19,29 @@ describe('reconciliation job', () => {
   });
 
   const run = (tenant: string, graceMs = 0) =>
-    reconcile(prisma, { since: new Date(Date.now() - 3_600_000), grace: new Date(Date.now() - graceMs), group: 'reconcile-test-group', tenant });
-  const byCheck = (findings: Awaited<ReturnType<typeof run>>) => Object.fromEntries(findings.map((f) => [f.check, f.count]));
+    reconcile(prisma, {
+      since: new Date(Date.now() - 3_600_000),
+      grace: new Date(Date.now() - graceMs),
+      group: 'reconcile-test-group',
+      tenant,
+    });
+  const byCheck = (findings: Awaited<ReturnType<typeof run>>) =>
+    Object.fromEntries(findings.map((f) => [f.check, f.count]));
 
   it('finds nothing wrong with freshly created tickets inside the grace period', async () => {
     const t = await stack.newTenant('recon-ok');
-    for (let i = 0; i < 3; i++) expect((await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `ok ${i}` }, `ok-${i}`)).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `ok ${i}` }, `ok-${i}`)).status).toBe(201);
     expect(await run(t.slug, 60_000)).toEqual([]);
   });
 
   it('reports unpublished events, tickets missing their event, and keys whose ticket is gone', async () => {
     const t = await stack.newTenant('recon-bad');
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(JSON.parse((await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `bad ${i}` }, `bad-${i}`)).text).id);
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        JSON.parse((await post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `bad ${i}` }, `bad-${i}`)).text).id,
+      );
     // No relay runs in this test: all three events are unpublished past a zero grace period.
     expect(byCheck(await run(t.slug))).toEqual({ 'outbox event unpublished for longer than the grace period': 3 });
 
@@ -55,18 +65,32 @@ describe('reconciliation job', () => {
     const cli = async (...argv: string[]) => {
       const out: string[] = [];
       const progress: string[] = [];
-      const ctx = { prisma, config: loadConfig({ DATABASE_URL: TEST_DATABASE_URL }), out: (l: string) => out.push(l), err: (t: string) => progress.push(t) };
-      const code = await runCli(['reconcile', '--tenant', t.slug, ...argv], [reconcileCli], { ...ctx, open: async () => ({ ctx, close: async () => undefined }) });
+      const ctx = {
+        prisma,
+        config: loadConfig({ DATABASE_URL: TEST_DATABASE_URL }),
+        out: (l: string) => out.push(l),
+        err: (t: string) => progress.push(t),
+      };
+      const code = await runCli(['reconcile', '--tenant', t.slug, ...argv], [reconcileCli], {
+        ...ctx,
+        open: async () => ({ ctx, close: async () => undefined }),
+      });
       return { code, out, progress };
     };
     const bad = await cli('--grace', '0s', '--json');
     expect(bad.code).toBe(1);
-    expect(JSON.parse(bad.out.join('\n'))).toMatchObject({ ok: false, findings: [{ check: 'outbox event unpublished for longer than the grace period', count: 1 }] });
+    expect(JSON.parse(bad.out.join('\n'))).toMatchObject({
+      ok: false,
+      findings: [{ check: 'outbox event unpublished for longer than the grace period', count: 1 }],
+    });
     expect(bad.progress.at(-1)).toBe('reconcile: [11/11] done\n');
     const ok = await cli('--grace', '1h');
     expect(ok).toMatchObject({
       code: 0,
-      out: ['reconcile: everything agrees (tickets, keys, outbox, inbox, notifications)', 'duplicate-creation rate: 0 of 1 tickets (0.000 %)'],
+      out: [
+        'reconcile: everything agrees (tickets, keys, outbox, inbox, notifications)',
+        'duplicate-creation rate: 0 of 1 tickets (0.000 %)',
+      ],
     });
   });
 });

@@ -37,9 +37,12 @@ let database: RelayTestDatabase;
 let db: Pool;
 let relay: OutboxRelay;
 
-const pending = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+const pending = async () =>
+  (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
 const transientFailures = async () =>
-  (await registry.getMetricsAsJSON()).find((m) => m.name === 'outbox_publish_failures_total')?.values.find((v) => v.labels.kind === 'transient')?.value ?? 0;
+  (await registry.getMetricsAsJSON())
+    .find((m) => m.name === 'outbox_publish_failures_total')
+    ?.values.find((v) => v.labels.kind === 'transient')?.value ?? 0;
 
 beforeAll(async () => {
   database = await createRelayTestDatabase('down');
@@ -54,7 +57,10 @@ beforeAll(async () => {
       clientId: 'relay-down-test',
       topic,
       partitions: 6,
-      client: { socketFactory: ({ onConnect }) => connect({ host: '127.0.0.1', port: proxy.port }, onConnect), connectionTimeout: 1_000 },
+      client: {
+        socketFactory: ({ onConnect }) => connect({ host: '127.0.0.1', port: proxy.port }, onConnect),
+        connectionTimeout: 1_000,
+      },
     },
     logger,
     registry,
@@ -81,7 +87,10 @@ const cancels = tickets.map(([, x]) => x);
 it('starts while the broker is unreachable, keeps the outbox, and publishes once the broker answers', async () => {
   await relay.start();
   await insertOutboxRows(db, creates.slice(0, 40));
-  await waitFor('the relay to lead and see the broker unreachable', () => relay.health().isLeader && relay.health().broker.state === 'unreachable');
+  await waitFor(
+    'the relay to lead and see the broker unreachable',
+    () => relay.health().isLeader && relay.health().broker.state === 'unreachable',
+  );
   // Past kafkajs's own retries, several relay attempts later: still retrying, nothing marked.
   await waitFor('several failed attempts', async () => (await transientFailures()) >= 4, 60_000);
   expect(relay.health().broker.unreachableForMs).toBeGreaterThan(0);
@@ -99,8 +108,13 @@ it(`survives a cut far longer than kafkajs's retries, then publishes everything 
   await proxy.cut();
   const failuresBefore = await transientFailures();
   // Rows keep arriving during the outage, in several transactions.
-  for (const wave of [creates.slice(80, 120), cancels.slice(40, 80), cancels.slice(80, 100)]) await insertOutboxRows(db, wave);
-  await waitFor('an outage ten times kafkajs\'s retry budget', () => relay.health().broker.unreachableForMs >= LONG_CUT_MS, 120_000);
+  for (const wave of [creates.slice(80, 120), cancels.slice(40, 80), cancels.slice(80, 100)])
+    await insertOutboxRows(db, wave);
+  await waitFor(
+    "an outage ten times kafkajs's retry budget",
+    () => relay.health().broker.unreachableForMs >= LONG_CUT_MS,
+    120_000,
+  );
   await insertOutboxRows(db, cancels.slice(100, 120));
   expect(await pending()).toBe(120);
   expect(relay.health().isLeader).toBe(true);
@@ -116,7 +130,10 @@ it(`survives a cut far longer than kafkajs's retries, then publishes everything 
   expect(ids).toHaveLength(240);
   expect(new Set(ids).size).toBe(240);
   for (const [created, cancelled] of tickets) {
-    expect(messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id'])).toEqual([created.eventId, cancelled.eventId]);
+    expect(messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id'])).toEqual([
+      created.eventId,
+      cancelled.eventId,
+    ]);
   }
   expect((await relay.stats()).published).toBe(240);
 });

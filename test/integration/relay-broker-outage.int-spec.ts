@@ -47,7 +47,8 @@ afterAll(async () => {
 });
 
 async function pending(): Promise<number> {
-  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL'))
+    .rows[0].n;
 }
 
 it('loses nothing while the broker is unreachable under load, backs off, and catches up when it returns', async () => {
@@ -60,7 +61,10 @@ it('loses nothing while the broker is unreachable under load, backs off, and cat
       clientId: 'relay-test',
       topic,
       partitions: 6,
-      client: { socketFactory: ({ onConnect }) => connect({ host: '127.0.0.1', port: proxy.port }, onConnect), connectionTimeout: 1_000 },
+      client: {
+        socketFactory: ({ onConnect }) => connect({ host: '127.0.0.1', port: proxy.port }, onConnect),
+        connectionTimeout: 1_000,
+      },
     },
     logger,
     registry,

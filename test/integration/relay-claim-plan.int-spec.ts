@@ -67,7 +67,13 @@ afterAll(async () => {
 it('polling an outbox whose index holds thousands of old versions reads them once, not on every claim', async () => {
   const relay = new OutboxRelay({
     databaseUrl: database.url,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'relay-claim-plan-test', topic, partitions: 1, retentionMs: 86_400_000 },
+    kafka: {
+      brokers: TEST_KAFKA_BROKERS,
+      clientId: 'relay-claim-plan-test',
+      topic,
+      partitions: 1,
+      retentionMs: 86_400_000,
+    },
     logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'relay-claim-plan-test'),
     registry: new Registry(),
     pollIntervalMs: 20,
@@ -80,7 +86,11 @@ it('polling an outbox whose index holds thousands of old versions reads them onc
     const start = await counters();
     await waitFor('the first claims counted', async () => (await counters()).indexScans >= start.indexScans + 10);
     const from = await counters();
-    await waitFor('40 more index scans by the polling relay', async () => (await counters()).indexScans >= from.indexScans + 40, 60_000);
+    await waitFor(
+      '40 more index scans by the polling relay',
+      async () => (await counters()).indexScans >= from.indexScans + 40,
+      60_000,
+    );
     const to = await counters();
     const perScan = (to.heapHits - from.heapHits) / (to.indexScans - from.indexScans);
     // A bitmap claim reads the heap page of every old version: ~the whole table per claim.

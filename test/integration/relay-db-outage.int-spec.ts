@@ -31,7 +31,8 @@ let db: Pool;
 let proxy: TcpCutProxy;
 let relay: OutboxRelay | undefined;
 
-const pending = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+const pending = async () =>
+  (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
 
 beforeAll(async () => {
   database = await createRelayTestDatabase('db_outage');
@@ -70,8 +71,14 @@ it('loses the lock with the database, leads again when it is back, and publishes
   await proxy.cut();
   await waitFor('the relay to see the database unreachable', () => relay!.health().database.state === 'unreachable');
   expect(relay.health().isLeader).toBe(false);
-  await insertOutboxRows(db, tickets.slice(30, 60).map(([c]) => c));
-  await insertOutboxRows(db, tickets.slice(30, 60).map(([, x]) => x));
+  await insertOutboxRows(
+    db,
+    tickets.slice(30, 60).map(([c]) => c),
+  );
+  await insertOutboxRows(
+    db,
+    tickets.slice(30, 60).map(([, x]) => x),
+  );
   await waitFor('an outage of a few reconnect attempts', () => relay!.health().database.unreachableForMs >= 3_000);
   expect(await pending()).toBe(60);
 
@@ -83,6 +90,9 @@ it('loses the lock with the database, leads again when it is back, and publishes
   expect(messages).toHaveLength(120);
   expect(new Set(messages.map((m) => m.headers['event-id'])).size).toBe(120);
   for (const [created, cancelled] of tickets) {
-    expect(messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id'])).toEqual([created.eventId, cancelled.eventId]);
+    expect(messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id'])).toEqual([
+      created.eventId,
+      cancelled.eventId,
+    ]);
   }
 });

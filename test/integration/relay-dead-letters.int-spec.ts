@@ -41,11 +41,21 @@ beforeAll(async () => {
   db = new Pool({ connectionString: database.url, max: 2 });
   // The topic exists already (the relay must accept that) with a 64 KiB record limit, so a
   // 100 KB envelope is too large for the broker.
-  const admin = new Kafka({ brokers: TEST_KAFKA_BROKERS, clientId: 'relay-test-admin', logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({
+    brokers: TEST_KAFKA_BROKERS,
+    clientId: 'relay-test-admin',
+    logLevel: logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   await admin.createTopics({
     waitForLeaders: true,
-    topics: [{ topic, numPartitions: 3, configEntries: [{ name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) }] }],
+    topics: [
+      {
+        topic,
+        numPartitions: 3,
+        configEntries: [{ name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) }],
+      },
+    ],
   });
   await admin.disconnect();
 });
@@ -63,7 +73,8 @@ async function deadLetters(): Promise<Map<string, DeadLetter>> {
 }
 
 async function pendingRows(): Promise<number> {
-  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL'))
+    .rows[0].n;
 }
 
 it('dead-letters a poison envelope and an oversized row after bounded attempts; other tickets flow, the same ticket follows it', async () => {
@@ -73,7 +84,16 @@ it('dead-letters a poison envelope and an oversized row after bounded attempts; 
   const bigCreated = ticketEventRow({ tenantId, kind: 'created', metadata: { blob: 'x'.repeat(100_000) } });
   const bigCancelled = ticketEventRow({ tenantId, ticketId: bigCreated.aggregateId, kind: 'cancelled' });
   const [cCreated, cCancelled] = ticketLifecycle(tenantId);
-  await insertOutboxRows(db, [aCreated, pCreated, bigCreated, aCancelled, pCancelled, bigCancelled, cCreated, cCancelled]);
+  await insertOutboxRows(db, [
+    aCreated,
+    pCreated,
+    bigCreated,
+    aCancelled,
+    pCancelled,
+    bigCancelled,
+    cCreated,
+    cCancelled,
+  ]);
 
   registry = new Registry();
   relay = new OutboxRelay({
@@ -100,13 +120,19 @@ it('dead-letters a poison envelope and an oversized row after bounded attempts; 
 
   // Dead letters left the outbox; the healthy tickets were published, C before the oversized row
   // used up its attempts (rows behind a parked row of another ticket keep flowing).
-  const { rows: outbox } = await db.query<{ event_id: string; published_at: Date | null }>('SELECT event_id, published_at FROM outbox_events');
-  expect(outbox.map((r) => r.event_id).sort()).toEqual([aCreated, aCancelled, cCreated, cCancelled].map((r) => r.eventId).sort());
+  const { rows: outbox } = await db.query<{ event_id: string; published_at: Date | null }>(
+    'SELECT event_id, published_at FROM outbox_events',
+  );
+  expect(outbox.map((r) => r.event_id).sort()).toEqual(
+    [aCreated, aCancelled, cCreated, cCancelled].map((r) => r.eventId).sort(),
+  );
   const cPublishedAt = outbox.find((r) => r.event_id === cCancelled.eventId)!.published_at!;
   expect(cPublishedAt.getTime()).toBeLessThan(dl.get(bigCreated.eventId)!.created_at.getTime());
 
   const messages = await readTopic(TEST_KAFKA_BROKERS, topic);
-  expect(messages.map((m) => m.headers['event-id']).sort()).toEqual([aCreated, aCancelled, cCreated, cCancelled].map((r) => r.eventId).sort());
+  expect(messages.map((m) => m.headers['event-id']).sort()).toEqual(
+    [aCreated, aCancelled, cCreated, cCancelled].map((r) => r.eventId).sort(),
+  );
 
   // A row of a dead-lettered ticket that arrives later is dead-lettered too, never published alone.
   const pLate = ticketEventRow({ tenantId, ticketId: pCreated.aggregateId, kind: 'cancelled' });

@@ -38,18 +38,20 @@ interface RelayProcess {
 }
 
 function startRelay(name: string): RelayProcess {
-  const proc = trackChild(spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
-    env: {
-      ...process.env,
-      DATABASE_URL: database.url,
-      KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
-      KAFKA_CLIENT_ID: `relay-takeover-${name}`,
-      TICKET_EVENTS_TOPIC: topic,
-      LOG_LEVEL: 'info',
-      RELAY_METRICS_PORT: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  const proc = trackChild(
+    spawn(process.execPath, [join(ROOT, 'apps/relay/dist/main.js')], {
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+        KAFKA_CLIENT_ID: `relay-takeover-${name}`,
+        TICKET_EVENTS_TOPIC: topic,
+        LOG_LEVEL: 'info',
+        RELAY_METRICS_PORT: '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   const relay: RelayProcess = {
     name,
     proc,
@@ -75,7 +77,8 @@ function startRelay(name: string): RelayProcess {
 }
 
 const logged = (r: RelayProcess, msg: string) => r.lines.find((l) => l.msg === msg);
-const pending = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+const pending = async () =>
+  (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
 /** Sessions queued on the relay lock (a standby in its lock wait). */
 const waitingOnLock = async () =>
   (
@@ -108,11 +111,17 @@ it('a standby takes over at once after SIGTERM and after SIGKILL of the leader; 
   await waitFor('a to lead', () => Boolean(logged(a, 'became the active outbox relay')), 60_000);
   const b = startRelay('b');
   await waitFor('b to wait on the lock', async () => (await waitingOnLock()) === 1, 60_000);
-  await insertOutboxRows(db, tickets.slice(0, 30).map(([c]) => c));
+  await insertOutboxRows(
+    db,
+    tickets.slice(0, 30).map(([c]) => c),
+  );
   await waitFor('a to publish the first wave', async () => (await pending()) === 0, 60_000);
 
   // SIGTERM while rows keep coming: a finishes or abandons its batch, unlocks, exits 0; b leads.
-  const waveTwo = insertOutboxRows(db, [...tickets.slice(0, 30).map(([, x]) => x), ...tickets.slice(30, 60).map(([c]) => c)]);
+  const waveTwo = insertOutboxRows(db, [
+    ...tickets.slice(0, 30).map(([, x]) => x),
+    ...tickets.slice(30, 60).map(([c]) => c),
+  ]);
   const termAt = Date.now();
   a.proc.kill('SIGTERM');
   await waveTwo;
@@ -133,7 +142,9 @@ it('a standby takes over at once after SIGTERM and after SIGKILL of the leader; 
 
   if (process.env.REPORT_TIMINGS) {
     const since = (r: RelayProcess, at: number) => Date.parse(logged(r, 'became the active outbox relay')!.time) - at;
-    console.log(`relay takeover: SIGTERM -> standby leads ${since(b, termAt)} ms; SIGKILL -> standby leads ${since(c, killAt)} ms`);
+    console.log(
+      `relay takeover: SIGTERM -> standby leads ${since(b, termAt)} ms; SIGKILL -> standby leads ${since(c, killAt)} ms`,
+    );
   }
 
   const messages = await readTopic(TEST_KAFKA_BROKERS, topic);
@@ -141,6 +152,9 @@ it('a standby takes over at once after SIGTERM and after SIGKILL of the leader; 
   expect(ids).toHaveLength(180);
   expect(new Set(ids).size).toBe(180);
   for (const [created, cancelled] of tickets) {
-    expect(messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id'])).toEqual([created.eventId, cancelled.eventId]);
+    expect(messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id'])).toEqual([
+      created.eventId,
+      cancelled.eventId,
+    ]);
   }
 });

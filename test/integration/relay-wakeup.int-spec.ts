@@ -30,7 +30,9 @@ let listener: Client;
 let notifications: number[] = [];
 const cleanups: Array<() => Promise<unknown>> = [];
 
-async function startApi(env: Record<string, string>): Promise<{ app: NestFastifyApplication; baseUrl: string; apiKey: string }> {
+async function startApi(
+  env: Record<string, string>,
+): Promise<{ app: NestFastifyApplication; baseUrl: string; apiKey: string }> {
   const config = loadConfig({
     DATABASE_URL: database.url,
     PORT: '0',
@@ -57,7 +59,8 @@ async function unpublished(): Promise<number> {
   const c = new Client({ connectionString: database.url });
   await c.connect();
   try {
-    return (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+    return (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL'))
+      .rows[0].n;
   } finally {
     await c.end();
   }
@@ -96,7 +99,9 @@ describe('waking the outbox relay after a commit', () => {
     const c = new Client({ connectionString: database.url });
     await c.connect();
     try {
-      const { rows } = await c.query(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'outbox_events'::regclass AND NOT tgisinternal`);
+      const { rows } = await c.query(
+        `SELECT tgname FROM pg_trigger WHERE tgrelid = 'outbox_events'::regclass AND NOT tgisinternal`,
+      );
       expect(rows).toEqual([]);
     } finally {
       await c.end();
@@ -107,7 +112,13 @@ describe('waking the outbox relay after a commit', () => {
     const api = await startApi({ RELAY_ENABLED: 'false' });
     const relay = new OutboxRelay({
       databaseUrl: database.url,
-      kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'relay-wakeup-test', topic, partitions: 3, retentionMs: 86_400_000 },
+      kafka: {
+        brokers: TEST_KAFKA_BROKERS,
+        clientId: 'relay-wakeup-test',
+        topic,
+        partitions: 3,
+        retentionMs: 86_400_000,
+      },
       logger,
       registry: new Registry(),
       pollIntervalMs: 600_000, // longer than the test's deadline: only a NOTIFY can wake it in time
@@ -149,7 +160,10 @@ describe('waking the outbox relay after a commit', () => {
     const tickets = await Promise.all(Array.from({ length: n }, (_, i) => create(api, `burst ${i}`)));
     expect(new Set(tickets.map((t) => t.id)).size).toBe(n);
     // The trailing NOTIFY (the one that starts after the last commit) comes within one interval.
-    await waitFor('the NOTIFY after the last create', () => notifications.length > 0 && Date.now() - notifications[notifications.length - 1] > 3 * intervalMs);
+    await waitFor(
+      'the NOTIFY after the last create',
+      () => notifications.length > 0 && Date.now() - notifications[notifications.length - 1] > 3 * intervalMs,
+    );
     const elapsed = Date.now() - t0;
     expect(notifications.length).toBeGreaterThanOrEqual(1);
     expect(notifications.length).toBeLessThanOrEqual(Math.floor(elapsed / intervalMs) + 1);

@@ -30,7 +30,13 @@ const relays: OutboxRelay[] = [];
 function newRelay(overrides: Partial<OutboxRelayOptions> = {}): OutboxRelay {
   const relay = new OutboxRelay({
     databaseUrl: database.url,
-    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'relay-test', topic, partitions: 3, retentionMs: TOPIC_RETENTION_MS },
+    kafka: {
+      brokers: TEST_KAFKA_BROKERS,
+      clientId: 'relay-test',
+      topic,
+      partitions: 3,
+      retentionMs: TOPIC_RETENTION_MS,
+    },
     logger,
     registry: new Registry(),
     pollIntervalMs: 200,
@@ -116,17 +122,31 @@ describe('OutboxRelay', () => {
       });
     }
     for (let i = 0; i < rows.length; i += 2) {
-      const [created, cancelled] = [rows[i], rows[i + 1]].map((r) => messages.find((m) => m.headers['event-id'] === r.eventId)!);
+      const [created, cancelled] = [rows[i], rows[i + 1]].map((r) =>
+        messages.find((m) => m.headers['event-id'] === r.eventId)!,
+      );
       expect(created.partition).toBe(cancelled.partition);
       expect(created.offset).toBeLessThan(cancelled.offset);
     }
 
     const stats = await relay.stats();
     const up = { state: 'up', unreachableForMs: 0 };
-    expect(stats).toEqual({ pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, published: rows.length, isLeader: true, broker: up, database: up });
+    expect(stats).toEqual({
+      pending: 0,
+      oldestPendingAgeMs: 0,
+      deadLetters: 0,
+      published: rows.length,
+      isLeader: true,
+      broker: up,
+      database: up,
+    });
 
     // The relay created the topic: configured partitions and retention.
-    const admin = new Kafka({ brokers: TEST_KAFKA_BROKERS, clientId: 'relay-test-admin', logLevel: logLevel.NOTHING }).admin();
+    const admin = new Kafka({
+      brokers: TEST_KAFKA_BROKERS,
+      clientId: 'relay-test-admin',
+      logLevel: logLevel.NOTHING,
+    }).admin();
     await admin.connect();
     try {
       const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
@@ -165,7 +185,9 @@ describe('OutboxRelay', () => {
     await waitFor('rows published after restart', async () => (await unpublished(seqs)) === 0);
     expect((await restarted.stats()).published).toBe(2);
 
-    const messages = (await readTopic(TEST_KAFKA_BROKERS, topic)).filter((m) => rows.some((r) => r.eventId === m.headers['event-id']));
+    const messages = (await readTopic(TEST_KAFKA_BROKERS, topic)).filter((m) =>
+      rows.some((r) => r.eventId === m.headers['event-id']),
+    );
     for (const row of rows) {
       expect(messages.filter((m) => m.headers['event-id'] === row.eventId)).toHaveLength(2);
     }
@@ -181,13 +203,25 @@ describe('OutboxRelay', () => {
     let pendingSeqs: string[];
     try {
       await client.query('BEGIN');
-      oldSeqs = await insertOutboxRows(client, Array.from({ length: 5 }, () => ticketEventRow({ tenantId, kind: 'created' })));
+      oldSeqs = await insertOutboxRows(
+        client,
+        Array.from({ length: 5 }, () => ticketEventRow({ tenantId, kind: 'created' })),
+      );
       recentSeqs = await insertOutboxRows(client, [ticketEventRow({ tenantId, kind: 'created' })]);
       pendingSeqs = await insertOutboxRows(client, [ticketEventRow({ tenantId, kind: 'created' })]);
-      await client.query(`UPDATE outbox_events SET published_at = now() - interval '2 hours' WHERE seq = ANY($1::bigint[])`, [oldSeqs]);
-      await client.query(`UPDATE outbox_events SET published_at = now() - interval '10 minutes' WHERE seq = ANY($1::bigint[])`, [recentSeqs]);
+      await client.query(
+        `UPDATE outbox_events SET published_at = now() - interval '2 hours' WHERE seq = ANY($1::bigint[])`,
+        [oldSeqs],
+      );
+      await client.query(
+        `UPDATE outbox_events SET published_at = now() - interval '10 minutes' WHERE seq = ANY($1::bigint[])`,
+        [recentSeqs],
+      );
       // Unpublished but created long ago: never deleted by retention, however old.
-      await client.query(`UPDATE outbox_events SET created_at = now() - interval '3 hours' WHERE seq = ANY($1::bigint[])`, [pendingSeqs]);
+      await client.query(
+        `UPDATE outbox_events SET created_at = now() - interval '3 hours' WHERE seq = ANY($1::bigint[])`,
+        [pendingSeqs],
+      );
       await client.query('COMMIT');
     } finally {
       client.release();
@@ -195,7 +229,11 @@ describe('OutboxRelay', () => {
     const relay = newRelay({ retentionMs: 60 * 60_000, cleanupIntervalMs: 200, cleanupBatchSize: 2 });
     await relay.start();
     const remaining = async (seqs: string[]) =>
-      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE seq = ANY($1::bigint[])', [seqs])).rows[0].n;
+      (
+        await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE seq = ANY($1::bigint[])', [
+          seqs,
+        ])
+      ).rows[0].n;
     await waitFor('old published rows deleted', async () => (await remaining(oldSeqs)) === 0);
     await waitFor('pending row published', async () => (await unpublished(pendingSeqs)) === 0);
     await new Promise((r) => setTimeout(r, 500)); // a few more cleanup rounds

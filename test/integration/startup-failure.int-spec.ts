@@ -34,13 +34,19 @@ describe('explainStartupFailure on real failures', () => {
     await listen(taken, { port: 0, host: '127.0.0.1' });
     const port = (taken.address() as { port: number }).port;
     try {
-      const err = await listen(createServer(), { variable: 'NOTIFIER_METRICS_PORT', port, host: '127.0.0.1' }).catch((e: unknown) => e);
+      const err = await listen(createServer(), { variable: 'NOTIFIER_METRICS_PORT', port, host: '127.0.0.1' }).catch(
+        (e: unknown) => e,
+      );
       expect((err as Error).message).toBe(
         `port ${port} on 127.0.0.1 is in use (NOTIFIER_METRICS_PORT): stop the other process, or set NOTIFIER_METRICS_PORT to another port, or 0 for any free port`,
       );
       // A library that does not know the variable: the app's context names it by the port.
-      const raw = await new Promise<unknown>((resolve) => createServer().once('error', resolve).listen(port, '127.0.0.1'));
-      expect(explainStartupFailure(raw, { ports: [{ variable: 'RELAY_METRICS_PORT', port, host: '127.0.0.1' }] })).toEqual({
+      const raw = await new Promise<unknown>((resolve) =>
+        createServer().once('error', resolve).listen(port, '127.0.0.1'),
+      );
+      expect(
+        explainStartupFailure(raw, { ports: [{ variable: 'RELAY_METRICS_PORT', port, host: '127.0.0.1' }] }),
+      ).toEqual({
         cause: 'port_in_use',
         unexpected: false,
         message: expect.stringContaining(`port ${port} on 127.0.0.1 is in use (RELAY_METRICS_PORT)`),
@@ -54,13 +60,20 @@ describe('explainStartupFailure on real failures', () => {
     const missing = withDatabase((u) => (u.pathname = '/tickets_no_such_database'));
     expect(explainStartupFailure(await pgError(missing), { databaseUrl: missing }).cause).toBe('database_missing');
     const role = withDatabase((u) => (u.username = 'no_such_role'));
-    expect(explainStartupFailure(await pgError(role), { databaseUrl: role })).toMatchObject({ cause: 'database_auth_failed', message: expect.stringContaining('(DATABASE_URL)') });
+    expect(explainStartupFailure(await pgError(role), { databaseUrl: role })).toMatchObject({
+      cause: 'database_auth_failed',
+      message: expect.stringContaining('(DATABASE_URL)'),
+    });
     const closed = withDatabase((u) => (u.port = '1'));
-    expect(explainStartupFailure(await pgError(closed), { databaseUrl: closed, brokers: ['127.0.0.1:9092'] })).toMatchObject({
+    expect(
+      explainStartupFailure(await pgError(closed), { databaseUrl: closed, brokers: ['127.0.0.1:9092'] }),
+    ).toMatchObject({
       cause: 'database_unreachable',
       message: expect.stringContaining('cannot reach PostgreSQL at 127.0.0.1:1/'),
     });
-    expect(explainStartupFailure(await pgError(TEST_DATABASE_URL), { databaseUrl: TEST_DATABASE_URL }).cause).toBe('database_not_migrated');
+    expect(explainStartupFailure(await pgError(TEST_DATABASE_URL), { databaseUrl: TEST_DATABASE_URL }).cause).toBe(
+      'database_not_migrated',
+    );
   });
 
   it('PostgreSQL through Prisma: a missing database', async () => {
@@ -72,7 +85,12 @@ describe('explainStartupFailure on real failures', () => {
   });
 
   it('Kafka: no broker at KAFKA_BROKERS', async () => {
-    const kafka = new Kafka({ clientId: 'startup-failure-test', brokers: ['127.0.0.1:1'], logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+    const kafka = new Kafka({
+      clientId: 'startup-failure-test',
+      brokers: ['127.0.0.1:1'],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+    });
     const admin = kafka.admin();
     const err = await admin.connect().catch((e: unknown) => e);
     await admin.disconnect();
@@ -91,6 +109,10 @@ describe('explainStartupFailure on real failures', () => {
       }
     })();
     expect(explainStartupFailure(config).cause).toBe('config_invalid');
-    expect(explainStartupFailure(new TypeError('x is not a function'))).toEqual({ cause: 'unknown', unexpected: true, message: 'unexpected error: x is not a function' });
+    expect(explainStartupFailure(new TypeError('x is not a function'))).toEqual({
+      cause: 'unknown',
+      unexpected: true,
+      message: 'unexpected error: x is not a function',
+    });
   });
 });

@@ -69,9 +69,19 @@ export function startApp(main: AppMain, env: Record<string, string>): AppProcess
         const check = (): void => {
           const hit = lines.find((l) => String(l.msg).startsWith(needle));
           if (hit) done(() => resolve(hit));
-          else if (proc.exitCode !== null || proc.signalCode !== null) done(() => reject(new Error(`${main} exited (${proc.exitCode ?? proc.signalCode}) before "${needle}":\n${text.slice(-4_000)}`)));
+          else if (proc.exitCode !== null || proc.signalCode !== null)
+            done(() =>
+              reject(
+                new Error(
+                  `${main} exited (${proc.exitCode ?? proc.signalCode}) before "${needle}":\n${text.slice(-4_000)}`,
+                ),
+              ),
+            );
         };
-        const timer = setTimeout(() => done(() => reject(new Error(`no "${needle}" from ${main} in ${timeoutMs} ms:\n${text.slice(-4_000)}`))), timeoutMs);
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`no "${needle}" from ${main} in ${timeoutMs} ms:\n${text.slice(-4_000)}`))),
+          timeoutMs,
+        );
         const done = (settle: () => void): void => {
           clearTimeout(timer);
           waiters.delete(check);

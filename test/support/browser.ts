@@ -12,11 +12,18 @@ export function chromiumPath(): string {
   if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
   const dirs = (process.env.PATH ?? '/usr/bin').split(delimiter).filter(Boolean);
   const path = NAMES.flatMap((n) => dirs.map((d) => join(d, n))).find((p) => existsSync(p));
-  if (!path) throw new Error(`no Chromium found (${NAMES.join(', ')} on the PATH): run npm test (it installs Debian's chromium), apt-get install chromium, or set CHROMIUM_PATH`);
+  if (!path)
+    throw new Error(
+      `no Chromium found (${NAMES.join(', ')} on the PATH): run npm test (it installs Debian's chromium), apt-get install chromium, or set CHROMIUM_PATH`,
+    );
   return path;
 }
 
 export function launchChromium(): Promise<Browser> {
   // --no-sandbox: the tests may run as root (CI does), where Chromium's sandbox refuses to start.
-  return chromium.launch({ executablePath: chromiumPath(), headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  });
 }

@@ -18,11 +18,17 @@ export interface CliRun {
 export async function deadLettersCommand(prisma: PrismaClient, ...argv: string[]): Promise<CliRun> {
   const out: string[] = [];
   const err: string[] = [];
-  const config = { kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dead-letters-it' }, database: { url: TEST_DATABASE_URL } } as AppConfig;
+  const config = {
+    kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dead-letters-it' },
+    database: { url: TEST_DATABASE_URL },
+  } as AppConfig;
   const code = await runCli(['dead-letters', ...argv], [deadLettersCli], {
     out: (l) => out.push(l),
     err: (t) => err.push(t),
-    open: async () => ({ ctx: { prisma, config, out: (l) => out.push(l), err: (t) => err.push(t) }, close: async () => undefined }),
+    open: async () => ({
+      ctx: { prisma, config, out: (l) => out.push(l), err: (t) => err.push(t) },
+      close: async () => undefined,
+    }),
   });
   return { code, out: out.join('\n'), err: err.join(''), json: () => JSON.parse(out.join('\n')) };
 }

@@ -12,7 +12,13 @@ module.exports = {
     const patched = source.replace(/import\.meta\.url/g, "require('node:url').pathToFileURL(__filename).href");
     const out = ts.transpileModule(patched, {
       fileName: path,
-      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, allowJs: true, esModuleInterop: true, sourceMap: false },
+      compilerOptions: {
+        module: ts.ModuleKind.CommonJS,
+        target: ts.ScriptTarget.ES2022,
+        allowJs: true,
+        esModuleInterop: true,
+        sourceMap: false,
+      },
     });
     return { code: out.outputText };
   },

@@ -53,15 +53,22 @@ export function toMessage(event: TicketEvent, partition?: number): Message {
 
 export const uniqueName = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${randomUUID().slice(0, 6)}`;
 
-export const testKafka = () => new Kafka({ clientId: 'tests', brokers: TEST_KAFKA_BROKERS, logLevel: logLevel.NOTHING });
+export const testKafka = () =>
+  new Kafka({ clientId: 'tests', brokers: TEST_KAFKA_BROKERS, logLevel: logLevel.NOTHING });
 
 /** Admin + producer on the test broker, plus a topic of this test's own. */
-export async function kafkaFixture(topic: string, partitions = 3): Promise<{ admin: Admin; producer: Producer; close(): Promise<void> }> {
+export async function kafkaFixture(
+  topic: string,
+  partitions = 3,
+): Promise<{ admin: Admin; producer: Producer; close(): Promise<void> }> {
   const kafka = testKafka();
   const admin = kafka.admin();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await Promise.all([admin.connect(), producer.connect()]);
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+  });
   return {
     admin,
     producer,
@@ -73,12 +80,20 @@ export async function kafkaFixture(topic: string, partitions = 3): Promise<{ adm
 }
 
 /** Polls `read` until `done(value)` holds; returns the last value or throws after `timeoutMs`. */
-export async function eventually<T>(read: () => Promise<T> | T, done: (v: T) => boolean, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T> | T,
+  done: (v: T) => boolean,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();
     if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`,
+      );
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -36,19 +36,26 @@ export interface KitChild {
 }
 
 /** The kit example consumer as a real OS process (on the test database, or on `databaseUrl`). */
-export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx?: boolean; databaseUrl?: string }): KitChild {
+export function spawnKitChild(env: {
+  topic: string;
+  groupId: string;
+  killAfterTx?: boolean;
+  databaseUrl?: string;
+}): KitChild {
   const entry = compileChild();
-  const proc = trackChild(spawn(process.execPath, [entry], {
-    env: {
-      ...process.env,
-      TOPIC: env.topic,
-      GROUP_ID: env.groupId,
-      KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
-      DATABASE_URL: env.databaseUrl ?? TEST_DATABASE_URL,
-      KILL_AFTER_TX: env.killAfterTx ? '1' : '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  const proc = trackChild(
+    spawn(process.execPath, [entry], {
+      env: {
+        ...process.env,
+        TOPIC: env.topic,
+        GROUP_ID: env.groupId,
+        KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+        DATABASE_URL: env.databaseUrl ?? TEST_DATABASE_URL,
+        KILL_AFTER_TX: env.killAfterTx ? '1' : '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let stdout = '';
   let stderr = '';
   const waiters: (() => void)[] = [];
@@ -63,7 +70,10 @@ export function spawnKitChild(env: { topic: string; groupId: string; killAfterTx
     exited,
     line: (prefix, timeoutMs = 60_000) =>
       new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no "${prefix}" line from the child in ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no "${prefix}" line from the child in ${timeoutMs} ms; stderr: ${stderr}`)),
+          timeoutMs,
+        );
         const check = () => {
           const hit = stdout.split('\n').find((l) => l.startsWith(prefix));
           if (hit) {

@@ -33,7 +33,11 @@ export async function scratchDatabase(label: string, opts: { prismaOnly?: boolea
     await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     await c.query(`CREATE DATABASE "${name}"`);
   });
-  if (opts.prismaOnly) execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy', '--prisma-only'], { env: { ...process.env, DATABASE_URL: url.toString() }, stdio: 'pipe' });
+  if (opts.prismaOnly)
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy', '--prisma-only'], {
+      env: { ...process.env, DATABASE_URL: url.toString() },
+      stdio: 'pipe',
+    });
   return {
     url: url.toString(),
     drop: () =>
@@ -46,17 +50,26 @@ export async function scratchDatabase(label: string, opts: { prismaOnly?: boolea
 
 /** The ticket service's migration path (`npm run db:migrate`): Prisma's migrations, then the kit's. */
 export function serviceMigrate(url: string): string {
-  return execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy'], { env: { ...process.env, DATABASE_URL: url }, encoding: 'utf8' });
+  return execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy'], {
+    env: { ...process.env, DATABASE_URL: url },
+    encoding: 'utf8',
+  });
 }
 
 /** The compiled `ticket-events` bin (npm run build first), as a child process. */
 export const KIT_BIN = join(ROOT, 'libs', 'event-consumer', 'dist', 'bin', 'ticket-events.js');
 
-export function runKitBin(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; out: string; err: string }> {
+export function runKitBin(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     // Until the kit is an installed package, `@tickets/contracts` resolves through the repository's alias hook.
-    const child = execFile(process.execPath, [KIT_BIN, ...args], { env: { PATH: process.env.PATH, ...env }, timeout: 120_000 }, (err, out, errText) =>
-      resolve({ code: child.exitCode ?? (err ? 1 : 0), out: String(out), err: String(errText) }),
+    const child = execFile(
+      process.execPath,
+      [KIT_BIN, ...args],
+      { env: { PATH: process.env.PATH, ...env }, timeout: 120_000 },
+      (err, out, errText) => resolve({ code: child.exitCode ?? (err ? 1 : 0), out: String(out), err: String(errText) }),
     );
   });
 }

@@ -25,12 +25,10 @@ export class EffectsController {
     EffectsController.attempts.set(event.id, ctx.attempt);
     if (event.data.title === POISON_TITLE) throw new Error('this handler cannot take a poison ticket');
     // The effect: a row without any unique key, so a second effect of one event would show as a second row.
-    await ctx.tx.query('INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)', [
-      ctx.groupId,
-      event.id,
-      event.ticketId,
-      ctx.partition,
-    ]);
+    await ctx.tx.query(
+      'INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)',
+      [ctx.groupId, event.id, event.ticketId, ctx.partition],
+    );
   }
 }
 

@@ -2,7 +2,11 @@ import type { TicketEventsOptions } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from './env';
 
 /** Kit options for tests: the test database and broker, small retry delays, /metrics on a free port. */
-export function kitOptions(topic: string, groupId: string, over: Partial<TicketEventsOptions> = {}): TicketEventsOptions {
+export function kitOptions(
+  topic: string,
+  groupId: string,
+  over: Partial<TicketEventsOptions> = {},
+): TicketEventsOptions {
   return {
     groupId,
     topic,

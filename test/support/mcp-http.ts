@@ -4,7 +4,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 // An agent host on MCP over Streamable HTTP: the SDK's own Client and transport, with the API key as
 // a bearer token on every request (what `"headers": { "Authorization": ... }` does in a host's config).
 
-export async function connectMcpHttp(baseUrl: string, apiKey: string, headers: Record<string, string> = {}): Promise<Client> {
+export async function connectMcpHttp(
+  baseUrl: string,
+  apiKey: string,
+  headers: Record<string, string> = {},
+): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL('/mcp', baseUrl), {
     requestInit: { headers: { Authorization: `Bearer ${apiKey}`, ...headers } },
   });
@@ -14,7 +18,11 @@ export async function connectMcpHttp(baseUrl: string, apiKey: string, headers: R
 }
 
 /** A raw POST /mcp of one JSON-RPC message, as a host sends it (for the HTTP-level answers). */
-export async function postMcp(baseUrl: string, headers: Record<string, string>, message: unknown = INITIALIZE): Promise<Response> {
+export async function postMcp(
+  baseUrl: string,
+  headers: Record<string, string>,
+  message: unknown = INITIALIZE,
+): Promise<Response> {
   return fetch(new URL('/mcp', baseUrl), {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },

@@ -31,12 +31,21 @@ export interface TestNotifierOptions {
 }
 
 export async function startTestNotifier(o: TestNotifierOptions): Promise<TestNotifier> {
-  const base = loadConfig({ DATABASE_URL: TEST_DATABASE_URL, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','), TICKET_EVENTS_TOPIC: o.topic, NOTIFIER_GROUP_ID: o.groupId });
+  const base = loadConfig({
+    DATABASE_URL: TEST_DATABASE_URL,
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+    TICKET_EVENTS_TOPIC: o.topic,
+    NOTIFIER_GROUP_ID: o.groupId,
+  });
   const config: AppConfig = { ...base, notifier: { ...base.notifier, ...TEST_NOTIFIER, ...o.notifier } };
   const kit = loadEventConsumerConfig({ NOTIFIER_METRICS_PORT: '0' });
-  const n = await createConsumerApp(config, kit, o.logger ?? createLogger('silent', 'notifier-test'), { dispatch: o.dispatch, ...o.kit });
+  const n = await createConsumerApp(config, kit, o.logger ?? createLogger('silent', 'notifier-test'), {
+    dispatch: o.dispatch,
+    ...o.kit,
+  });
   let stopped: Promise<void> | undefined;
-  const sum = async (c: { get(): Promise<{ values: { value: number }[] }> }) => (await c.get()).values.reduce((s, v) => s + v.value, 0);
+  const sum = async (c: { get(): Promise<{ values: { value: number }[] }> }) =>
+    (await c.get()).values.reduce((s, v) => s + v.value, 0);
   return {
     ...n,
     counts: async () => ({

@@ -47,7 +47,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: { resource: { attributes: OtlpAttribute[] }; scopeSpans: { scope: { name: string }; spans: Record<string, unknown>[] }[] }[];
+        resourceSpans: {
+          resource: { attributes: OtlpAttribute[] };
+          scopeSpans: { scope: { name: string }; spans: Record<string, unknown>[] }[];
+        }[];
       };
       for (const rs of body.resourceSpans ?? []) {
         const service = String(attributesOf(rs.resource.attributes)['service.name']);
@@ -61,7 +64,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               parentSpanId: String(s.parentSpanId ?? ''),
               name: String(s.name),
               kind: Number(s.kind),
-              links: ((s.links as { traceId: string; spanId: string }[]) ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
+              links: ((s.links as { traceId: string; spanId: string }[]) ?? []).map((l) => ({
+                traceId: l.traceId,
+                spanId: l.spanId,
+              })),
               attributes: attributesOf(s.attributes as OtlpAttribute[]),
             });
           }

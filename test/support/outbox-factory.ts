@@ -59,7 +59,10 @@ export function ticketEventRow(opts: {
     aggregateId: ticketId,
     eventType: type,
     payload: envelope as unknown as Record<string, unknown>,
-    headers: { traceparent: `00-${eventId.replace(/-/g, '')}-${eventId.slice(0, 16).replace(/-/g, '0')}-01`, 'correlation-id': correlationId },
+    headers: {
+      traceparent: `00-${eventId.replace(/-/g, '')}-${eventId.slice(0, 16).replace(/-/g, '0')}-01`,
+      'correlation-id': correlationId,
+    },
   };
 }
 
@@ -128,8 +131,11 @@ export async function createRelayTestDatabase(label: string): Promise<RelayTestD
     // So wait (up to 10 s) for the sessions of a test that closed its clients to go, then drop, forcing
     // only what is still connected after that.
     await asAdmin(async (c) => {
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
-        const { rows } = await c.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'", [name]);
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+        const { rows } = await c.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'",
+          [name],
+        );
         if (rows[0].n === 0) break;
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -180,7 +186,16 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 30
         },
       });
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`read ${received.length}/${expected} messages of ${topic}`)), timeoutMs)))]);
+      await Promise.race([
+        all,
+        new Promise(
+          (_, reject) =>
+            (timer = setTimeout(
+              () => reject(new Error(`read ${received.length}/${expected} messages of ${topic}`)),
+              timeoutMs,
+            )),
+        ),
+      ]);
       clearTimeout(timer);
     } finally {
       await consumer.disconnect();
@@ -203,7 +218,11 @@ export async function deleteTopic(brokers: string[], topic: string): Promise<voi
 }
 
 /** Polls `check` every 100 ms until it returns true (or throws after timeoutMs, naming `what`). */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;

@@ -15,19 +15,38 @@ export interface RunResult {
 }
 
 /** Runs a command to its end; never throws on a non-zero exit (the caller asserts on `code`). */
-export function run(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number }): Promise<RunResult> {
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string | undefined>; timeoutMs?: number },
+): Promise<RunResult> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, timeout: opts.timeoutMs ?? 300_000, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout: stdout.toString(), stderr: stderr.toString() });
-    });
+    execFile(
+      cmd,
+      args,
+      {
+        cwd: opts.cwd,
+        env: { ...process.env, ...opts.env },
+        timeout: opts.timeoutMs ?? 300_000,
+        maxBuffer: 32 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout: stdout.toString(), stderr: stderr.toString() });
+      },
+    );
   });
 }
 
 /** `npm pack` of every public workspace package into `dir`; the tarball paths by package name. */
 export async function packPublicPackages(dir: string): Promise<Record<string, string>> {
-  const workspaces = readPackages(ROOT).filter((p) => !p.private).flatMap((p) => ['-w', p.dir]);
-  const r = await run('npm', ['pack', '--silent', ...workspaces, '--pack-destination', dir], { cwd: ROOT, env: { npm_config_loglevel: 'error' } });
+  const workspaces = readPackages(ROOT)
+    .filter((p) => !p.private)
+    .flatMap((p) => ['-w', p.dir]);
+  const r = await run('npm', ['pack', '--silent', ...workspaces, '--pack-destination', dir], {
+    cwd: ROOT,
+    env: { npm_config_loglevel: 'error' },
+  });
   if (r.code !== 0) throw new Error(`npm pack failed (${r.code}): ${r.stderr}`);
   const tarballs: Record<string, string> = {};
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.tgz'))) {
@@ -41,12 +60,17 @@ export async function packPublicPackages(dir: string): Promise<Record<string, st
 export function copyExample(name: string): { dir: string; cleanup(): void } {
   const base = mkdtempSync(join(tmpdir(), `tickets-example-${name}-`));
   const dir = join(base, name);
-  cpSync(join(ROOT, 'examples', name), dir, { recursive: true, filter: (src) => !/[\\/](node_modules|dist)$/.test(src) });
+  cpSync(join(ROOT, 'examples', name), dir, {
+    recursive: true,
+    filter: (src) => !/[\\/](node_modules|dist)$/.test(src),
+  });
   return { dir, cleanup: () => rmSync(base, { recursive: true, force: true }) };
 }
 
 /** `npm install` in `dir` with these tarballs (and the project's other dependencies from the registry or npm's cache). */
 export async function npmInstall(dir: string, specs: string[]): Promise<void> {
-  const r = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...specs], { cwd: dir });
+  const r = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...specs], {
+    cwd: dir,
+  });
   if (r.code !== 0) throw new Error(`npm install in ${dir} failed (${r.code}): ${r.stderr}`);
 }

@@ -13,7 +13,11 @@ export interface RawResponse {
  * send `Connection: close` or are ones the server must close). Resolves with status 0 when the server
  * closed without a byte. `waitMs` bounds a hung server so the test fails instead of hanging.
  */
-export function rawRequest(url: string, request: string | Buffer, { waitMs = 30_000, endAfterWrite = false } = {}): Promise<RawResponse> {
+export function rawRequest(
+  url: string,
+  request: string | Buffer,
+  { waitMs = 30_000, endAfterWrite = false } = {},
+): Promise<RawResponse> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname);
@@ -44,7 +48,12 @@ export function parseResponses(raw: string): { responses: RawResponse[]; rest: s
     const r = parseResponse(rest);
     responses.push(r);
     const head = rest.indexOf('\r\n\r\n') + 4;
-    const length = r.status < 200 ? 0 : r.headers['transfer-encoding'] === 'chunked' ? chunkedLength(rest.slice(head)) : Number(r.headers['content-length'] ?? rest.length);
+    const length =
+      r.status < 200
+        ? 0
+        : r.headers['transfer-encoding'] === 'chunked'
+          ? chunkedLength(rest.slice(head))
+          : Number(r.headers['content-length'] ?? rest.length);
     rest = rest.slice(head + length);
   }
   return { responses, rest };
@@ -78,7 +87,7 @@ export function parseResponse(raw: string): RawResponse {
 
 function dechunk(s: string): string {
   let out = '';
-  for (let i = 0; ; ) {
+  for (let i = 0; ;) {
     const eol = s.indexOf('\r\n', i);
     const n = parseInt(s.slice(i, eol), 16);
     if (!n) return out;

@@ -33,7 +33,15 @@ export interface TestStack extends TestTenant {
 
 /** The test configuration: the real test database, random port, quiet logs, plus `env` overrides. */
 export function testConfig(env: Record<string, string> = {}): AppConfig {
-  return loadConfig({ DATABASE_URL: TEST_DATABASE_URL, PORT: '0', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', DB_POOL_MAX: '10', ...env });
+  return loadConfig({
+    DATABASE_URL: TEST_DATABASE_URL,
+    PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    RELAY_ENABLED: 'false',
+    RECONCILE_INTERVAL: 'off',
+    DB_POOL_MAX: '10',
+    ...env,
+  });
 }
 
 export async function createTenant(prefix = 'test'): Promise<TestTenant> {
@@ -82,12 +90,23 @@ export function freePort(): Promise<number> {
 }
 
 /** The API as a separate OS process (compiled dist/), for the cross-process tests. Needs `npm run build` first. */
-export async function startApiProcess(env: Record<string, string> = {}): Promise<{ baseUrl: string; proc: ChildProcess; stop(): Promise<void> }> {
+export async function startApiProcess(
+  env: Record<string, string> = {},
+): Promise<{ baseUrl: string; proc: ChildProcess; stop(): Promise<void> }> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const proc = trackChild(
       spawn(process.execPath, [join(ROOT, 'apps/ticket-api/dist/main.js')], {
-        env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', RECONCILE_INTERVAL: 'off', ...env },
+        env: {
+          ...process.env,
+          DATABASE_URL: TEST_DATABASE_URL,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'warn',
+          RELAY_ENABLED: 'false',
+          RECONCILE_INTERVAL: 'off',
+          ...env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
@@ -128,10 +147,25 @@ export async function startApiProcess(env: Record<string, string> = {}): Promise
 }
 
 /** POST JSON with an Idempotency-Key, returning status, headers and the raw body text. */
-export async function post(baseUrl: string, path: string, apiKey: string, body: unknown, key?: string, extra: Record<string, string> = {}) {
-  const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...extra };
+export async function post(
+  baseUrl: string,
+  path: string,
+  apiKey: string,
+  body: unknown,
+  key?: string,
+  extra: Record<string, string> = {},
+) {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${apiKey}`,
+    'content-type': 'application/json',
+    ...extra,
+  };
   if (key !== undefined) headers['idempotency-key'] = `"${key}"`;
-  const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 

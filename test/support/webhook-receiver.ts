@@ -37,7 +37,13 @@ function keyOf(secret: string): Buffer {
 }
 
 /** Standard Webhooks verification, written from the spec rather than imported from the sender. */
-export function verifySignature(secret: string, headers: IncomingHttpHeaders, body: string, toleranceSeconds = 300, nowMs = Date.now()): boolean {
+export function verifySignature(
+  secret: string,
+  headers: IncomingHttpHeaders,
+  body: string,
+  toleranceSeconds = 300,
+  nowMs = Date.now(),
+): boolean {
   const id = headers['webhook-id'];
   const ts = headers['webhook-timestamp'];
   const sigs = headers['webhook-signature'];
@@ -53,7 +59,10 @@ export function verifySignature(secret: string, headers: IncomingHttpHeaders, bo
 }
 
 /** A real webhook endpoint on 127.0.0.1:<random port>. */
-export async function startWebhookReceiver(opts: { secret: string; toleranceSeconds?: number }): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(opts: {
+  secret: string;
+  toleranceSeconds?: number;
+}): Promise<WebhookReceiver> {
   const requests: ReceivedWebhook[] = [];
   const deliveries: ReceivedWebhook[] = [];
   const failures: number[] = [];
@@ -90,21 +99,23 @@ export async function startWebhookReceiver(opts: { secret: string; toleranceSeco
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
-  const waitFor = (list: ReceivedWebhook[], what: string) => (n: number, timeoutMs = 15_000) =>
-    new Promise<ReceivedWebhook[]>((resolve, reject) => {
-      const check = () => {
-        if (list.length < n) return;
-        clearTimeout(timer);
-        waiters.delete(check);
-        resolve(list);
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`webhook receiver: ${list.length} ${what} after ${timeoutMs} ms, expected ${n}`));
-      }, timeoutMs);
-      waiters.add(check);
-      check();
-    });
+  const waitFor =
+    (list: ReceivedWebhook[], what: string) =>
+    (n: number, timeoutMs = 15_000) =>
+      new Promise<ReceivedWebhook[]>((resolve, reject) => {
+        const check = () => {
+          if (list.length < n) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(list);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`webhook receiver: ${list.length} ${what} after ${timeoutMs} ms, expected ${n}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
 
   return {
     url: `http://127.0.0.1:${port}/hooks`,

@@ -1,7 +1,10 @@
 import type { PrismaClient } from '@tickets/db';
 import { UsageProblem, type CliCommand } from './command-line';
 
-export type CreateApiKey = (prisma: PrismaClient, tenantSlug: string) => Promise<{ tenant: string; tenantId: string; apiKey: string }>;
+export type CreateApiKey = (
+  prisma: PrismaClient,
+  tenantSlug: string,
+) => Promise<{ tenant: string; tenantId: string; apiKey: string }>;
 
 interface ApiKeysArgs {
   tenant: string;
@@ -22,15 +25,21 @@ export function apiKeysCli(create: CreateApiKey): CliCommand<ApiKeysArgs> {
     },
     validate(values, positionals) {
       if (positionals[0] !== 'create' || positionals.length > 1) {
-        return new UsageProblem(`the action is "create", e.g. ${'`'}api-keys create --tenant acme${'`'}${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`);
+        return new UsageProblem(
+          `the action is "create", e.g. ${'`'}api-keys create --tenant acme${'`'}${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`,
+        );
       }
-      if (typeof values.tenant !== 'string' || !values.tenant) return new UsageProblem('--tenant <slug> is required: the tenant the key is for');
+      if (typeof values.tenant !== 'string' || !values.tenant)
+        return new UsageProblem('--tenant <slug> is required: the tenant the key is for');
       return { tenant: values.tenant, json: values.json === true };
     },
     async run(args, { prisma, out }) {
       const created = await create(prisma, args.tenant);
       if (args.json) out(JSON.stringify({ tenant: created.tenant, apiKey: created.apiKey }));
-      else out(`tenant ${created.tenant} (${created.tenantId})\napi key ${created.apiKey}\n(store it now: only its hash is kept)`);
+      else
+        out(
+          `tenant ${created.tenant} (${created.tenantId})\napi key ${created.apiKey}\n(store it now: only its hash is kept)`,
+        );
       return 0;
     },
   };

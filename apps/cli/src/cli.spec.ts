@@ -63,29 +63,41 @@ describe('cli --help', () => {
   it('lists every command with its summary, without configuration or database', async () => {
     const r = await cli('--help');
     expect(r).toMatchObject({ code: 0, opened: 0, err: '' });
-    for (const c of commands) expect(r.out).toMatch(new RegExp(`^  ${c.name}\\s+${c.summary.slice(0, 20).replace(/[()]/g, '.')}`, 'm'));
+    for (const c of commands)
+      expect(r.out).toMatch(new RegExp(`^  ${c.name}\\s+${c.summary.slice(0, 20).replace(/[()]/g, '.')}`, 'm'));
     expect(r.out).toContain('npm run cli -- <command> --help');
   });
 
-  it.each(commands.map((c) => [c.name]))('%s --help prints its usage and every option with meaning and default', async (name) => {
-    const command = commands.find((c) => c.name === name)!;
-    const r = await cli(name, '--help');
-    expect(r).toMatchObject({ code: 0, opened: 0, err: '' });
-    expect(r.out).toBe(commandHelp(command));
-    expect(r.out.split('\n')[0]).toBe(`usage: npm run cli -- ${command.usage[0]}`);
-    for (const [option, spec] of Object.entries(command.options)) {
-      const line = r.out.split('\n').find((l) => l.startsWith(`  --${option}`));
-      expect(line).toContain(spec.description);
-      expect(line).toMatch(spec.required ? /\(required\)$/ : new RegExp(`\\(default: ${(spec.default ?? 'none').replace(/[()|]/g, '.')}\\)$`));
-    }
-    expect(r.out).toMatch(/^ {2}-h, --help\s+show this help/m);
-    expect(await cli(name, '-h')).toMatchObject({ code: 0, out: r.out });
-  });
+  it.each(commands.map((c) => [c.name]))(
+    '%s --help prints its usage and every option with meaning and default',
+    async (name) => {
+      const command = commands.find((c) => c.name === name)!;
+      const r = await cli(name, '--help');
+      expect(r).toMatchObject({ code: 0, opened: 0, err: '' });
+      expect(r.out).toBe(commandHelp(command));
+      expect(r.out.split('\n')[0]).toBe(`usage: npm run cli -- ${command.usage[0]}`);
+      for (const [option, spec] of Object.entries(command.options)) {
+        const line = r.out.split('\n').find((l) => l.startsWith(`  --${option}`));
+        expect(line).toContain(spec.description);
+        expect(line).toMatch(
+          spec.required
+            ? /\(required\)$/
+            : new RegExp(`\\(default: ${(spec.default ?? 'none').replace(/[()|]/g, '.')}\\)$`),
+        );
+      }
+      expect(r.out).toMatch(/^ {2}-h, --help\s+show this help/m);
+      expect(await cli(name, '-h')).toMatchObject({ code: 0, out: r.out });
+    },
+  );
 
   it('shows the defaults operators rely on', async () => {
-    expect((await cli('reconcile', '--help')).out).toMatch(/--since <duration>.*\(default: 24h\)\n.*--grace <duration>.*\(default: 5m\)/);
+    expect((await cli('reconcile', '--help')).out).toMatch(
+      /--since <duration>.*\(default: 24h\)\n.*--grace <duration>.*\(default: 5m\)/,
+    );
     expect((await cli('replay', '--help')).out).toMatch(/--timeout <duration>.*\(default: 30m\)/);
-    expect((await cli('replay', '--help')).out).toMatch(/--topic <topic>.*\(default: TICKET_EVENTS_TOPIC, ticket-events\)/);
+    expect((await cli('replay', '--help')).out).toMatch(
+      /--topic <topic>.*\(default: TICKET_EVENTS_TOPIC, ticket-events\)/,
+    );
     expect((await cli('help', 'webhooks')).out).toBe(commandHelp(webhooksCli));
   });
 });
@@ -98,27 +110,51 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     [['webhooks', 'show', '--tenant', '--url', 'x'], /cli webhooks: --tenant needs a value/],
     [['reconcile', '--json=yes'], /cli reconcile: --json takes no value\n/],
     [['purge', 'now'], /cli purge: unexpected argument "now": this command takes only options\n/],
-    [['api-keys', '--tenant', 'acme'], /cli api-keys: the action is "create", e\.g\. `api-keys create --tenant acme`\n/],
+    [
+      ['api-keys', '--tenant', 'acme'],
+      /cli api-keys: the action is "create", e\.g\. `api-keys create --tenant acme`\n/,
+    ],
     [['api-keys', 'delete', '--tenant', 'acme'], /the action is "create".*, not "delete"/],
     [['api-keys', 'create'], /--tenant <slug> is required/],
-    [['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test'], /webhooks set needs both --url and --secret \(missing --secret\)/],
-    [['webhooks', 'set', '--tenant', 'acme', '--url', 'ftp://x.test', '--secret', 'a-long-enough-secret'], /--url must be an http\(s\) URL, got ftp:/],
-    [['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test', '--secret', 'short'], /--secret must be at least 16 characters/],
+    [
+      ['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test'],
+      /webhooks set needs both --url and --secret \(missing --secret\)/,
+    ],
+    [
+      ['webhooks', 'set', '--tenant', 'acme', '--url', 'ftp://x.test', '--secret', 'a-long-enough-secret'],
+      /--url must be an http\(s\) URL, got ftp:/,
+    ],
+    [
+      ['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test', '--secret', 'short'],
+      /--secret must be at least 16 characters/,
+    ],
     [['webhooks', 'show', '--tenant', 'acme', '--url', 'https://x.test'], /--url goes only with set/],
     [['webhooks', 'rotate', '--tenant', 'acme'], /the action is one of set, show, clear, not "rotate"/],
     [['reconcile', '--since', 'yesterday'], /--since: "yesterday" is not a duration/],
     [['replay', '--from', 'earliest'], /--group <group> is required/],
     [['replay', '--group', 'g'], /--from is required \(or --follow to follow the latest replay\)/],
-    [['replay', '--group', 'g', '--from', 'last tuesday'], /--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "last tuesday"/],
+    [
+      ['replay', '--group', 'g', '--from', 'last tuesday'],
+      /--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "last tuesday"/,
+    ],
     [['replay', '--group', 'g', '--from', '2026-13-45T00:00:00Z'], /--from must be "earliest" or an ISO-8601 time/],
     [['replay', '--group', 'g', '--follow', '--timeout', 'soon'], /--timeout: "soon" is not a duration/],
-    [['replay', '--group', 'g', '--from', 'earliest', '--partition', 'two'], /--partition must be a partition number \(0, 1, \.\.\.\), got "two"/],
+    [
+      ['replay', '--group', 'g', '--from', 'earliest', '--partition', 'two'],
+      /--partition must be a partition number \(0, 1, \.\.\.\), got "two"/,
+    ],
     [['replay', '--group', 'g', '--from', 'earliest', '--partition', '1.5'], /--partition must be a partition number/],
     [['dead-letters'], /the action is one of list, show, requeue, discard\n/],
     [['dead-letters', 'retry', '--kind', 'outbox'], /the action is one of list, show, requeue, discard, not "retry"/],
     [['dead-letters', 'list', '--kind', 'kafka'], /--kind is one of outbox, consumer, notification, not "kafka"/],
-    [['dead-letters', 'requeue', '--id', '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e'], /requeue needs --kind outbox\|consumer\|notification/],
-    [['dead-letters', 'requeue', '--kind', 'notification'], /requeue needs --id <id>, or at least one of --tenant, --ticket, --reason, --since, --until/],
+    [
+      ['dead-letters', 'requeue', '--id', '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e'],
+      /requeue needs --kind outbox\|consumer\|notification/,
+    ],
+    [
+      ['dead-letters', 'requeue', '--kind', 'notification'],
+      /requeue needs --id <id>, or at least one of --tenant, --ticket, --reason, --since, --until/,
+    ],
     [['dead-letters', 'discard', '--kind', 'outbox', '--id', '42'], /--id must be a uuid, got "42"/],
     [['dead-letters', 'show'], /show needs --id <id>/],
     [['dead-letters', 'list', '--dry-run'], /--dry-run goes only with requeue or discard/],
@@ -138,7 +174,9 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     for (const argv of [['replay-topic'], [], ['--tenant', 'x']]) {
       const r = await cli(...argv);
       expect(r).toMatchObject({ code: 2, opened: 0 });
-      expect(r.err).toContain('the commands are api-keys, purge, reconcile, webhooks, replay, dead-letters.\nRun `npm run cli -- --help`');
+      expect(r.err).toContain(
+        'the commands are api-keys, purge, reconcile, webhooks, replay, dead-letters.\nRun `npm run cli -- --help`',
+      );
     }
     expect((await cli('replay-topic')).err).toMatch(/^cli: unknown command "replay-topic"/);
     expect((await cli('--tenant')).err).toMatch(/^cli: unknown option --tenant \(options go after the command\)/);
@@ -147,8 +185,16 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
 
 describe('cli arguments', () => {
   it('reconcile: durations, group and tenant, with their defaults', () => {
-    expect(argsOf(reconcileCli)).toEqual({ sinceMs: 86_400_000, graceMs: 300_000, group: undefined, tenant: null, json: false });
-    expect(argsOf(reconcileCli, '--since', '7d', '--grace', '30s', '--group', 'g', '--tenant', 'acme', '--json')).toEqual({
+    expect(argsOf(reconcileCli)).toEqual({
+      sinceMs: 86_400_000,
+      graceMs: 300_000,
+      group: undefined,
+      tenant: null,
+      json: false,
+    });
+    expect(
+      argsOf(reconcileCli, '--since', '7d', '--grace', '30s', '--group', 'g', '--tenant', 'acme', '--json'),
+    ).toEqual({
       sinceMs: 7 * 86_400_000,
       graceMs: 30_000,
       group: 'g',
@@ -159,8 +205,32 @@ describe('cli arguments', () => {
   });
 
   it('replay: from earliest or a time, pause by default or --no-pause, wait, follow, timeout', () => {
-    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({ group: 'g', topic: undefined, from: 'earliest', partition: undefined, pause: true, wait: false, follow: false, timeoutMs: 1_800_000 });
-    expect(argsOf(replayCli, '--group', 'g', '--topic', 't', '--from', '2026-11-30T08:00:00+01:00', '--no-pause', '--wait', '--follow', '--timeout', '60s')).toEqual({
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest')).toEqual({
+      group: 'g',
+      topic: undefined,
+      from: 'earliest',
+      partition: undefined,
+      pause: true,
+      wait: false,
+      follow: false,
+      timeoutMs: 1_800_000,
+    });
+    expect(
+      argsOf(
+        replayCli,
+        '--group',
+        'g',
+        '--topic',
+        't',
+        '--from',
+        '2026-11-30T08:00:00+01:00',
+        '--no-pause',
+        '--wait',
+        '--follow',
+        '--timeout',
+        '60s',
+      ),
+    ).toEqual({
       group: 'g',
       topic: 't',
       from: '2026-11-30T08:00:00+01:00',
@@ -177,7 +247,18 @@ describe('cli arguments', () => {
   });
 
   it('webhooks: set with url and secret, show and clear with the tenant only', () => {
-    expect(argsOf(webhooksCli, 'set', '--tenant', 'acme', '--url', 'https://x.test/h', '--secret', 'whsec_MDEyMzQ1Njc4OWFiY2RlZg==')).toEqual({
+    expect(
+      argsOf(
+        webhooksCli,
+        'set',
+        '--tenant',
+        'acme',
+        '--url',
+        'https://x.test/h',
+        '--secret',
+        'whsec_MDEyMzQ1Njc4OWFiY2RlZg==',
+      ),
+    ).toEqual({
       action: 'set',
       tenant: 'acme',
       url: 'https://x.test/h',
@@ -189,13 +270,64 @@ describe('cli arguments', () => {
 
   it('dead-letters: filters, times, limit, dry run and the audit fields', () => {
     const id = '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e';
-    expect(argsOf(deadLettersCli, 'list')).toEqual({ action: 'list', filter: { kind: undefined, id: undefined, limit: 50, all: false }, json: false, dryRun: false, note: null });
+    expect(argsOf(deadLettersCli, 'list')).toEqual({
+      action: 'list',
+      filter: { kind: undefined, id: undefined, limit: 50, all: false },
+      json: false,
+      dryRun: false,
+      note: null,
+    });
     const before = Date.now();
-    const listed = argsOf(deadLettersCli, 'list', '--kind', 'consumer', '--tenant', 'acme', '--ticket', id, '--reason', 'too large', '--since', '24h', '--until', '2026-11-30T08:00:00Z', '--limit', '7', '--all', '--json');
-    expect(listed).toMatchObject({ action: 'list', json: true, filter: { kind: 'consumer', tenant: 'acme', ticket: id, reason: 'too large', limit: 7, all: true, until: new Date('2026-11-30T08:00:00Z') } });
+    const listed = argsOf(
+      deadLettersCli,
+      'list',
+      '--kind',
+      'consumer',
+      '--tenant',
+      'acme',
+      '--ticket',
+      id,
+      '--reason',
+      'too large',
+      '--since',
+      '24h',
+      '--until',
+      '2026-11-30T08:00:00Z',
+      '--limit',
+      '7',
+      '--all',
+      '--json',
+    );
+    expect(listed).toMatchObject({
+      action: 'list',
+      json: true,
+      filter: {
+        kind: 'consumer',
+        tenant: 'acme',
+        ticket: id,
+        reason: 'too large',
+        limit: 7,
+        all: true,
+        until: new Date('2026-11-30T08:00:00Z'),
+      },
+    });
     expect(listed.filter.since!.getTime()).toBeGreaterThanOrEqual(before - 86_400_000);
     expect(listed.filter.since!.getTime()).toBeLessThanOrEqual(Date.now() - 86_400_000);
-    expect(argsOf(deadLettersCli, 'requeue', '--kind', 'notification', '--id', id, '--dry-run', '--reason-note', 'receiver fixed', '--by', 'ana')).toEqual({
+    expect(
+      argsOf(
+        deadLettersCli,
+        'requeue',
+        '--kind',
+        'notification',
+        '--id',
+        id,
+        '--dry-run',
+        '--reason-note',
+        'receiver fixed',
+        '--by',
+        'ana',
+      ),
+    ).toEqual({
       action: 'requeue',
       filter: { kind: 'notification', id, limit: 50, all: false },
       json: false,
@@ -203,7 +335,10 @@ describe('cli arguments', () => {
       note: 'receiver fixed',
       by: 'ana',
     });
-    expect(argsOf(deadLettersCli, 'discard', '--kind', 'outbox', '--tenant', 'acme')).toMatchObject({ action: 'discard', filter: { kind: 'outbox', tenant: 'acme' } });
+    expect(argsOf(deadLettersCli, 'discard', '--kind', 'outbox', '--tenant', 'acme')).toMatchObject({
+      action: 'discard',
+      filter: { kind: 'outbox', tenant: 'acme' },
+    });
     expect(argsOf(deadLettersCli, 'show', '--id', id).filter.id).toBe(id);
   });
 

@@ -25,8 +25,15 @@ export async function runCli(argv: string[], commands: Array<CliCommand<any>>, i
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {
-    const what = name === undefined ? 'name a command' : name.startsWith('-') ? `unknown option ${name} (options go after the command)` : `unknown command "${name}"`;
-    io.err(`cli: ${what}; the commands are ${commands.map((c) => c.name).join(', ')}.\nRun \`${CLI} --help\` for what each does.\n`);
+    const what =
+      name === undefined
+        ? 'name a command'
+        : name.startsWith('-')
+          ? `unknown option ${name} (options go after the command)`
+          : `unknown command "${name}"`;
+    io.err(
+      `cli: ${what}; the commands are ${commands.map((c) => c.name).join(', ')}.\nRun \`${CLI} --help\` for what each does.\n`,
+    );
     return 2;
   }
   const parsed = parseCommandLine(command, rest);

@@ -83,14 +83,21 @@ export function parseCommandLine<A>(command: CliCommand<A>, argv: string[]): Par
   let parsed: { values: Values; positionals: string[] };
   try {
     const options = Object.fromEntries(Object.entries(command.options).map(([name, o]) => [name, { type: o.type }]));
-    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: Boolean(command.positionals?.length) }) as typeof parsed;
+    parsed = parseArgs({
+      args: argv,
+      options,
+      strict: true,
+      allowPositionals: Boolean(command.positionals?.length),
+    }) as typeof parsed;
   } catch (e) {
     const problem = nodeParseProblem(e, argv, command.options);
     if (problem === undefined) throw e;
     return { kind: 'usage', message: usageMessage(command.name, problem) };
   }
   const args = command.validate(parsed.values, parsed.positionals);
-  return args instanceof UsageProblem ? { kind: 'usage', message: usageMessage(command.name, args.problem) } : { kind: 'args', args };
+  return args instanceof UsageProblem
+    ? { kind: 'usage', message: usageMessage(command.name, args.problem) }
+    : { kind: 'args', args };
 }
 
 function table(rows: Array<[string, string]>): string[] {
@@ -110,7 +117,9 @@ export function commandHelp(command: CliCommand<unknown>): string {
     '',
     command.summary,
     ...(command.details?.length ? ['', ...command.details] : []),
-    ...(command.positionals?.length ? ['', 'arguments:', ...table(command.positionals.map((p) => [p.name, p.description]))] : []),
+    ...(command.positionals?.length
+      ? ['', 'arguments:', ...table(command.positionals.map((p) => [p.name, p.description]))]
+      : []),
     '',
     'options:',
     ...table(options),

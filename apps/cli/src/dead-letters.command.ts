@@ -1,5 +1,15 @@
 import { userInfo } from 'node:os';
-import { ConsumerDeadLetters, DEAD_LETTER_KINDS, DeadLetters, kafkaRepublisher, parseTimeBound, type ActionResult, type DeadLetterFilter, type DeadLetterItem, type DeadLetterKind } from '@tickets/dead-letters';
+import {
+  ConsumerDeadLetters,
+  DEAD_LETTER_KINDS,
+  DeadLetters,
+  kafkaRepublisher,
+  parseTimeBound,
+  type ActionResult,
+  type DeadLetterFilter,
+  type DeadLetterItem,
+  type DeadLetterKind,
+} from '@tickets/dead-letters';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
 
 type Action = 'list' | 'show' | 'requeue' | 'discard';
@@ -34,10 +44,13 @@ function onlyWith(values: Values, action: Action, names: string[], allowed: Acti
 function validate(values: Values, positionals: string[]): DeadLettersArgs | UsageProblem {
   const [action, ...extra] = positionals as [Action, ...string[]];
   if (!ACTIONS.includes(action) || extra.length) {
-    return new UsageProblem(`the action is one of list, show, requeue, discard${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`);
+    return new UsageProblem(
+      `the action is one of list, show, requeue, discard${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`,
+    );
   }
   const kind = values.kind as DeadLetterKind | undefined;
-  if (kind !== undefined && !DEAD_LETTER_KINDS.includes(kind)) return new UsageProblem(`--kind is one of ${DEAD_LETTER_KINDS.join(', ')}, not "${kind}"`);
+  if (kind !== undefined && !DEAD_LETTER_KINDS.includes(kind))
+    return new UsageProblem(`--kind is one of ${DEAD_LETTER_KINDS.join(', ')}, not "${kind}"`);
   for (const name of ['id', 'ticket'] as const) {
     const v = values[name];
     if (typeof v === 'string' && !UUID.test(v)) return new UsageProblem(`--${name} must be a uuid, got "${v}"`);
@@ -48,7 +61,8 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
     onlyWith(values, action, [...FILTERS, 'limit'], ['list', 'requeue', 'discard']);
   if (stray) return stray;
   const filter: DeadLetterFilter = { kind, id: values.id as string | undefined, limit: 50, all: values.all === true };
-  for (const name of ['tenant', 'ticket', 'reason'] as const) if (typeof values[name] === 'string') filter[name] = values[name] as string;
+  for (const name of ['tenant', 'ticket', 'reason'] as const)
+    if (typeof values[name] === 'string') filter[name] = values[name] as string;
   for (const name of ['since', 'until'] as const) {
     if (typeof values[name] !== 'string') continue;
     try {
@@ -59,23 +73,50 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
   }
   if (typeof values.limit === 'string') {
     const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return new UsageProblem(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      return new UsageProblem(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
     filter.limit = limit;
   }
-  if (action === 'show' && !filter.id) return new UsageProblem('show needs --id <id>: the event id (outbox), dead letter id (consumer) or notification id');
+  if (action === 'show' && !filter.id)
+    return new UsageProblem(
+      'show needs --id <id>: the event id (outbox), dead letter id (consumer) or notification id',
+    );
   if (action === 'requeue' || action === 'discard') {
-    if (!kind) return new UsageProblem(`${action} needs --kind outbox|consumer|notification (each kind is requeued differently: see --help)`);
+    if (!kind)
+      return new UsageProblem(
+        `${action} needs --kind outbox|consumer|notification (each kind is requeued differently: see --help)`,
+      );
     if (!filter.id && !FILTERS.some((n) => values[n] !== undefined)) {
-      return new UsageProblem(`${action} needs --id <id>, or at least one of --tenant, --ticket, --reason, --since, --until to choose the dead letters`);
+      return new UsageProblem(
+        `${action} needs --id <id>, or at least one of --tenant, --ticket, --reason, --since, --until to choose the dead letters`,
+      );
     }
   }
   const by = values.by as string | undefined;
   if (by !== undefined && !by.trim()) return new UsageProblem('--by must name someone');
-  return { action, filter, json: values.json === true, dryRun: values['dry-run'] === true, note: (values['reason-note'] as string | undefined) ?? null, ...(by ? { by } : {}) };
+  return {
+    action,
+    filter,
+    json: values.json === true,
+    dryRun: values['dry-run'] === true,
+    note: (values['reason-note'] as string | undefined) ?? null,
+    ...(by ? { by } : {}),
+  };
 }
 
 const line = (i: DeadLetterItem) =>
-  [i.kind.padEnd(12), i.id, i.state.padEnd(9), i.deadAt.toISOString(), `tenant=${i.tenant ?? '-'}`, `ticket=${i.ticketId ?? '-'}`, i.eventType ?? '-', `attempts=${i.attempts ?? '-'}`, `(${i.where})`, `reason: ${i.reason}`].join('  ');
+  [
+    i.kind.padEnd(12),
+    i.id,
+    i.state.padEnd(9),
+    i.deadAt.toISOString(),
+    `tenant=${i.tenant ?? '-'}`,
+    `ticket=${i.ticketId ?? '-'}`,
+    i.eventType ?? '-',
+    `attempts=${i.attempts ?? '-'}`,
+    `(${i.where})`,
+    `reason: ${i.reason}`,
+  ].join('  ');
 
 /** `dead-letters list|show|requeue|discard`: outbox dead letters, consumer dead letters and dead notifications (libs/dead-letters). */
 export const deadLettersCli: CliCommand<DeadLettersArgs> = {
@@ -89,11 +130,11 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
   ],
   details: [
     'Kinds: outbox = events the relay gave up on (outbox_dead_letters; the id is the event id); consumer = messages the',
-    'consumer could not take (ticket_events.consumer_dead_letters, the kit\'s, as `ticket-events dead-letters`); notification = webhooks that failed for good (notifications, status dead).',
+    "consumer could not take (ticket_events.consumer_dead_letters, the kit's, as `ticket-events dead-letters`); notification = webhooks that failed for good (notifications, status dead).",
     'requeue, per kind (fix the cause first; requeue acts only on what is still dead, so running it twice does it once):',
-    '  outbox: moves the ticket\'s earliest dead letter back into the outbox with its original seq and event id, together',
+    "  outbox: moves the ticket's earliest dead letter back into the outbox with its original seq and event id, together",
     '    with the later events dead-lettered behind it (blocked_by_dead_letter), in one transaction; the relay publishes',
-    '    them in order after the ticket\'s earlier events. A later dead letter of a ticket is refused while an earlier one',
+    "    them in order after the ticket's earlier events. A later dead letter of a ticket is refused while an earlier one",
     '    is dead; an envelope that fails validation is refused (it would die again): discard it.',
     '  consumer: produces the stored message bytes again to its topic with the same key and headers; refused while they',
     '    still do not parse as a TicketEvent. Every consumer group reads it; a group that already has the event skips it.',
@@ -106,28 +147,72 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
   ],
   positionals: [
     { name: 'list', description: 'the dead letters matching the filters, newest first' },
-    { name: 'show', description: "one dead letter: its content, a notification's attempts, and every action taken on it" },
+    {
+      name: 'show',
+      description: "one dead letter: its content, a notification's attempts, and every action taken on it",
+    },
     { name: 'requeue', description: 'send it again (see above); with filters: every dead one matching them' },
     { name: 'discard', description: 'give up on it, keeping the row' },
   ],
   options: {
-    kind: { type: 'string', value: '<kind>', description: 'outbox, consumer or notification (required for requeue and discard)', default: 'every kind' },
-    id: { type: 'string', value: '<id>', description: 'one dead letter: the event id (outbox), dead letter id (consumer) or notification id', default: 'none' },
-    tenant: { type: 'string', value: '<slug>', description: "only this tenant's (consumer: through the message key's ticket)", default: 'every tenant' },
+    kind: {
+      type: 'string',
+      value: '<kind>',
+      description: 'outbox, consumer or notification (required for requeue and discard)',
+      default: 'every kind',
+    },
+    id: {
+      type: 'string',
+      value: '<id>',
+      description: 'one dead letter: the event id (outbox), dead letter id (consumer) or notification id',
+      default: 'none',
+    },
+    tenant: {
+      type: 'string',
+      value: '<slug>',
+      description: "only this tenant's (consumer: through the message key's ticket)",
+      default: 'every tenant',
+    },
     ticket: { type: 'string', value: '<id>', description: "only this ticket's", default: 'every ticket' },
-    reason: { type: 'string', value: '<text>', description: 'only those whose reason (a notification: last error) contains this, any case', default: 'any reason' },
-    since: { type: 'string', value: '<time|duration>', description: 'dead-lettered at or after this ISO-8601 time or this long ago (24h)', default: 'no bound' },
-    until: { type: 'string', value: '<time|duration>', description: 'dead-lettered before this ISO-8601 time or this long ago', default: 'no bound' },
+    reason: {
+      type: 'string',
+      value: '<text>',
+      description: 'only those whose reason (a notification: last error) contains this, any case',
+      default: 'any reason',
+    },
+    since: {
+      type: 'string',
+      value: '<time|duration>',
+      description: 'dead-lettered at or after this ISO-8601 time or this long ago (24h)',
+      default: 'no bound',
+    },
+    until: {
+      type: 'string',
+      value: '<time|duration>',
+      description: 'dead-lettered before this ISO-8601 time or this long ago',
+      default: 'no bound',
+    },
     limit: { type: 'string', value: '<n>', description: 'at most this many (1-1000)', default: '50' },
     all: { type: 'boolean', description: 'with list: also those already requeued or discarded', default: 'off' },
-    'dry-run': { type: 'boolean', description: 'with requeue or discard: say what would happen, change and record nothing', default: 'off' },
+    'dry-run': {
+      type: 'boolean',
+      description: 'with requeue or discard: say what would happen, change and record nothing',
+      default: 'off',
+    },
     'reason-note': { type: 'string', value: '<why>', description: 'why, recorded in the audit row', default: 'none' },
     by: { type: 'string', value: '<who>', description: 'who, recorded in the audit row', default: 'the OS user' },
-    json: { type: 'boolean', description: 'print JSON ({"items"}, the detail, or {"dryRun","results"})', default: 'off' },
+    json: {
+      type: 'boolean',
+      description: 'print JSON ({"items"}, the detail, or {"dryRun","results"})',
+      default: 'off',
+    },
   },
   validate,
   async run(args, { prisma, config, out }) {
-    const republisher = args.action === 'requeue' && args.filter.kind === 'consumer' ? kafkaRepublisher(config.kafka.brokers, `${config.kafka.clientId}-dead-letters`) : undefined;
+    const republisher =
+      args.action === 'requeue' && args.filter.kind === 'consumer'
+        ? kafkaRepublisher(config.kafka.brokers, `${config.kafka.clientId}-dead-letters`)
+        : undefined;
     const consumer = new ConsumerDeadLetters({ databaseUrl: config.database.url, republisher });
     const dl = new DeadLetters(prisma, consumer);
     try {
@@ -141,19 +226,32 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
       if (args.action === 'show') {
         const detail = await dl.show(args.filter.id!, args.filter.kind);
         if (!detail) {
-          out(args.json ? JSON.stringify(null) : `dead-letters: no dead letter ${args.filter.id}${args.filter.kind ? ` of kind ${args.filter.kind}` : ''}`);
+          out(
+            args.json
+              ? JSON.stringify(null)
+              : `dead-letters: no dead letter ${args.filter.id}${args.filter.kind ? ` of kind ${args.filter.kind}` : ''}`,
+          );
           return 1;
         }
         if (args.json) out(JSON.stringify(detail));
         else {
           out(line(detail.item));
           out(`content: ${JSON.stringify(detail.content)}`);
-          for (const a of detail.attempts ?? []) out(`attempt ${a.attemptNo} at ${a.at.toISOString()}: ${a.statusCode ?? '-'} ${a.error ?? ''}`.trimEnd());
-          for (const h of detail.history) out(`${h.action} by ${h.actor} at ${h.at.toISOString()}${h.note ? ` (${h.note})` : ''}: ${JSON.stringify(h.detail)}`);
+          for (const a of detail.attempts ?? [])
+            out(`attempt ${a.attemptNo} at ${a.at.toISOString()}: ${a.statusCode ?? '-'} ${a.error ?? ''}`.trimEnd());
+          for (const h of detail.history)
+            out(
+              `${h.action} by ${h.actor} at ${h.at.toISOString()}${h.note ? ` (${h.note})` : ''}: ${JSON.stringify(h.detail)}`,
+            );
         }
         return 0;
       }
-      const req = { kind: args.filter.kind!, filter: args.filter, actor: { by: args.by ?? osUser(), note: args.note }, dryRun: args.dryRun };
+      const req = {
+        kind: args.filter.kind!,
+        filter: args.filter,
+        actor: { by: args.by ?? osUser(), note: args.note },
+        dryRun: args.dryRun,
+      };
       const results: ActionResult[] = args.action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
       if (args.json) out(JSON.stringify({ dryRun: args.dryRun, results }));
       else if (!results.length) out('dead-letters: none match; nothing done');

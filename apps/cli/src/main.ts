@@ -33,7 +33,12 @@ let config: AppConfig | undefined;
 async function open(): Promise<{ ctx: CliContext; close(): Promise<void> }> {
   config = loadConfigOrExit('cli');
   const prisma: PrismaClient = createPrismaClient(config.database.url, 2, 'tickets-cli');
-  const ctx: CliContext = { prisma, config, out: (line) => process.stdout.write(`${line}\n`), err: (text) => process.stderr.write(text) };
+  const ctx: CliContext = {
+    prisma,
+    config,
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (text) => process.stderr.write(text),
+  };
   return { ctx, close: () => prisma.$disconnect() };
 }
 

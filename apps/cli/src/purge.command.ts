@@ -22,7 +22,9 @@ export function purgeCli(purge: PurgeKeys): CliCommand<Record<string, never>> {
     options: {},
     validate: () => ({}),
     async run(_args, { prisma, out, err }) {
-      const r = await purge(prisma, (p) => err(`\rpurge: ${p.keysDeleted} expired keys deleted, ${p.responsesCleared} stored responses cleared`));
+      const r = await purge(prisma, (p) =>
+        err(`\rpurge: ${p.keysDeleted} expired keys deleted, ${p.responsesCleared} stored responses cleared`),
+      );
       err('\n');
       out(JSON.stringify(r));
       return 0;

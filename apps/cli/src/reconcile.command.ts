@@ -32,18 +32,43 @@ export const reconcileCli: CliCommand<ReconcileArgs> = {
     '(RECONCILE_INTERVAL); a run with --tenant is not, since it does not speak for the whole database.',
   ],
   options: {
-    since: { type: 'string', value: '<duration>', description: 'how far back to look for missing events and dead letters, e.g. 30m, 24h, 7d', default: '24h' },
-    grace: { type: 'string', value: '<duration>', description: 'how old an unpublished event or pending notification must be to count', default: '5m' },
-    group: { type: 'string', value: '<group>', description: 'the notifier consumer group whose inbox and notifications are checked', default: 'NOTIFIER_GROUP_ID, ticket-notifier' },
+    since: {
+      type: 'string',
+      value: '<duration>',
+      description: 'how far back to look for missing events and dead letters, e.g. 30m, 24h, 7d',
+      default: '24h',
+    },
+    grace: {
+      type: 'string',
+      value: '<duration>',
+      description: 'how old an unpublished event or pending notification must be to count',
+      default: '5m',
+    },
+    group: {
+      type: 'string',
+      value: '<group>',
+      description: 'the notifier consumer group whose inbox and notifications are checked',
+      default: 'NOTIFIER_GROUP_ID, ticket-notifier',
+    },
     tenant: { type: 'string', value: '<slug>', description: "check only this tenant's rows", default: 'every tenant' },
-    json: { type: 'boolean', description: 'print {"ok","findings","ticketsChecked","duplicateTickets"} as JSON', default: 'off' },
+    json: {
+      type: 'boolean',
+      description: 'print {"ok","findings","ticketsChecked","duplicateTickets"} as JSON',
+      default: 'off',
+    },
   },
   validate(values) {
     const sinceMs = duration(values, 'since', '24h');
     if (sinceMs instanceof UsageProblem) return sinceMs;
     const graceMs = duration(values, 'grace', '5m');
     if (graceMs instanceof UsageProblem) return graceMs;
-    return { sinceMs, graceMs, group: values.group as string | undefined, tenant: (values.tenant as string | undefined) ?? null, json: values.json === true };
+    return {
+      sinceMs,
+      graceMs,
+      group: values.group as string | undefined,
+      tenant: (values.tenant as string | undefined) ?? null,
+      json: values.json === true,
+    };
   },
   async run(args, { prisma, config, out, err }) {
     const now = Date.now();
@@ -59,7 +84,9 @@ export const reconcileCli: CliCommand<ReconcileArgs> = {
     if (args.json) out(JSON.stringify({ ok: findings.length === 0, findings, ticketsChecked, duplicateTickets }));
     else {
       for (const line of formatFindings(findings)) out(line);
-      out(`duplicate-creation rate: ${duplicateTickets} of ${ticketsChecked} tickets (${(duplicateCreationRatio(report) * 100).toFixed(3)} %)`);
+      out(
+        `duplicate-creation rate: ${duplicateTickets} of ${ticketsChecked} tickets (${(duplicateCreationRatio(report) * 100).toFixed(3)} %)`,
+      );
     }
     return findings.length ? 1 : 0;
   },

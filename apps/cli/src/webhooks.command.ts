@@ -1,7 +1,8 @@
 import { maskSecret, secretProblem, urlProblem, WebhookTargetsRepository } from '@tickets/webhook-targets';
 import { CLI, parseCommandLine, commandHelp, UsageProblem, type CliCommand, type CliContext } from './command-line';
 
-type WebhooksArgs = { action: 'show' | 'clear'; tenant: string } | { action: 'set'; tenant: string; url: string; secret: string };
+type WebhooksArgs =
+  { action: 'show' | 'clear'; tenant: string } | { action: 'set'; tenant: string; url: string; secret: string };
 
 const ACTIONS = ['set', 'show', 'clear'];
 
@@ -29,13 +30,25 @@ export const webhooksCli: CliCommand<WebhooksArgs> = {
   ],
   options: {
     tenant: { type: 'string', value: '<slug>', description: "the tenant's slug", required: true },
-    url: { type: 'string', value: '<url>', description: 'with set: the http(s) URL notifications are POSTed to', default: 'none' },
-    secret: { type: 'string', value: '<secret>', description: 'with set: the signing secret, whsec_<base64> or text of 16+ characters', default: 'none' },
+    url: {
+      type: 'string',
+      value: '<url>',
+      description: 'with set: the http(s) URL notifications are POSTed to',
+      default: 'none',
+    },
+    secret: {
+      type: 'string',
+      value: '<secret>',
+      description: 'with set: the signing secret, whsec_<base64> or text of 16+ characters',
+      default: 'none',
+    },
   },
   validate(values, positionals) {
     const [action, ...extra] = positionals;
     if (!ACTIONS.includes(action) || extra.length) {
-      return new UsageProblem(`the action is one of set, show, clear${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`);
+      return new UsageProblem(
+        `the action is one of set, show, clear${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`,
+      );
     }
     const tenant = values.tenant as string | undefined;
     if (!tenant) return new UsageProblem(`--tenant <slug> is required: whose webhook to ${action}`);
@@ -45,7 +58,8 @@ export const webhooksCli: CliCommand<WebhooksArgs> = {
     }
     const url = values.url as string | undefined;
     const secret = values.secret as string | undefined;
-    if (!url || !secret) return new UsageProblem(`webhooks set needs both --url and --secret (missing ${!url ? '--url' : '--secret'})`);
+    if (!url || !secret)
+      return new UsageProblem(`webhooks set needs both --url and --secret (missing ${!url ? '--url' : '--secret'})`);
     const badUrl = urlProblem(url);
     if (badUrl) return new UsageProblem(`--url ${badUrl}`);
     const badSecret = secretProblem(secret);
@@ -56,7 +70,9 @@ export const webhooksCli: CliCommand<WebhooksArgs> = {
     const repo = new WebhookTargetsRepository(prisma);
     const target = await repo.find(args.tenant);
     if (!target) {
-      out(`webhooks: no tenant with slug "${args.tenant}" (create it with: ${CLI} api-keys create --tenant ${args.tenant})`);
+      out(
+        `webhooks: no tenant with slug "${args.tenant}" (create it with: ${CLI} api-keys create --tenant ${args.tenant})`,
+      );
       return 1;
     }
     const slug = target.slug;
@@ -67,7 +83,11 @@ export const webhooksCli: CliCommand<WebhooksArgs> = {
       await repo.set(target.tenantId, null, null);
       out(`tenant ${slug}: webhook override cleared (NOTIFY_WEBHOOK_URL is used)`);
     } else {
-      out(target.url ? `tenant ${slug}: ${target.url} (secret ${maskSecret(target.secret)})` : `tenant ${slug}: no override (NOTIFY_WEBHOOK_URL is used)`);
+      out(
+        target.url
+          ? `tenant ${slug}: ${target.url} (secret ${maskSecret(target.secret)})`
+          : `tenant ${slug}: no override (NOTIFY_WEBHOOK_URL is used)`,
+      );
     }
     return 0;
   },

@@ -44,11 +44,14 @@ export async function createConsumerApp(
   const { dispatch = true, ...rest } = over;
   const options = { ...notifierOptions(config, kit, logger), ...rest };
   const server = new TicketEventsServer(options);
-  const app = await NestFactory.createMicroservice(ConsumerModule.forRoot(config, options.groupId, { dispatch, logger, registry: server.metrics.registry }), {
-    strategy: server,
-    logger: new PinoNestLogger(logger.child({ component: 'nest' })),
-    abortOnError: false,
-  });
+  const app = await NestFactory.createMicroservice(
+    ConsumerModule.forRoot(config, options.groupId, { dispatch, logger, registry: server.metrics.registry }),
+    {
+      strategy: server,
+      logger: new PinoNestLogger(logger.child({ component: 'nest' })),
+      abortOnError: false,
+    },
+  );
   app.enableShutdownHooks();
   await app.listen();
   return { app, server, dispatcher: app.get(NotifierDispatcherService) };

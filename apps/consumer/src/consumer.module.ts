@@ -10,7 +10,11 @@ import { DEFAULT_WEBHOOK_URL, FLUSH_TELEMETRY } from './tokens';
 
 @Module({})
 export class ConsumerModule {
-  static forRoot(config: AppConfig, groupId: string, opts: { dispatch: boolean; logger?: Logger; registry?: Registry }): DynamicModule {
+  static forRoot(
+    config: AppConfig,
+    groupId: string,
+    opts: { dispatch: boolean; logger?: Logger; registry?: Registry },
+  ): DynamicModule {
     return {
       module: ConsumerModule,
       controllers: [NotifierController],
@@ -19,7 +23,10 @@ export class ConsumerModule {
         // Nest's shutdown hooks end the process with the signal: the last spans are sent before that.
         { provide: FLUSH_TELEMETRY, useValue: { onApplicationShutdown: flushTelemetry } },
         { provide: DEFAULT_WEBHOOK_URL, useValue: config.notifier.webhookUrl ?? null },
-        { provide: NotifierDispatcherService, useFactory: () => new NotifierDispatcherService(config, groupId, opts.dispatch, opts.logger, opts.registry) },
+        {
+          provide: NotifierDispatcherService,
+          useFactory: () => new NotifierDispatcherService(config, groupId, opts.dispatch, opts.logger, opts.registry),
+        },
       ],
     };
   }

@@ -11,17 +11,29 @@ async function main(): Promise<void> {
   const kit = loadEventConsumerConfigOrExit('consumer');
   const logger = createLogger(config.logLevel, 'consumer');
   if (!config.notifier.webhookUrl) {
-    logger.warn('NOTIFY_WEBHOOK_URL is not set: notifications of tenants without a webhook of their own are recorded as skipped');
+    logger.warn(
+      'NOTIFY_WEBHOOK_URL is not set: notifications of tenants without a webhook of their own are recorded as skipped',
+    );
   }
   try {
     const { server } = await createConsumerApp(config, kit, logger);
-    logger.info({ groupId: config.notifier.groupId, topic: config.kafka.topic, metricsPort: server.metricsPort }, 'consumer running (SIGTERM/SIGINT to stop)');
+    logger.info(
+      { groupId: config.notifier.groupId, topic: config.kafka.topic, metricsPort: server.metricsPort },
+      'consumer running (SIGTERM/SIGINT to stop)',
+    );
   } catch (err) {
-    await failStartup('consumer', err, {
-      ports: kit.notifierMetrics ? [{ variable: 'NOTIFIER_METRICS_PORT', hostVariable: 'EVENT_CONSUMER_METRICS_HOST', ...kit.notifierMetrics }] : [],
-      databaseUrl: config.database.url,
-      brokers: config.kafka.brokers,
-    }, logger);
+    await failStartup(
+      'consumer',
+      err,
+      {
+        ports: kit.notifierMetrics
+          ? [{ variable: 'NOTIFIER_METRICS_PORT', hostVariable: 'EVENT_CONSUMER_METRICS_HOST', ...kit.notifierMetrics }]
+          : [],
+        databaseUrl: config.database.url,
+        brokers: config.kafka.brokers,
+      },
+      logger,
+    );
   }
 }
 

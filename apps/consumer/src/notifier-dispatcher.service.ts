@@ -2,7 +2,12 @@ import { Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } f
 import type { AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
-import { WebhookDispatcher, type DispatcherStats, type HandOverLease, type HandOverResult } from '@tickets/notifications';
+import {
+  WebhookDispatcher,
+  type DispatcherStats,
+  type HandOverLease,
+  type HandOverResult,
+} from '@tickets/notifications';
 import type { Registry } from 'prom-client';
 
 /**

@@ -1,5 +1,12 @@
 import { Controller, Inject } from '@nestjs/common';
-import { Ctx, OnTicketEventBatch, Payload, TicketEventBatchContext, type OwnInboxResult, type TicketEvent } from '@tickets/event-consumer';
+import {
+  Ctx,
+  OnTicketEventBatch,
+  Payload,
+  TicketEventBatchContext,
+  type OwnInboxResult,
+  type TicketEvent,
+} from '@tickets/event-consumer';
 import { InboxRepository } from './inbox/inbox.repository';
 import { NotifierDispatcherService } from './notifier-dispatcher.service';
 import { DEFAULT_WEBHOOK_URL } from './tokens';

@@ -21,7 +21,11 @@ guardStdio();
 async function main(): Promise<void> {
   const config = loadConfigOrExit('outbox-relay');
   const logger = createLogger(config.logLevel, 'outbox-relay');
-  const ctx: StartupContext = { ports: config.relay.metrics ? [{ variable: 'RELAY_METRICS_PORT', ...config.relay.metrics }] : [], databaseUrl: config.database.url, brokers: config.kafka.brokers };
+  const ctx: StartupContext = {
+    ports: config.relay.metrics ? [{ variable: 'RELAY_METRICS_PORT', ...config.relay.metrics }] : [],
+    databaseUrl: config.database.url,
+    brokers: config.kafka.brokers,
+  };
   try {
     await run(config, logger);
   } catch (err) {
@@ -45,7 +49,16 @@ async function run(config: AppConfig, logger: Logger): Promise<void> {
         ready: () => {
           const h = relay.health();
           const ok = h.database.state === 'up' && h.broker.state === 'up';
-          return { ready: ok, state: ok ? (h.isLeader ? 'leader' : 'standby') : h.database.state === 'up' ? 'broker unreachable' : 'database unreachable' };
+          return {
+            ready: ok,
+            state: ok
+              ? h.isLeader
+                ? 'leader'
+                : 'standby'
+              : h.database.state === 'up'
+                ? 'broker unreachable'
+                : 'database unreachable',
+          };
         },
       },
     );

@@ -13,13 +13,23 @@ async function main(): Promise<void> {
   const options = ticketEventsOptions(config, kit, kit.stats.groupId, logger);
   try {
     const { server } = await createStatsConsumer(options, logger);
-    logger.info({ groupId: options.groupId, topic: options.topic, metricsPort: server.metricsPort }, 'stats consumer running (SIGTERM/SIGINT to stop)');
+    logger.info(
+      { groupId: options.groupId, topic: options.topic, metricsPort: server.metricsPort },
+      'stats consumer running (SIGTERM/SIGINT to stop)',
+    );
   } catch (err) {
-    await failStartup('stats-consumer', err, {
-      ports: kit.metrics ? [{ variable: 'EVENT_CONSUMER_METRICS_PORT', hostVariable: 'EVENT_CONSUMER_METRICS_HOST', ...kit.metrics }] : [],
-      databaseUrl: config.database.url,
-      brokers: config.kafka.brokers,
-    }, logger);
+    await failStartup(
+      'stats-consumer',
+      err,
+      {
+        ports: kit.metrics
+          ? [{ variable: 'EVENT_CONSUMER_METRICS_PORT', hostVariable: 'EVENT_CONSUMER_METRICS_HOST', ...kit.metrics }]
+          : [],
+        databaseUrl: config.database.url,
+        brokers: config.kafka.brokers,
+      },
+      logger,
+    );
   }
 }
 

@@ -7,10 +7,15 @@ async function main(): Promise<void> {
   const groupId = loadEventConsumerConfigOrExit('stats-rebuild').stats.groupId;
   const replayOnly = process.argv.includes('--replay-only');
   try {
-    const r = await resetStatsGroup({ brokers: config.kafka.brokers, topic: config.kafka.topic, groupId, databaseUrl: config.database.url }, { clear: !replayOnly });
+    const r = await resetStatsGroup(
+      { brokers: config.kafka.brokers, topic: config.kafka.topic, groupId, databaseUrl: config.database.url },
+      { clear: !replayOnly },
+    );
     process.stdout.write(
       `${groupId}: offsets reset to earliest on ${config.kafka.topic}` +
-        (r.cleared ? `; projection emptied, ${r.inboxRowsForgotten} inbox rows forgotten` : '; projection kept (replay)') +
+        (r.cleared
+          ? `; projection emptied, ${r.inboxRowsForgotten} inbox rows forgotten`
+          : '; projection kept (replay)') +
         '. Start the stats consumer (npm run start:stats) to rebuild.\n',
     );
   } catch (err) {
@@ -20,4 +25,3 @@ async function main(): Promise<void> {
 }
 
 void main();
-

@@ -23,15 +23,24 @@ export class GroupBusyError extends Error {
  * the other order could leave an empty projection with offsets at the end. Kafka only moves the
  * offsets of a group without members, so it refuses while a consumer of the group runs.
  */
-export async function resetStatsGroup(t: RebuildTarget, opts: { clear: boolean }): Promise<{ cleared: boolean; inboxRowsForgotten: number }> {
-  const admin = new Kafka({ clientId: `stats-rebuild-${t.groupId}`, brokers: t.brokers, logLevel: logLevel.NOTHING }).admin();
+export async function resetStatsGroup(
+  t: RebuildTarget,
+  opts: { clear: boolean },
+): Promise<{ cleared: boolean; inboxRowsForgotten: number }> {
+  const admin = new Kafka({
+    clientId: `stats-rebuild-${t.groupId}`,
+    brokers: t.brokers,
+    logLevel: logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   try {
     const members = async () => (await admin.describeGroups([t.groupId])).groups[0]?.members.length ?? 0;
     if ((await members()) > 0) {
       throw new GroupBusyError(
         `consumer group ${t.groupId} has live members: stop every stats consumer of the group first` +
-          (opts.clear ? '' : ` (or replay without stopping them: npm run cli -- replay --group ${t.groupId} --from earliest --follow)`),
+          (opts.clear
+            ? ''
+            : ` (or replay without stopping them: npm run cli -- replay --group ${t.groupId} --from earliest --follow)`),
       );
     }
     await admin.resetOffsets({ groupId: t.groupId, topic: t.topic, earliest: true });
@@ -42,7 +51,10 @@ export async function resetStatsGroup(t: RebuildTarget, opts: { clear: boolean }
       await client.query('BEGIN');
       await new StatsProjectionRepository().clear(client, t.groupId);
       const forgotten = await forgetGroupInbox(client, t.groupId);
-      if ((await members()) > 0) throw new GroupBusyError(`a consumer of ${t.groupId} joined during the rebuild: nothing was cleared, run it again`);
+      if ((await members()) > 0)
+        throw new GroupBusyError(
+          `a consumer of ${t.groupId} joined during the rebuild: nothing was cleared, run it again`,
+        );
       await client.query('COMMIT');
       return { cleared: true, inboxRowsForgotten: forgotten };
     } catch (err) {

@@ -6,7 +6,10 @@ import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { StatsConsumerModule } from './stats-consumer.module';
 
 /** The stats projection consumer as a Nest microservice on the kit's transport (main.ts and the tests start it so). */
-export async function createStatsConsumer(options: TicketEventsOptions, logger: Logger): Promise<{ app: INestMicroservice; server: TicketEventsServer }> {
+export async function createStatsConsumer(
+  options: TicketEventsOptions,
+  logger: Logger,
+): Promise<{ app: INestMicroservice; server: TicketEventsServer }> {
   const server = new TicketEventsServer(options);
   const app = await NestFactory.createMicroservice(StatsConsumerModule.forRoot(options.groupId), {
     strategy: server,

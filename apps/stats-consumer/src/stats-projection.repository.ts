@@ -2,7 +2,10 @@ import type { PoolClient } from 'pg';
 import { Prisma, int8Array, textArray, uuidArray } from '@tickets/db';
 import type { CountDelta, DayDelta } from './stats-projection';
 
-const byKey = <T>(key: (x: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+const byKey =
+  <T>(key: (x: T) => string) =>
+  (a: T, b: T) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
 
 /** The projection's writes: ticket_stats_counts and ticket_stats_daily, rows of one consumer group. */
 export class StatsProjectionRepository {
@@ -11,7 +14,12 @@ export class StatsProjectionRepository {
    * are upserted in key order, so two members updating one tenant's rows during a rebalance wait on
    * each other instead of deadlocking.
    */
-  async apply(tx: PoolClient, groupId: string, counts: readonly CountDelta[], days: readonly DayDelta[]): Promise<void> {
+  async apply(
+    tx: PoolClient,
+    groupId: string,
+    counts: readonly CountDelta[],
+    days: readonly DayDelta[],
+  ): Promise<void> {
     if (counts.length > 0) {
       const c = [...counts].sort(byKey((x) => `${x.tenantId}|${x.dimension}|${x.value}`));
       const sql = Prisma.sql`

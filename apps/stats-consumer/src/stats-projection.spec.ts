@@ -38,7 +38,10 @@ describe('projectEvents', () => {
   });
 
   it('drops rows whose changes cancel out within the chunk', () => {
-    const { counts } = projectEvents([event('ticket.created.v1', 'low', '2026-11-30T00:00:00.000Z'), event('ticket.cancelled.v1', 'low', '2026-11-30T00:00:01.000Z')]);
+    const { counts } = projectEvents([
+      event('ticket.created.v1', 'low', '2026-11-30T00:00:00.000Z'),
+      event('ticket.cancelled.v1', 'low', '2026-11-30T00:00:01.000Z'),
+    ]);
     expect(counts.find((c) => c.value === 'open')).toBeUndefined();
   });
 });

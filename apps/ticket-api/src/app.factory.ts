@@ -23,12 +23,20 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
   const http = logger.child({ component: 'http' });
   fastify.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions?.url ?? 'unmatched';
-    metrics.httpDuration.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    metrics.httpDuration.observe(
+      { method: req.method, route, status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
     if (reply.statusCode >= 400) {
-      const code = reply.getHeader('content-type')?.toString().startsWith('application/problem+json') ? 'problem' : 'other';
+      const code = reply.getHeader('content-type')?.toString().startsWith('application/problem+json')
+        ? 'problem'
+        : 'other';
       metrics.problems.inc({ code: `${reply.statusCode}:${code}` });
     }
-    http.info({ reqId: req.id, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    http.info(
+      { reqId: req.id, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
   });
   return app;
 }

@@ -21,7 +21,20 @@ export class AppModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
     return {
       module: AppModule,
-      imports: [CoreModule.forRoot(config, logger), EdgeModule.forRoot(config), AuthModule, IdempotencyModule, TicketsModule, RelayModule, ReconcileModule, HealthModule, DocsModule, StatsModule, ConsoleModule, McpModule],
+      imports: [
+        CoreModule.forRoot(config, logger),
+        EdgeModule.forRoot(config),
+        AuthModule,
+        IdempotencyModule,
+        TicketsModule,
+        RelayModule,
+        ReconcileModule,
+        HealthModule,
+        DocsModule,
+        StatsModule,
+        ConsoleModule,
+        McpModule,
+      ],
       providers: [{ provide: APP_FILTER, useFactory: () => new ProblemFilter(logger) }],
     };
   }

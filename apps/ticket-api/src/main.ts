@@ -19,7 +19,9 @@ async function main(): Promise<void> {
   const ctx: StartupContext = {
     ports: [
       { variable: 'PORT', hostVariable: 'HOST', port: config.http.port, host: config.http.host },
-      ...(config.console.token ? [{ variable: 'ADMIN_PORT', hostVariable: 'ADMIN_HOST', port: config.console.port, host: config.console.host }] : []),
+      ...(config.console.token
+        ? [{ variable: 'ADMIN_PORT', hostVariable: 'ADMIN_HOST', port: config.console.port, host: config.console.host }]
+        : []),
     ],
     databaseUrl: config.database.url,
     brokers: config.kafka.brokers,

@@ -45,18 +45,27 @@ export class InMemoryStore {
 
 const TX = {} as Tx;
 
-export class FakeTicketsRepository implements Pick<TicketsRepository, 'tryCreate' | 'findTicket' | 'markCancelled' | 'enqueueEvent'> {
+export class FakeTicketsRepository implements Pick<
+  TicketsRepository,
+  'tryCreate' | 'findTicket' | 'markCancelled' | 'enqueueEvent'
+> {
   tryCreateCalls = 0;
 
   constructor(private readonly store: InMemoryStore) {}
 
-  async tryCreate(attempt: { row: StoredTicket & { idempotencyKey: string }; key: NewKey; event: NewEvent }): Promise<CreateAttempt> {
+  async tryCreate(attempt: {
+    row: StoredTicket & { idempotencyKey: string };
+    key: NewKey;
+    event: NewEvent;
+  }): Promise<CreateAttempt> {
     this.tryCreateCalls++;
     const { row, key, event } = attempt;
     const id = InMemoryStore.id(row.tenantId, key.key);
     const gotLock = !this.store.heldLocks.has(id);
     const prior = this.store.storedKey(row.tenantId, key.key);
-    const duplicate = [...this.store.tickets.values()].find((t) => row.externalRef !== null && t.tenantId === row.tenantId && t.externalRef === row.externalRef);
+    const duplicate = [...this.store.tickets.values()].find(
+      (t) => row.externalRef !== null && t.tenantId === row.tenantId && t.externalRef === row.externalRef,
+    );
     const created = gotLock && !prior && !duplicate;
     if (created) {
       const { idempotencyKey: _key, ...ticket } = row;
@@ -83,7 +92,10 @@ export class FakeTicketsRepository implements Pick<TicketsRepository, 'tryCreate
   }
 }
 
-export class FakeIdempotencyKeysRepository implements Pick<IdempotencyKeysRepository, 'findKey' | 'tryLockKey' | 'insertKey' | 'insertKeyIfAbsent' | 'findKeyOnceSettled'> {
+export class FakeIdempotencyKeysRepository implements Pick<
+  IdempotencyKeysRepository,
+  'findKey' | 'tryLockKey' | 'insertKey' | 'insertKeyIfAbsent' | 'findKeyOnceSettled'
+> {
   /** Errors the next calls of findKeyOnceSettled throw, in order (an unreachable database, a lock timeout). */
   settleFailures: unknown[] = [];
   settleCalls = 0;
@@ -164,5 +176,12 @@ export function ticketCommands(store: InMemoryStore, config = testConfig()) {
   // Counts the relay wake-ups the use cases ask for (after a commit that wrote an outbox row).
   const relay = { wakes: 0, eventsCommitted: () => void relay.wakes++ };
   const asRelay = relay as unknown as RelayService;
-  return { tickets, keys, registry, relay, create: new CreateTicketUseCase(repo, runner, asRelay), cancel: new CancelTicketUseCase(repo, runner, asRelay) };
+  return {
+    tickets,
+    keys,
+    registry,
+    relay,
+    create: new CreateTicketUseCase(repo, runner, asRelay),
+    cancel: new CancelTicketUseCase(repo, runner, asRelay),
+  };
 }

@@ -11,11 +11,20 @@ async function main(): Promise<void> {
     keyStore: new FileKeyStore(process.env.TICKETS_KEY_STORE ?? '.agent/ticket-keys.json'),
   });
 
-  const first = await tickets.createTicket({ title: 'Printer on fire', priority: 'urgent', externalRef: intentId }, { intentId });
+  const first = await tickets.createTicket(
+    { title: 'Printer on fire', priority: 'urgent', externalRef: intentId },
+    { intentId },
+  );
   // The same intent again, as a retry after a lost answer would send it.
-  const again = await tickets.createTicket({ title: 'Printer on fire', priority: 'urgent', externalRef: intentId }, { intentId });
+  const again = await tickets.createTicket(
+    { title: 'Printer on fire', priority: 'urgent', externalRef: intentId },
+    { intentId },
+  );
   const cancelled = await tickets.cancelTicket(first.ticket.id, { intentId: `${intentId}:cancel`, reason: 'example' });
-  const cancelledAgain = await tickets.cancelTicket(first.ticket.id, { intentId: `${intentId}:cancel`, reason: 'example' });
+  const cancelledAgain = await tickets.cancelTicket(first.ticket.id, {
+    intentId: `${intentId}:cancel`,
+    reason: 'example',
+  });
 
   console.log(
     JSON.stringify({
@@ -32,7 +41,10 @@ async function main(): Promise<void> {
 
 function required(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: create a key with \`npm run cli -- api-keys create --tenant <slug>\` in the ticket service`);
+  if (!value)
+    throw new Error(
+      `${name} is not set: create a key with \`npm run cli -- api-keys create --tenant <slug>\` in the ticket service`,
+    );
   return value;
 }
 

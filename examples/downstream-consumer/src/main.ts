@@ -8,7 +8,13 @@ import { Ctx, OnTicketEvent, Payload, TicketEventContext, TicketEventsServer } f
 import type { TicketCancelledV1, TicketCreatedV1, TicketEvent } from '@tickets/event-consumer';
 
 const log = (e: TicketEvent, ctx: TicketEventContext) =>
-  ctx.tx.query('INSERT INTO ticket_log (event_id, tenant_id, ticket_id, type, title) VALUES ($1, $2, $3, $4, $5)', [e.id, e.tenantId, e.ticketId, e.type, e.data.title]);
+  ctx.tx.query('INSERT INTO ticket_log (event_id, tenant_id, ticket_id, type, title) VALUES ($1, $2, $3, $4, $5)', [
+    e.id,
+    e.tenantId,
+    e.ticketId,
+    e.type,
+    e.data.title,
+  ]);
 
 @Controller()
 class TicketLog {

@@ -2,7 +2,9 @@
 import { Client } from 'pg';
 
 async function migrate(): Promise<void> {
-  const db = new Client({ connectionString: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/ticket_log' });
+  const db = new Client({
+    connectionString: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/ticket_log',
+  });
   await db.connect();
   try {
     // No unique key on event_id on purpose: the kit's inbox is what keeps this to one row per event.

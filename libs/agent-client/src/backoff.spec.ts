@@ -6,13 +6,17 @@ describe('fullJitterDelay', () => {
 
   it('draws from [0, min(cap, base * 2^n)) for every retry number and random value', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 80 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (retry, r) => {
-        const ceiling = Math.min(options.capMs, options.baseMs * 2 ** retry);
-        const delay = fullJitterDelay(retry, options, () => r);
-        expect(delay).toBeGreaterThanOrEqual(0);
-        expect(delay).toBeLessThan(ceiling);
-        expect(delay).toBe(Math.floor(r * ceiling));
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 80 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (retry, r) => {
+          const ceiling = Math.min(options.capMs, options.baseMs * 2 ** retry);
+          const delay = fullJitterDelay(retry, options, () => r);
+          expect(delay).toBeGreaterThanOrEqual(0);
+          expect(delay).toBeLessThan(ceiling);
+          expect(delay).toBe(Math.floor(r * ceiling));
+        },
+      ),
     );
   });
 

@@ -12,7 +12,11 @@ export const defaultBackoff: BackoffOptions = { baseMs: 200, capMs: 10_000 };
  * Spreading retries over the whole window is what keeps a fleet of clients that failed together
  * from retrying together. `retryIndex` is 0 for the first retry.
  */
-export function fullJitterDelay(retryIndex: number, options: BackoffOptions, random: () => number = Math.random): number {
+export function fullJitterDelay(
+  retryIndex: number,
+  options: BackoffOptions,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(options.capMs, options.baseMs * 2 ** Math.max(0, retryIndex));
   return Math.floor(random() * ceiling);
 }

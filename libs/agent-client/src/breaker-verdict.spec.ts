@@ -1,8 +1,18 @@
 import { breakerVerdict } from './breaker-verdict';
 import type { HttpFailure, HttpResponse } from './http-exchange';
 
-const response = (status: number): HttpResponse => ({ kind: 'response', status, headers: new Headers(), body: undefined });
-const failure = (kind: HttpFailure['failure'], responseStarted = false): HttpFailure => ({ kind: 'failure', failure: kind, responseStarted, cause: new Error(kind) });
+const response = (status: number): HttpResponse => ({
+  kind: 'response',
+  status,
+  headers: new Headers(),
+  body: undefined,
+});
+const failure = (kind: HttpFailure['failure'], responseStarted = false): HttpFailure => ({
+  kind: 'failure',
+  failure: kind,
+  responseStarted,
+  cause: new Error(kind),
+});
 
 describe('breakerVerdict', () => {
   it('an API that does not answer is a failure: refused, a timeout before any byte, a 5xx', () => {
@@ -21,6 +31,7 @@ describe('breakerVerdict', () => {
   });
 
   it('every non-5xx answer is a success, 409 and 429 included', () => {
-    for (const status of [200, 201, 400, 404, 409, 410, 422, 429]) expect(breakerVerdict(response(status))).toBe('success');
+    for (const status of [200, 201, 400, 404, 409, 410, 422, 429])
+      expect(breakerVerdict(response(status))).toBe('success');
   });
 });

@@ -90,7 +90,11 @@ export class CallRunner {
   async resolveByStatus(state: CallState, key: string): Promise<StatusResolution> {
     for (;;) {
       const remaining = state.deadline - this.clock.now();
-      if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent while resolving the outcome') };
+      if (remaining <= 0)
+        return {
+          kind: 'gave-up',
+          error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent while resolving the outcome'),
+        };
       const permit = this.breaker.acquire();
       if (!permit) {
         this.emit({ ...eventBase(state), type: 'status-query', state: 'failed' });
@@ -133,7 +137,10 @@ export class CallRunner {
         case 'processing': {
           const wait = parseRetryAfter(result.headers.get('retry-after'), this.clock.now()) ?? this.statusPollMs;
           if (this.clock.now() + wait >= state.deadline) {
-            return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: the request is still processing') };
+            return {
+              kind: 'gave-up',
+              error: this.stopError(state, 'deadline_exceeded', 'Gave up: the request is still processing'),
+            };
           }
           await this.clock.sleep(wait, state.signal);
           if (state.signal?.aborted) return { kind: 'gave-up', error: this.abortedError(state) };
@@ -142,18 +149,21 @@ export class CallRunner {
     }
   }
 
-
   /** One request through the circuit breaker, with the per-attempt timeout. */
   async send(
     state: CallState,
     request: Omit<HttpRequest, 'timeoutMs' | 'signal'>,
-  ): Promise<{ kind: 'sent'; exchange: Exclude<HttpExchange, { kind: 'aborted' }> } | { kind: 'gave-up'; error: TicketClientError }> {
+  ): Promise<
+    | { kind: 'sent'; exchange: Exclude<HttpExchange, { kind: 'aborted' }> }
+    | { kind: 'gave-up'; error: TicketClientError }
+  > {
     let permit: BreakerPermit | null;
     let remaining: number;
     for (;;) {
       if (state.signal?.aborted) return { kind: 'gave-up', error: this.abortedError(state) };
       remaining = state.deadline - this.clock.now();
-      if (remaining <= 0) return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent') };
+      if (remaining <= 0)
+        return { kind: 'gave-up', error: this.stopError(state, 'deadline_exceeded', 'Gave up: time budget spent') };
       permit = this.breaker.acquire();
       if (permit) break;
       // Open: wait out the cool-down. Half-open with the probe out: its answer decides soon, look again shortly.
@@ -161,14 +171,29 @@ export class CallRunner {
       if (!state.persistent || this.clock.now() + wait >= state.deadline) {
         return {
           kind: 'gave-up',
-          error: this.stopError(state, 'circuit_open', `Circuit open for ${this.baseUrl}: failing fast`, this.breaker.retryAfterMs()),
+          error: this.stopError(
+            state,
+            'circuit_open',
+            `Circuit open for ${this.baseUrl}: failing fast`,
+            this.breaker.retryAfterMs(),
+          ),
         };
       }
       await this.clock.sleep(wait, state.signal);
     }
     state.attempts += 1;
-    this.emit({ ...eventBase(state), type: 'attempt', attempt: state.attempts, method: request.method, path: request.path });
-    const result = await exchange(this.target, { ...request, timeoutMs: Math.min(this.attemptTimeoutMs, remaining), signal: state.signal });
+    this.emit({
+      ...eventBase(state),
+      type: 'attempt',
+      attempt: state.attempts,
+      method: request.method,
+      path: request.path,
+    });
+    const result = await exchange(this.target, {
+      ...request,
+      timeoutMs: Math.min(this.attemptTimeoutMs, remaining),
+      signal: state.signal,
+    });
     if (result.kind === 'aborted') {
       permit.release();
       if (request.method === 'POST') {
@@ -182,22 +207,39 @@ export class CallRunner {
   }
 
   /** Waits before the next attempt, or says why there will be none. */
-  async pauseBeforeRetry(state: CallState, reason: string, retryAfterMs: number | undefined): Promise<TicketClientError | undefined> {
+  async pauseBeforeRetry(
+    state: CallState,
+    reason: string,
+    retryAfterMs: number | undefined,
+  ): Promise<TicketClientError | undefined> {
     if (!state.persistent && state.attempts >= this.maxAttempts) {
-      return this.stopError(state, 'max_attempts_exceeded', `Gave up after ${state.attempts} attempts (last: ${reason})`);
+      return this.stopError(
+        state,
+        'max_attempts_exceeded',
+        `Gave up after ${state.attempts} attempts (last: ${reason})`,
+      );
     }
     let delayMs = retryAfterMs ?? fullJitterDelay(state.retryIndex, this.backoff, this.random);
     state.retryIndex += 1;
     const pastDeadline = (): TicketClientError | undefined =>
       this.clock.now() + delayMs >= state.deadline
-        ? this.stopError(state, 'deadline_exceeded', `Gave up: waiting ${delayMs} ms would pass the time budget (last: ${reason})`, retryAfterMs)
+        ? this.stopError(
+            state,
+            'deadline_exceeded',
+            `Gave up: waiting ${delayMs} ms would pass the time budget (last: ${reason})`,
+            retryAfterMs,
+          )
         : undefined;
     if (!state.persistent) {
       const late = pastDeadline();
       if (late) return late;
       if (!this.budget.tryAcquireRetry()) {
         this.emit({ ...eventBase(state), type: 'budget-exhausted' });
-        return this.stopError(state, 'retry_budget_exhausted', `Gave up: the client's retry budget is spent (last: ${reason})`);
+        return this.stopError(
+          state,
+          'retry_budget_exhausted',
+          `Gave up: the client's retry budget is spent (last: ${reason})`,
+        );
       }
       return this.sleepBeforeRetry(state, delayMs, reason);
     }
@@ -228,13 +270,27 @@ export class CallRunner {
    * landed unseen, else a `RetryableError`. Emits give-up.
    */
   stopError(state: CallState, code: TicketClientErrorCode, message: string, retryAfterMs?: number): TicketClientError {
-    return this.giveUp(state, new RetryableError({ code, message, retryAfterMs, idempotencyKey: state.idempotencyKey, intentId: state.intentId }));
+    return this.giveUp(
+      state,
+      new RetryableError({
+        code,
+        message,
+        retryAfterMs,
+        idempotencyKey: state.idempotencyKey,
+        intentId: state.intentId,
+      }),
+    );
   }
 
   abortedError(state: CallState): TicketClientError {
     return this.giveUp(
       state,
-      new RetryableError({ code: 'aborted', message: 'The call was aborted by its caller', idempotencyKey: state.idempotencyKey, intentId: state.intentId }),
+      new RetryableError({
+        code: 'aborted',
+        message: 'The call was aborted by its caller',
+        idempotencyKey: state.idempotencyKey,
+        intentId: state.intentId,
+      }),
     );
   }
 
@@ -263,6 +319,10 @@ export class CallRunner {
   }
 }
 
-export function eventBase(state: CallState): { operation: ClientOperation; idempotencyKey?: string; intentId?: string } {
+export function eventBase(state: CallState): {
+  operation: ClientOperation;
+  idempotencyKey?: string;
+  intentId?: string;
+} {
   return { operation: state.operation, idempotencyKey: state.idempotencyKey, intentId: state.intentId };
 }

@@ -2,7 +2,10 @@ import { CircuitBreaker, CircuitState, defaultCircuitBreaker } from './circuit-b
 
 function setup(options: ConstructorParameters<typeof CircuitBreaker>[0] = {}) {
   let t = 0;
-  const breaker = new CircuitBreaker({ failureThreshold: 3, coolDownMs: 1_000, windowSize: 10, minimumCalls: 6, failureRateThreshold: 0.5, ...options }, () => t);
+  const breaker = new CircuitBreaker(
+    { failureThreshold: 3, coolDownMs: 1_000, windowSize: 10, minimumCalls: 6, failureRateThreshold: 0.5, ...options },
+    () => t,
+  );
   const changes: [CircuitState, CircuitState][] = [];
   breaker.onStateChange((from, to) => changes.push([from, to]));
   const fail = (): void => breaker.acquire()!.failure();

@@ -63,7 +63,10 @@ export class CircuitBreaker {
   private probeInFlight = false;
   private readonly listeners: BreakerStateListener[] = [];
 
-  constructor(options: Partial<CircuitBreakerOptions> = {}, private readonly now: () => number = Date.now) {
+  constructor(
+    options: Partial<CircuitBreakerOptions> = {},
+    private readonly now: () => number = Date.now,
+  ) {
     this.options = { ...defaultCircuitBreaker, ...options };
   }
 
@@ -143,7 +146,8 @@ export class CircuitBreaker {
     this.remember(true);
     const failures = this.window.filter(Boolean).length;
     const rateTripped =
-      this.window.length >= this.options.minimumCalls && failures / this.window.length >= this.options.failureRateThreshold;
+      this.window.length >= this.options.minimumCalls &&
+      failures / this.window.length >= this.options.failureRateThreshold;
     if (this.consecutiveFailures >= this.options.failureThreshold || rateTripped) this.transition('open');
   }
 

@@ -44,7 +44,10 @@ describe('FileKeyStore', () => {
     const store = new FileKeyStore(path);
     await Promise.all([store.set('x', '1'), store.set('y', '2'), store.delete('x')]);
     expect(await readdir(join(dir, 'nested'))).toEqual(['keys.json']);
-    const parsed = JSON.parse(await readFile(path, 'utf8')) as { version: number; keys: Record<string, { key: string }> };
+    const parsed = JSON.parse(await readFile(path, 'utf8')) as {
+      version: number;
+      keys: Record<string, { key: string }>;
+    };
     expect(parsed.version).toBe(1);
     expect(Object.keys(parsed.keys)).toEqual(['y']);
   });

@@ -118,6 +118,7 @@ function isKeyFile(value: unknown): value is KeyFile {
   const keys = (value as { keys?: unknown }).keys;
   if (typeof keys !== 'object' || keys === null || Array.isArray(keys)) return false;
   return Object.values(keys).every(
-    (entry: unknown) => typeof entry === 'object' && entry !== null && typeof (entry as { key?: unknown }).key === 'string',
+    (entry: unknown) =>
+      typeof entry === 'object' && entry !== null && typeof (entry as { key?: unknown }).key === 'string',
   );
 }

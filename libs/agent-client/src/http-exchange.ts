@@ -57,10 +57,13 @@ const NOT_SENT_CODES = new Set([
 export async function exchange(target: HttpTarget, request: HttpRequest): Promise<HttpExchange> {
   const controller = new AbortController();
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, Math.max(1, request.timeoutMs));
+  const timer = setTimeout(
+    () => {
+      timedOut = true;
+      controller.abort();
+    },
+    Math.max(1, request.timeoutMs),
+  );
   const onCallerAbort = (): void => controller.abort();
   request.signal?.addEventListener('abort', onCallerAbort, { once: true });
   if (request.signal?.aborted) controller.abort();
@@ -89,10 +92,21 @@ export async function exchange(target: HttpTarget, request: HttpRequest): Promis
     const body = parseBody(text, response.headers.get('content-type'));
     if (body === UNPARSEABLE && response.ok) {
       // A success we cannot read is as good as a lost one: the caller must find out what happened.
-      return { kind: 'failure', failure: 'lost', responseStarted, cause: new Error(`unreadable ${response.status} body`) };
+      return {
+        kind: 'failure',
+        failure: 'lost',
+        responseStarted,
+        cause: new Error(`unreadable ${response.status} body`),
+      };
     }
     const value = body === UNPARSEABLE ? text : body;
-    return { kind: 'response', status: response.status, headers: response.headers, body: value, problem: toProblem(response.status, value) };
+    return {
+      kind: 'response',
+      status: response.status,
+      headers: response.headers,
+      body: value,
+      problem: toProblem(response.status, value),
+    };
   } catch (error) {
     if (request.signal?.aborted) return { kind: 'aborted' };
     if (timedOut) return { kind: 'failure', failure: 'timeout', responseStarted, cause: error };

@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { deriveIdempotencyKey, formatIdempotencyKeyHeader, isValidIdempotencyKey, newIdempotencyKey } from './idempotency-key';
+import {
+  deriveIdempotencyKey,
+  formatIdempotencyKeyHeader,
+  isValidIdempotencyKey,
+  newIdempotencyKey,
+} from './idempotency-key';
 
 describe('idempotency keys', () => {
   it('derives the same key from the same intent id, in any process', () => {

@@ -7,8 +7,15 @@ export type WriteOperation = 'create' | 'cancel';
  * `ticket-create-20261130T101500Z-a3f8b2c1d4e5`. The timestamp helps a human reading logs; the 48
  * random bits make it unique.
  */
-export function newIdempotencyKey(operation: WriteOperation, now: Date = new Date(), randomHex: () => string = defaultRandomHex): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+export function newIdempotencyKey(
+  operation: WriteOperation,
+  now: Date = new Date(),
+  randomHex: () => string = defaultRandomHex,
+): string {
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}Z$/, 'Z');
   return `ticket-${operation}-${stamp}-${randomHex()}`;
 }
 

@@ -26,7 +26,12 @@ export { CircuitBreaker, defaultCircuitBreaker } from './circuit-breaker';
 export type { BreakerPermit, CircuitBreakerOptions, CircuitState } from './circuit-breaker';
 export { defaultRetryBudget, RetryBudget } from './retry-budget';
 export type { RetryBudgetOptions } from './retry-budget';
-export { deriveIdempotencyKey, formatIdempotencyKeyHeader, isValidIdempotencyKey, newIdempotencyKey } from './idempotency-key';
+export {
+  deriveIdempotencyKey,
+  formatIdempotencyKeyHeader,
+  isValidIdempotencyKey,
+  newIdempotencyKey,
+} from './idempotency-key';
 export type { WriteOperation } from './idempotency-key';
 export { InMemoryKeyStore } from './key-store';
 export type { IdempotencyKeyStore } from './key-store';

@@ -25,26 +25,51 @@ export function ticketClientMetrics(registry: MetricsRegistry): TicketClientEven
   const registers = [registry as import('prom-client').Registry];
   const byOperation = (name: string, help: string) => {
     const c = new Counter({ name, help, labelNames: ['operation'], registers });
-    return Object.fromEntries(OPERATIONS.map((o) => [o, c.labels(o)])) as Record<ClientOperation, ReturnType<typeof c.labels>>;
+    return Object.fromEntries(OPERATIONS.map((o) => [o, c.labels(o)])) as Record<
+      ClientOperation,
+      ReturnType<typeof c.labels>
+    >;
   };
   const calls = byOperation('agent_client_calls_total', 'Calls that sent a first HTTP attempt, by operation');
-  const attempts = byOperation('agent_client_attempts_total', 'HTTP attempts (first sends and resends), by operation; attempts per call = attempts / calls');
+  const attempts = byOperation(
+    'agent_client_attempts_total',
+    'HTTP attempts (first sends and resends), by operation; attempts per call = attempts / calls',
+  );
   const retries = new Counter({
     name: 'agent_client_retries_total',
     help: 'Waits before resending (backoff or Retry-After), by operation and reason (failure kind, problem code, http_<status>); retry rate = retries / attempts',
     labelNames: ['operation', 'reason'],
     registers,
   });
-  const giveUps = new Counter({ name: 'agent_client_give_ups_total', help: 'Calls that gave up, by operation and error code', labelNames: ['operation', 'code'], registers });
+  const giveUps = new Counter({
+    name: 'agent_client_give_ups_total',
+    help: 'Calls that gave up, by operation and error code',
+    labelNames: ['operation', 'code'],
+    registers,
+  });
   const statusQueries = new Counter({
     name: 'agent_client_status_queries_total',
     help: 'GET /v1/idempotency-keys/{key} asked after an uncertain write, by the state it answered (failed: no answer)',
     labelNames: ['state'],
     registers,
   });
-  const budget = new Counter({ name: 'agent_client_retry_budget_exhausted_total', help: 'Retries refused (or delayed) because the retry budget was spent', registers });
-  const trips = new Counter({ name: 'agent_client_circuit_breaker_trips_total', help: 'Times a circuit breaker opened: the API stopped answering, or a probe after the cool-down failed', labelNames: ['base_url'], registers });
-  const open = new Gauge({ name: 'agent_client_circuit_breaker_open', help: '1 while the circuit breaker for the base URL is open or half-open, else 0', labelNames: ['base_url'], registers });
+  const budget = new Counter({
+    name: 'agent_client_retry_budget_exhausted_total',
+    help: 'Retries refused (or delayed) because the retry budget was spent',
+    registers,
+  });
+  const trips = new Counter({
+    name: 'agent_client_circuit_breaker_trips_total',
+    help: 'Times a circuit breaker opened: the API stopped answering, or a probe after the cool-down failed',
+    labelNames: ['base_url'],
+    registers,
+  });
+  const open = new Gauge({
+    name: 'agent_client_circuit_breaker_open',
+    help: '1 while the circuit breaker for the base URL is open or half-open, else 0',
+    labelNames: ['base_url'],
+    registers,
+  });
 
   return (event: TicketClientEvent): void => {
     switch (event.type) {

@@ -65,7 +65,9 @@ describe('RetryBudget', () => {
             elapsed += s.ms;
           }
         }
-        expect(granted).toBeLessThanOrEqual(options.maxTokens + ratio * requests + (options.minRetriesPerSecond * elapsed) / 1000 + 1e-9);
+        expect(granted).toBeLessThanOrEqual(
+          options.maxTokens + ratio * requests + (options.minRetriesPerSecond * elapsed) / 1000 + 1e-9,
+        );
       }),
     );
   });

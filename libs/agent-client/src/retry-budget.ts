@@ -20,7 +20,10 @@ export class RetryBudget {
   private tokens: number;
   private lastRefillAt: number;
 
-  constructor(options: Partial<RetryBudgetOptions> = {}, private readonly now: () => number = Date.now) {
+  constructor(
+    options: Partial<RetryBudgetOptions> = {},
+    private readonly now: () => number = Date.now,
+  ) {
     this.options = { ...defaultRetryBudget, ...options };
     if (!(this.options.ratio >= 0) || !(this.options.minRetriesPerSecond >= 0) || !(this.options.maxTokens >= 1)) {
       throw new RangeError('RetryBudget needs ratio >= 0, minRetriesPerSecond >= 0 and maxTokens >= 1');

@@ -72,7 +72,9 @@ export class RetryableError extends TicketClientError {
   readonly idempotencyKey?: string;
   readonly intentId?: string;
 
-  constructor(init: Omit<ErrorInit, 'retryable'> & { retryAfterMs?: number; idempotencyKey?: string; intentId?: string }) {
+  constructor(
+    init: Omit<ErrorInit, 'retryable'> & { retryAfterMs?: number; idempotencyKey?: string; intentId?: string },
+  ) {
     super({ ...init, retryable: true });
     this.retryAfterMs = init.retryAfterMs;
     this.idempotencyKey = init.idempotencyKey;
@@ -97,7 +99,9 @@ export class UnknownOutcomeError extends TicketClientError {
   readonly intentId?: string;
   readonly attempts: number;
 
-  constructor(init: Omit<ErrorInit, 'retryable' | 'code'> & { idempotencyKey: string; intentId?: string; attempts: number }) {
+  constructor(
+    init: Omit<ErrorInit, 'retryable' | 'code'> & { idempotencyKey: string; intentId?: string; attempts: number },
+  ) {
     super({ ...init, code: 'outcome_unknown', retryable: true });
     this.idempotencyKey = init.idempotencyKey;
     this.intentId = init.intentId;

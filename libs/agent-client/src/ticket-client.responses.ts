@@ -11,14 +11,16 @@ export function statusPath(key: string): string {
 
 /** 408, 425 and 429 say "not now", as does any problem the server itself marks retryable. */
 export function isTransientStatus(response: Pick<HttpResponse, 'status' | 'problem'>): boolean {
-  if (response.status >= 500 || response.status === 408 || response.status === 425 || response.status === 429) return true;
+  if (response.status >= 500 || response.status === 408 || response.status === 425 || response.status === 429)
+    return true;
   if (response.status === 409 && response.problem?.code === 'idempotency_key_in_use') return true;
   return response.problem?.retryable === true;
 }
 
 export function permanentFrom(response: Pick<HttpResponse, 'status' | 'body' | 'problem'>): PermanentError {
   const problem = response.problem;
-  const detail = problem?.detail ?? problem?.title ?? (typeof response.body === 'string' ? response.body.slice(0, 200) : undefined);
+  const detail =
+    problem?.detail ?? problem?.title ?? (typeof response.body === 'string' ? response.body.slice(0, 200) : undefined);
   return new PermanentError({
     code: problem?.code ?? 'http_error',
     status: response.status,
@@ -36,13 +38,17 @@ export function toRequestStatus(key: string, response: HttpResponse): RequestSta
   if (response.status !== 200) return undefined;
   const body = response.body as Partial<Record<keyof RequestStatus, unknown>> | undefined;
   const state = body?.state;
-  if (typeof state !== 'string' || !REQUEST_STATES.includes(state as RequestState)) throw invalidResponse('an idempotency key status');
+  if (typeof state !== 'string' || !REQUEST_STATES.includes(state as RequestState))
+    throw invalidResponse('an idempotency key status');
   const stored = body?.response as { status?: unknown; body?: unknown } | undefined;
   return {
     key,
     state: state as RequestState,
     ticketId: typeof body?.ticketId === 'string' ? body.ticketId : null,
-    response: stored && typeof stored.status === 'number' ? { status: stored.status, body: parseStoredBody(stored.body) } : undefined,
+    response:
+      stored && typeof stored.status === 'number'
+        ? { status: stored.status, body: parseStoredBody(stored.body) }
+        : undefined,
     createdAt: typeof body?.createdAt === 'string' ? body.createdAt : null,
     expiresAt: typeof body?.expiresAt === 'string' ? body.expiresAt : null,
   };
@@ -77,6 +83,9 @@ export function requireNonEmpty(name: string, value: string): void {
 
 export function requireValidKey(key: string): void {
   if (!isValidIdempotencyKey(key)) {
-    throw new PermanentError({ code: 'invalid_argument', message: 'An idempotency key is 1-255 printable ASCII characters' });
+    throw new PermanentError({
+      code: 'invalid_argument',
+      message: 'An idempotency key is 1-255 printable ASCII characters',
+    });
   }
 }

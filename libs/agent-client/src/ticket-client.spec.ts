@@ -32,7 +32,12 @@ class ScriptedServer {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        const seen: Seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        const seen: Seen = {
+          method: req.method ?? '',
+          url: req.url ?? '',
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        };
         scripted.seen.push(seen);
         scripted.script(seen, res, scripted.seen.length - 1);
       });
@@ -82,8 +87,27 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
-function problem(res: ServerResponse, status: number, code: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): void {
-  json(res, status, { type: `https://tickets.example/problems/${code}`, title: code, status, detail: code, code, retryable: false, ...extra }, headers);
+function problem(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): void {
+  json(
+    res,
+    status,
+    {
+      type: `https://tickets.example/problems/${code}`,
+      title: code,
+      status,
+      detail: code,
+      code,
+      retryable: false,
+      ...extra,
+    },
+    headers,
+  );
 }
 
 /** Time that only moves when the client sleeps; sleeps are recorded. */
@@ -128,10 +152,19 @@ describe('TicketClient over HTTP', () => {
 
   it('creates a ticket with an sf-string Idempotency-Key derived from the intent id and the bearer key', async () => {
     server.respond((_req, res) => json(res, 201, ticket(), { location: `/v1/tickets/${ticket().id}` }));
-    const result = await client().createTicket({ title: 'Printer on fire', priority: 'high' }, { intentId: 'intent-1' });
+    const result = await client().createTicket(
+      { title: 'Printer on fire', priority: 'high' },
+      { intentId: 'intent-1' },
+    );
 
     const key = deriveIdempotencyKey('create', 'intent-1');
-    expect(result).toMatchObject({ outcome: 'created', idempotencyKey: key, attempts: 1, confirmedBy: 'response', intentId: 'intent-1' });
+    expect(result).toMatchObject({
+      outcome: 'created',
+      idempotencyKey: key,
+      attempts: 1,
+      confirmedBy: 'response',
+      intentId: 'intent-1',
+    });
     expect(result.ticket.id).toBe(ticket().id);
     const [post] = server.posts;
     expect(post.url).toBe('/v1/tickets');
@@ -146,27 +179,39 @@ describe('TicketClient over HTTP', () => {
     expect((await client().createTicket({ title: 't' }, { intentId: 'i' })).outcome).toBe('replayed');
     expect(events.some((e) => e.type === 'replay')).toBe(true);
 
-    server.respond((_req, res) => json(res, 200, ticket({ externalRef: 'ORD-1' }), { 'ticket-deduplicated': 'externalRef' }));
-    expect((await client().createTicket({ title: 't', externalRef: 'ORD-1' }, { intentId: 'j' })).outcome).toBe('deduplicated');
+    server.respond((_req, res) =>
+      json(res, 200, ticket({ externalRef: 'ORD-1' }), { 'ticket-deduplicated': 'externalRef' }),
+    );
+    expect((await client().createTicket({ title: 't', externalRef: 'ORD-1' }, { intentId: 'j' })).outcome).toBe(
+      'deduplicated',
+    );
     expect(events).toContainEqual(expect.objectContaining({ type: 'deduplicated', externalRef: 'ORD-1' }));
   });
 
   it('409 idempotency_key_in_use: waits for Retry-After, then retries with the same key', async () => {
     server.respond((_req, res, i) =>
-      i === 0 ? problem(res, 409, 'idempotency_key_in_use', { retryable: true }, { 'retry-after': '2' }) : json(res, 201, ticket(), { 'idempotent-replayed': 'true' }),
+      i === 0
+        ? problem(res, 409, 'idempotency_key_in_use', { retryable: true }, { 'retry-after': '2' })
+        : json(res, 201, ticket(), { 'idempotent-replayed': 'true' }),
     );
     const result = await client().createTicket({ title: 't' }, { intentId: 'in-use' });
 
     expect(server.posts).toHaveLength(2);
     expect(server.posts[0].headers['idempotency-key']).toBe(server.posts[1].headers['idempotency-key']);
     expect(clock.sleeps).toEqual([2_000]);
-    expect(events).toContainEqual(expect.objectContaining({ type: 'retry', delayMs: 2_000, reason: 'idempotency_key_in_use' }));
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'retry', delayMs: 2_000, reason: 'idempotency_key_in_use' }),
+    );
     expect(result.outcome).toBe('replayed');
   });
 
   it('Retry-After as an HTTP date wins over backoff', async () => {
     const at = new Date(clock.now() + 7_000).toUTCString();
-    server.respond((_req, res, i) => (i === 0 ? problem(res, 503, 'database_unavailable', { retryable: true }, { 'retry-after': at }) : json(res, 201, ticket())));
+    server.respond((_req, res, i) =>
+      i === 0
+        ? problem(res, 503, 'database_unavailable', { retryable: true }, { 'retry-after': at })
+        : json(res, 201, ticket()),
+    );
     await client().createTicket({ title: 't' });
     expect(clock.sleeps).toEqual([7_000]);
   });
@@ -174,17 +219,28 @@ describe('TicketClient over HTTP', () => {
   it('422 idempotency_key_reused is never retried and carries the differing fields', async () => {
     server.respond((_req, res) => problem(res, 422, 'idempotency_key_reused', { differingFields: ['title'] }));
     const store = new InMemoryKeyStore();
-    const error = await client({ keyStore: store }).createTicket({ title: 'other' }, { intentId: 'reused' }).catch((e: unknown) => e);
+    const error = await client({ keyStore: store })
+      .createTicket({ title: 'other' }, { intentId: 'reused' })
+      .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(PermanentError);
-    expect(error).toMatchObject({ code: 'idempotency_key_reused', retryable: false, status: 422, problem: { differingFields: ['title'] } });
+    expect(error).toMatchObject({
+      code: 'idempotency_key_reused',
+      retryable: false,
+      status: 422,
+      problem: { differingFields: ['title'] },
+    });
     expect(server.seen).toHaveLength(1);
     expect(await store.get('create:reused')).toBeUndefined();
   });
 
   it('400 validation_failed is never retried', async () => {
-    server.respond((_req, res) => problem(res, 400, 'validation_failed', { errors: [{ path: 'title', message: 'Required' }] }));
-    const error = await client().createTicket({ title: '' }).catch((e: unknown) => e);
+    server.respond((_req, res) =>
+      problem(res, 400, 'validation_failed', { errors: [{ path: 'title', message: 'Required' }] }),
+    );
+    const error = await client()
+      .createTicket({ title: '' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermanentError);
     expect((error as PermanentError).problem?.errors).toEqual([{ path: 'title', message: 'Required' }]);
     expect(server.seen).toHaveLength(1);
@@ -229,8 +285,21 @@ describe('TicketClient over HTTP', () => {
     server.respond((req, res) => {
       if (req.method === 'POST') return res.socket?.destroy();
       queries += 1;
-      if (queries < 3) return json(res, 200, { key: 'k', state: 'processing', ticketId: null, createdAt: null, expiresAt: null }, { 'retry-after': '1' });
-      json(res, 200, { key: 'k', state: 'completed', ticketId: ticket().id, response: { status: 201, body: ticket() }, createdAt: null, expiresAt: null });
+      if (queries < 3)
+        return json(
+          res,
+          200,
+          { key: 'k', state: 'processing', ticketId: null, createdAt: null, expiresAt: null },
+          { 'retry-after': '1' },
+        );
+      json(res, 200, {
+        key: 'k',
+        state: 'completed',
+        ticketId: ticket().id,
+        response: { status: 201, body: ticket() },
+        createdAt: null,
+        expiresAt: null,
+      });
     });
     const result = await client().createTicket({ title: 't' });
     expect(result.outcome).toBe('created');
@@ -263,14 +332,19 @@ describe('TicketClient over HTTP', () => {
       .catch((e: unknown) => e)) as UnknownOutcomeError;
 
     server.respond((_req, res) => json(res, 201, ticket(), { 'idempotent-replayed': 'true' }));
-    const second = await client({ keyStore: store, keyStrategy: 'random' }).createTicket({ title: 't' }, { intentId: 'resume' });
+    const second = await client({ keyStore: store, keyStrategy: 'random' }).createTicket(
+      { title: 't' },
+      { intentId: 'resume' },
+    );
     expect(second.idempotencyKey).toBe(first.idempotencyKey);
     expect(second.outcome).toBe('replayed');
     expect(await store.get('create:resume')).toBeUndefined();
   });
 
   it('backs off with full jitter between attempts on 503', async () => {
-    server.respond((_req, res, i) => (i < 3 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket())));
+    server.respond((_req, res, i) =>
+      i < 3 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket()),
+    );
     const result = await client({ backoff: { baseMs: 100, capMs: 250 } }).createTicket({ title: 't' });
     expect(result.attempts).toBe(4);
     expect(clock.sleeps).toEqual([50, 100, 125]); // 0.5 x min(250, 100 x 2^n)
@@ -294,25 +368,31 @@ describe('TicketClient over HTTP', () => {
     server.respond((_req, res) => json(res, 201, ticket()));
     expect((await c.createTicket({ title: 't' })).outcome).toBe('created');
     expect(c.circuitState).toBe('closed');
-    expect(events.filter((e) => e.type === 'breaker-state-change').map((e) => (e.type === 'breaker-state-change' ? e.to : ''))).toEqual([
-      'open',
-      'half-open',
-      'closed',
-    ]);
+    expect(
+      events
+        .filter((e) => e.type === 'breaker-state-change')
+        .map((e) => (e.type === 'breaker-state-change' ? e.to : '')),
+    ).toEqual(['open', 'half-open', 'closed']);
   });
 
   it('a closed port is a retryable error, not an unknown outcome', async () => {
     const closed = await ScriptedServer.start();
     const baseUrl = closed.url;
     await closed.stop();
-    const error = await new TicketClient({ baseUrl, apiKey: 'k', clock, maxAttempts: 2 }).createTicket({ title: 't' }).catch((e: unknown) => e);
+    const error = await new TicketClient({ baseUrl, apiKey: 'k', clock, maxAttempts: 2 })
+      .createTicket({ title: 't' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RetryableError);
     expect(error).not.toBeInstanceOf(UnknownOutcomeError);
   });
 
   it('stops retrying when the client-wide retry budget is spent', async () => {
     server.respond((_req, res) => problem(res, 503, 'database_unavailable', { retryable: true }));
-    const c = client({ maxAttempts: 10, retryBudget: { maxTokens: 2, ratio: 0, minRetriesPerSecond: 0 }, circuitBreaker: { failureThreshold: 100, minimumCalls: 100 } });
+    const c = client({
+      maxAttempts: 10,
+      retryBudget: { maxTokens: 2, ratio: 0, minRetriesPerSecond: 0 },
+      circuitBreaker: { failureThreshold: 100, minimumCalls: 100 },
+    });
     const error = await c.createTicket({ title: 't' }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'retry_budget_exhausted', retryable: true });
     expect(server.seen).toHaveLength(3);
@@ -323,7 +403,10 @@ describe('TicketClient over HTTP', () => {
     server.respond((_req, res) => json(res, 200, ticket({ status: 'cancelled' })));
     const c = client();
     const result = await c.cancelTicket('t-1', { intentId: 'cancel-1', reason: 'duplicate' });
-    expect(result).toMatchObject({ outcome: 'cancelled', idempotencyKey: deriveIdempotencyKey('cancel', 'cancel-1', 't-1') });
+    expect(result).toMatchObject({
+      outcome: 'cancelled',
+      idempotencyKey: deriveIdempotencyKey('cancel', 'cancel-1', 't-1'),
+    });
     expect(server.posts[0].url).toBe('/v1/tickets/t-1/cancel');
     expect(JSON.parse(server.posts[0].body)).toEqual({ reason: 'duplicate' });
 
@@ -333,7 +416,8 @@ describe('TicketClient over HTTP', () => {
 
   it('reads: getTicket null on 404, findByExternalRef, getRequestStatus unknown on 404', async () => {
     server.respond((req, res) => {
-      if (req.url.startsWith('/v1/tickets?')) return json(res, 200, { items: req.url.includes('ORD-1') ? [ticket({ externalRef: 'ORD-1' })] : [] });
+      if (req.url.startsWith('/v1/tickets?'))
+        return json(res, 200, { items: req.url.includes('ORD-1') ? [ticket({ externalRef: 'ORD-1' })] : [] });
       if (req.url.startsWith('/v1/idempotency-keys/')) return problem(res, 404, 'idempotency_key_not_found');
       problem(res, 404, 'ticket_not_found');
     });
@@ -342,7 +426,13 @@ describe('TicketClient over HTTP', () => {
     expect((await c.findByExternalRef('ORD-1'))?.externalRef).toBe('ORD-1');
     expect(await c.findByExternalRef('ORD 2/x')).toBeNull();
     expect(server.seen.at(-1)?.url).toBe('/v1/tickets?externalRef=ORD%202%2Fx');
-    expect(await c.getRequestStatus('a key/with slash')).toEqual({ key: 'a key/with slash', state: 'unknown', ticketId: null, createdAt: null, expiresAt: null });
+    expect(await c.getRequestStatus('a key/with slash')).toEqual({
+      key: 'a key/with slash',
+      state: 'unknown',
+      ticketId: null,
+      createdAt: null,
+      expiresAt: null,
+    });
     expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/a%20key%2Fwith%20slash');
   });
 
@@ -366,7 +456,14 @@ describe('TicketClient over HTTP', () => {
 
   describe('breaker classification', () => {
     const completed = (res: ServerResponse): void =>
-      json(res, 200, { key: 'k', state: 'completed', ticketId: ticket().id, response: { status: 201, body: ticket() }, createdAt: null, expiresAt: null });
+      json(res, 200, {
+        key: 'k',
+        state: 'completed',
+        ticketId: ticket().id,
+        response: { status: 201, body: ticket() },
+        createdAt: null,
+        expiresAt: null,
+      });
 
     it('answers lost after the server acted never open the breaker (default settings), and every call gets its ticket', async () => {
       // Every create is processed, then its connection is cut before a byte of the answer: the status query finds the result.
@@ -392,7 +489,9 @@ describe('TicketClient over HTTP', () => {
 
   describe('finishWithinMs (the deadline of one tool call)', () => {
     it('waits out an open circuit instead of failing fast, then finishes the intent under the same key', async () => {
-      server.respond((_req, res, i) => (i < 3 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket())));
+      server.respond((_req, res, i) =>
+        i < 3 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket()),
+      );
       const c = client({ maxAttempts: 10, circuitBreaker: { failureThreshold: 3, coolDownMs: 4_000 } });
       const result = await c.createTicket({ title: 't' }, { intentId: 'outage', finishWithinMs: 30_000 });
 
@@ -403,7 +502,9 @@ describe('TicketClient over HTTP', () => {
     });
 
     it('is not capped by maxAttempts, and waits for retry-budget tokens instead of giving up', async () => {
-      server.respond((_req, res, i) => (i < 6 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket())));
+      server.respond((_req, res, i) =>
+        i < 6 ? problem(res, 503, 'database_unavailable', { retryable: true }) : json(res, 201, ticket()),
+      );
       const c = client({
         maxAttempts: 2,
         retryBudget: { maxTokens: 1, ratio: 0, minRetriesPerSecond: 1 },
@@ -422,7 +523,10 @@ describe('TicketClient over HTTP', () => {
         if (i === 1) return problem(res, 409, 'idempotency_key_in_use', { retryable: true }, { 'retry-after': '1' });
         json(res, 201, ticket());
       });
-      const result = await client({ maxAttempts: 1 }).createTicket({ title: 't' }, { intentId: 'polite', finishWithinMs: 30_000 });
+      const result = await client({ maxAttempts: 1 }).createTicket(
+        { title: 't' },
+        { intentId: 'polite', finishWithinMs: 30_000 },
+      );
       expect(result.attempts).toBe(3);
       expect(clock.sleeps).toEqual([3_000, 1_000]);
     });
@@ -448,7 +552,11 @@ describe('TicketClient over HTTP', () => {
       await c.createTicket({ title: 't' }, { intentId: 'first' }).catch(() => undefined);
       const error = await c.createTicket({ title: 't' }, { intentId: 'later' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RetryableError);
-      expect(error).toMatchObject({ code: 'circuit_open', idempotencyKey: deriveIdempotencyKey('create', 'later'), intentId: 'later' });
+      expect(error).toMatchObject({
+        code: 'circuit_open',
+        idempotencyKey: deriveIdempotencyKey('create', 'later'),
+        intentId: 'later',
+      });
     });
   });
 });

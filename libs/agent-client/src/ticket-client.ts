@@ -1,13 +1,13 @@
-import { BackoffOptions, defaultBackoff, parseRetryAfter } from './backoff';
+import { defaultBackoff, parseRetryAfter } from './backoff';
 import { CallRunner, CallState, eventBase } from './call-runner';
-import { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
+import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
 import { HttpResponse, toProblem } from './http-exchange';
 import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
 import { IdempotencyKeyStore, InMemoryKeyStore } from './key-store';
-import { RetryBudget, RetryBudgetOptions } from './retry-budget';
+import { RetryBudget } from './retry-budget';
 import { PermanentError, RetryableError } from './ticket-client.errors';
-import type { ClientOperation, TicketClientEventHandler } from './ticket-client.events';
+import type { ClientOperation } from './ticket-client.events';
 import {
   asTicket,
   invalidResponse,
@@ -18,6 +18,7 @@ import {
   statusPath,
   toRequestStatus,
 } from './ticket-client.responses';
+import type { TicketClientOptions } from './ticket-client.options';
 import type {
   CancelOutcome,
   CancelTicketOptions,
@@ -32,37 +33,7 @@ import type {
   WriteResult,
 } from './ticket-client.types';
 
-export interface TicketClientOptions {
-  /** e.g. `http://127.0.0.1:3000` (a path prefix is kept). */
-  baseUrl: string;
-  apiKey: string;
-  /** Where keys of unfinished intents are kept. Default: in memory (use `FileKeyStore` to survive restarts). */
-  keyStore?: IdempotencyKeyStore;
-  /**
-   * How a key is chosen for a new intent id: `derived` (default) hashes the intent id, so the same
-   * intent gets the same key in any process; `random` makes a fresh readable key and relies on
-   * the key store to find it again.
-   */
-  keyStrategy?: 'derived' | 'random';
-  /** Per-attempt timeout. Default 10 s. */
-  attemptTimeoutMs?: number;
-  /** Requests per call (the first one included). Default 5. */
-  maxAttempts?: number;
-  /** Wall time per call, waits included. Default 30 s. */
-  maxTotalTimeMs?: number;
-  backoff?: Partial<BackoffOptions>;
-  /** Wait between status queries while a request is still processing and no Retry-After was sent. Default 500 ms. */
-  statusPollMs?: number;
-  /** Options, or a shared instance to budget several clients together. */
-  retryBudget?: RetryBudget | Partial<RetryBudgetOptions>;
-  /** Options, or a shared instance for several clients of the same base URL. */
-  circuitBreaker?: CircuitBreaker | Partial<CircuitBreakerOptions>;
-  onEvent?: TicketClientEventHandler;
-  /** Source of jitter, [0, 1). */
-  random?: () => number;
-  clock?: Clock;
-  fetch?: typeof fetch;
-}
+export type { TicketClientOptions } from './ticket-client.options';
 
 interface WriteCall<O> {
   operation: WriteOperation;
@@ -105,9 +76,12 @@ export class TicketClient {
     this.maxTotalTimeMs = options.maxTotalTimeMs ?? 30_000;
     this.clock = options.clock ?? systemClock;
     const now = (): number => this.clock.now();
-    this.budget = options.retryBudget instanceof RetryBudget ? options.retryBudget : new RetryBudget(options.retryBudget, now);
+    this.budget =
+      options.retryBudget instanceof RetryBudget ? options.retryBudget : new RetryBudget(options.retryBudget, now);
     this.breaker =
-      options.circuitBreaker instanceof CircuitBreaker ? options.circuitBreaker : new CircuitBreaker(options.circuitBreaker, now);
+      options.circuitBreaker instanceof CircuitBreaker
+        ? options.circuitBreaker
+        : new CircuitBreaker(options.circuitBreaker, now);
     this.runner = new CallRunner({
       baseUrl: this.baseUrl,
       target: { baseUrl: this.baseUrl, apiKey: this.apiKey, fetch: options.fetch ?? fetch },
@@ -121,7 +95,9 @@ export class TicketClient {
       random: options.random ?? Math.random,
       onEvent: options.onEvent,
     });
-    this.breaker.onStateChange((from, to) => this.runner.emit({ type: 'breaker-state-change', baseUrl: this.baseUrl, from, to }));
+    this.breaker.onStateChange((from, to) =>
+      this.runner.emit({ type: 'breaker-state-change', baseUrl: this.baseUrl, from, to }),
+    );
   }
 
   /** State of this client's circuit breaker. */
@@ -214,15 +190,32 @@ export class TicketClient {
     };
     this.budget.recordRequest();
 
-    const finish = async (status: number, body: unknown, replayed: boolean, confirmedBy: WriteResult<O>['confirmedBy']): Promise<WriteResult<O>> => {
+    const finish = async (
+      status: number,
+      body: unknown,
+      replayed: boolean,
+      confirmedBy: WriteResult<O>['confirmedBy'],
+    ): Promise<WriteResult<O>> => {
       const ticket = asTicket(body);
       const outcome = call.outcome(status, replayed, state.mayHaveLanded);
       if (replayed) this.runner.emit({ ...eventBase(state), type: 'replay', ticketId: ticket.id });
       if (call.operation === 'create' && status === 200) {
-        this.runner.emit({ ...eventBase(state), type: 'deduplicated', ticketId: ticket.id, externalRef: ticket.externalRef });
+        this.runner.emit({
+          ...eventBase(state),
+          type: 'deduplicated',
+          ticketId: ticket.id,
+          externalRef: ticket.externalRef,
+        });
       }
       await this.forgetKey(call.storeEntry);
-      return { outcome, ticket, idempotencyKey: call.key, intentId: call.intentId, attempts: state.attempts, confirmedBy };
+      return {
+        outcome,
+        ticket,
+        idempotencyKey: call.key,
+        intentId: call.intentId,
+        attempts: state.attempts,
+        confirmedBy,
+      };
     };
     const permanent = async (error: PermanentError): Promise<never> => {
       await this.forgetKey(call.storeEntry);
@@ -244,7 +237,12 @@ export class TicketClient {
       let askStatus = false;
 
       if (result.kind === 'failure') {
-        retryReason = result.failure === 'refused' ? 'connection_refused' : result.failure === 'timeout' ? 'timeout' : 'connection_lost';
+        retryReason =
+          result.failure === 'refused'
+            ? 'connection_refused'
+            : result.failure === 'timeout'
+              ? 'timeout'
+              : 'connection_lost';
         if (result.failure !== 'refused') {
           state.uncertain = true;
           state.mayHaveLanded = true;
@@ -280,7 +278,13 @@ export class TicketClient {
               return finish(resolution.status, resolution.body, true, 'status-query');
             }
             if (resolution.status < 500) {
-              return permanent(permanentFrom({ status: resolution.status, body: resolution.body, problem: toProblem(resolution.status, resolution.body) }));
+              return permanent(
+                permanentFrom({
+                  status: resolution.status,
+                  body: resolution.body,
+                  problem: toProblem(resolution.status, resolution.body),
+                }),
+              );
             }
             retryReason = 'stored_server_error';
             break;
@@ -290,7 +294,12 @@ export class TicketClient {
                 code: 'idempotency_key_expired',
                 status: 410,
                 message: `Idempotency key ${call.key} is past its replay window; it made ticket ${resolution.ticketId ?? '(unknown)'}`,
-                problem: { status: 410, code: 'idempotency_key_expired', retryable: false, ticketId: resolution.ticketId ?? undefined },
+                problem: {
+                  status: 410,
+                  code: 'idempotency_key_expired',
+                  retryable: false,
+                  ticketId: resolution.ticketId ?? undefined,
+                },
               }),
             );
           case 'unknown':
@@ -361,17 +370,24 @@ export class TicketClient {
       return { key: options.idempotencyKey ?? newIdempotencyKey(operation) };
     }
     requireNonEmpty('intentId', options.intentId);
-    const storeEntry = ticketId === undefined ? `${operation}:${options.intentId}` : `${operation}:${ticketId}:${options.intentId}`;
+    const storeEntry =
+      ticketId === undefined ? `${operation}:${options.intentId}` : `${operation}:${ticketId}:${options.intentId}`;
     try {
       const remembered = options.idempotencyKey === undefined ? await this.keyStore.get(storeEntry) : undefined;
       if (remembered !== undefined) return { key: remembered, storeEntry };
       const key =
         options.idempotencyKey ??
-        (this.keyStrategy === 'derived' ? deriveIdempotencyKey(operation, options.intentId, ticketId) : newIdempotencyKey(operation));
+        (this.keyStrategy === 'derived'
+          ? deriveIdempotencyKey(operation, options.intentId, ticketId)
+          : newIdempotencyKey(operation));
       await this.keyStore.set(storeEntry, key);
       return { key, storeEntry };
     } catch (error) {
-      throw new RetryableError({ code: 'key_store_failed', message: 'Could not read or save the idempotency key', cause: error });
+      throw new RetryableError({
+        code: 'key_store_failed',
+        message: 'Could not read or save the idempotency key',
+        cause: error,
+      });
     }
   }
 

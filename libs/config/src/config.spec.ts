@@ -13,15 +13,26 @@ describe('loadConfig cross-field checks', () => {
   });
 
   it('IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW', () => {
-    rejects({ IDEMPOTENCY_REPLAY_WINDOW: '48h', IDEMPOTENCY_KEY_RETENTION: '24h' }, /IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW/);
-    expect(loadConfig({ IDEMPOTENCY_REPLAY_WINDOW: '24h', IDEMPOTENCY_KEY_RETENTION: '24h' }).idempotency.keyRetentionMs).toBe(86_400_000);
+    rejects(
+      { IDEMPOTENCY_REPLAY_WINDOW: '48h', IDEMPOTENCY_KEY_RETENTION: '24h' },
+      /IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW/,
+    );
+    expect(
+      loadConfig({ IDEMPOTENCY_REPLAY_WINDOW: '24h', IDEMPOTENCY_KEY_RETENTION: '24h' }).idempotency.keyRetentionMs,
+    ).toBe(86_400_000);
   });
 
   it('NOTIFY_WEBHOOK_URL requires NOTIFY_WEBHOOK_SECRET', () => {
-    rejects({ NOTIFY_WEBHOOK_URL: 'https://hooks.example.com/t' }, /NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set/);
-    expect(loadConfig({ NOTIFY_WEBHOOK_URL: 'https://hooks.example.com/t', NOTIFY_WEBHOOK_SECRET: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=' }).notifier.webhookUrl).toBe(
-      'https://hooks.example.com/t',
+    rejects(
+      { NOTIFY_WEBHOOK_URL: 'https://hooks.example.com/t' },
+      /NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set/,
     );
+    expect(
+      loadConfig({
+        NOTIFY_WEBHOOK_URL: 'https://hooks.example.com/t',
+        NOTIFY_WEBHOOK_SECRET: 'whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=',
+      }).notifier.webhookUrl,
+    ).toBe('https://hooks.example.com/t');
   });
 
   it('NOTIFY_LEASE must be longer than NOTIFY_TIMEOUT', () => {
@@ -31,7 +42,10 @@ describe('loadConfig cross-field checks', () => {
 
   it('INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION', () => {
     rejects({ TICKET_EVENTS_RETENTION: '40d' }, /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/);
-    rejects({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '6d' }, /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/);
+    rejects(
+      { TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '6d' },
+      /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/,
+    );
     expect(loadConfig({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '7d' }).inbox.retentionMs).toBe(7 * 86_400_000);
   });
 
@@ -40,7 +54,10 @@ describe('loadConfig cross-field checks', () => {
     expect(loadConfig({ RECONCILE_INTERVAL: '15m' }).reconcile.intervalMs).toBe(900_000);
     expect(loadConfig({ RECONCILE_INTERVAL: 'off' }).reconcile.intervalMs).toBe(0);
     expect(loadConfig({ RECONCILE_INTERVAL: '0' }).reconcile.intervalMs).toBe(0);
-    rejects({ RECONCILE_INTERVAL: 'hourly' }, /RECONCILE_INTERVAL: "hourly" is not a duration .*, or 0\/off to disable/);
+    rejects(
+      { RECONCILE_INTERVAL: 'hourly' },
+      /RECONCILE_INTERVAL: "hourly" is not a duration .*, or 0\/off to disable/,
+    );
   });
 
   it('RELAY_METRICS_PORT: 9466 by default, -1 serves none', () => {

@@ -28,7 +28,11 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DATABASE_URL: postgresUrl,
   DB_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024),
   /** How long a stored response is replayed byte for byte. */
   IDEMPOTENCY_REPLAY_WINDOW: duration('24h'),
   /** How long a key keeps resolving to the ticket it made (must be >= the replay window). */
@@ -45,7 +49,12 @@ const EnvSchema = z.object({
   KAFKA_BROKERS: z
     .string()
     .default('127.0.0.1:9092')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
   KAFKA_CLIENT_ID: z.string().default('tickets'),
   TICKET_EVENTS_TOPIC: z.string().min(1).default('ticket-events'),
   TICKET_EVENTS_PARTITIONS: z.coerce.number().int().min(1).default(6),
@@ -142,7 +151,9 @@ export interface EdgeConfig {
 
 function edgeConfig(e: EdgeEnv): EdgeConfig {
   if (e.HTTP_HEADERS_TIMEOUT > e.HTTP_REQUEST_TIMEOUT) {
-    throw new ConfigError('Invalid configuration:\n  HTTP_HEADERS_TIMEOUT must not exceed HTTP_REQUEST_TIMEOUT (the headers are part of the request).');
+    throw new ConfigError(
+      'Invalid configuration:\n  HTTP_HEADERS_TIMEOUT must not exceed HTTP_REQUEST_TIMEOUT (the headers are part of the request).',
+    );
   }
   return {
     requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT,
@@ -151,7 +162,11 @@ function edgeConfig(e: EdgeEnv): EdgeConfig {
     shutdownGraceMs: e.SHUTDOWN_GRACE,
     metricsToken: e.METRICS_TOKEN,
     rateLimit: { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST },
-    authFailures: { negativeCacheTtlMs: e.AUTH_NEGATIVE_CACHE_TTL, perSecond: e.AUTH_FAILURES_PER_SECOND, burst: e.AUTH_FAILURES_BURST },
+    authFailures: {
+      negativeCacheTtlMs: e.AUTH_NEGATIVE_CACHE_TTL,
+      perSecond: e.AUTH_FAILURES_PER_SECOND,
+      burst: e.AUTH_FAILURES_BURST,
+    },
   };
 }
 
@@ -199,7 +214,15 @@ export interface AppConfig {
   logLevel: Env['LOG_LEVEL'];
   http: { host: string; port: number; bodyLimitBytes: number };
   database: { url: string; poolMax: number };
-  idempotency: { replayWindowMs: number; keyRetentionMs: number; purgeIntervalMs: number; inUseRetryAfterSeconds: number; replayCacheSize: number; replayCacheChars: number; settleTimeoutMs: number };
+  idempotency: {
+    replayWindowMs: number;
+    keyRetentionMs: number;
+    purgeIntervalMs: number;
+    inUseRetryAfterSeconds: number;
+    replayCacheSize: number;
+    replayCacheChars: number;
+    settleTimeoutMs: number;
+  };
   auth: { cacheTtlMs: number };
   kafka: { brokers: string[]; clientId: string; topic: string; partitions: number; retentionMs: number };
   relay: {
@@ -249,10 +272,15 @@ export class ConfigError extends Error {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = EnvSchema.extend(EdgeEnvSchema.shape).extend(ConsoleEnvSchema.shape).extend(McpHttpEnvSchema.shape).safeParse(cleaned);
+  const parsed = EnvSchema.extend(EdgeEnvSchema.shape)
+    .extend(ConsoleEnvSchema.shape)
+    .extend(McpHttpEnvSchema.shape)
+    .safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see README, "Configuration").`);
+    throw new ConfigError(
+      `Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see README, "Configuration").`,
+    );
   }
   const e = parsed.data;
   crossFieldChecks(e);
@@ -319,7 +347,9 @@ function crossFieldChecks(e: Env): void {
     throw new ConfigError(`Invalid configuration:\n  ${line}`);
   };
   if (e.IDEMPOTENCY_KEY_RETENTION < e.IDEMPOTENCY_REPLAY_WINDOW) {
-    fail('IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW (a key must outlive its stored response).');
+    fail(
+      'IDEMPOTENCY_KEY_RETENTION must be at least IDEMPOTENCY_REPLAY_WINDOW (a key must outlive its stored response).',
+    );
   }
   if (e.NOTIFY_WEBHOOK_URL && !e.NOTIFY_WEBHOOK_SECRET) {
     fail('NOTIFY_WEBHOOK_SECRET is required when NOTIFY_WEBHOOK_URL is set (every webhook is signed).');

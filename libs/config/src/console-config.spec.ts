@@ -11,7 +11,12 @@ describe('ops console configuration', () => {
       loginFailures: { perSecond: 0.2, burst: 5 },
       sampleIntervalMs: 60_000,
     });
-    const c = loadConfig({ ADMIN_TOKEN: 'a-token-of-16-chars', ADMIN_PORT: '0', ADMIN_SESSION_TTL: '15m', ADMIN_COOKIE_SECURE: 'true' }).console;
+    const c = loadConfig({
+      ADMIN_TOKEN: 'a-token-of-16-chars',
+      ADMIN_PORT: '0',
+      ADMIN_SESSION_TTL: '15m',
+      ADMIN_COOKIE_SECURE: 'true',
+    }).console;
     expect([c.token, c.port, c.sessionTtlMs, c.cookieSecure]).toEqual(['a-token-of-16-chars', 0, 900_000, 'always']);
     expect(loadConfig({ ADMIN_COOKIE_SECURE: 'false' }).console.cookieSecure).toBe('never');
   });
@@ -22,7 +27,9 @@ describe('ops console configuration', () => {
     // 0 would make the sampler spin and its hour of samples unbounded; a session shorter than a minute is unusable.
     expect(() => loadConfig({ ADMIN_SAMPLE_INTERVAL: '0' })).toThrow(/ADMIN_SAMPLE_INTERVAL: must be at least 1s/);
     expect(() => loadConfig({ ADMIN_SESSION_TTL: '0' })).toThrow(/ADMIN_SESSION_TTL: must be at least 1m/);
-    expect(() => loadConfig({ ADMIN_TOKEN: 'a-token-of-16-chars', PORT: '3001' })).toThrow(/ADMIN_PORT must differ from PORT/);
+    expect(() => loadConfig({ ADMIN_TOKEN: 'a-token-of-16-chars', PORT: '3001' })).toThrow(
+      /ADMIN_PORT must differ from PORT/,
+    );
     // Without a token there is no console listener, so the ports cannot clash.
     expect(loadConfig({ PORT: '3001' }).http.port).toBe(3001);
   });

@@ -12,14 +12,20 @@ export const ConsoleEnvSchema = z.object({
   /** 0: a port the OS picks (tests). */
   ADMIN_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   /** A console session ends this long after its log-in. */
-  ADMIN_SESSION_TTL: duration('8h').refine((ms) => ms >= 60_000, 'must be at least 1m (a shorter session ends before an operator can use it)'),
+  ADMIN_SESSION_TTL: duration('8h').refine(
+    (ms) => ms >= 60_000,
+    'must be at least 1m (a shorter session ends before an operator can use it)',
+  ),
   /** The session cookie's Secure flag: auto = when the request arrived over https (a TLS proxy's X-Forwarded-Proto: https). */
   ADMIN_COOKIE_SECURE: z.enum(['auto', 'true', 'false']).default('auto'),
   /** Failed log-ins per client address: per second, and burst. */
   ADMIN_LOGIN_FAILURES_PER_SECOND: z.coerce.number().min(0).default(0.2),
   ADMIN_LOGIN_FAILURES_BURST: z.coerce.number().int().min(1).default(5),
   /** How often the console samples the API's idempotency-outcome counter for its chart. */
-  ADMIN_SAMPLE_INTERVAL: duration('1m').refine((ms) => ms >= 1_000, 'must be at least 1s (the chart keeps one hour of samples)'),
+  ADMIN_SAMPLE_INTERVAL: duration('1m').refine(
+    (ms) => ms >= 1_000,
+    'must be at least 1s (the chart keeps one hour of samples)',
+  ),
 });
 
 export interface ConsoleConfig {

@@ -12,12 +12,26 @@ describe('edge configuration', () => {
       rateLimit: { perSecond: 20_000, burst: 20_000 },
       authFailures: { negativeCacheTtlMs: 5_000, perSecond: 5, burst: 50 },
     });
-    const o = loadConfig({ HTTP_REQUEST_TIMEOUT: '2s', HTTP_HEADERS_TIMEOUT: '1s', RATE_LIMIT_PER_SECOND: '0.5', METRICS_TOKEN: 'a-token-of-16-chars', SHUTDOWN_GRACE: '3s' }).edge;
-    expect([o.requestTimeoutMs, o.headersTimeoutMs, o.rateLimit.perSecond, o.metricsToken, o.shutdownGraceMs]).toEqual([2_000, 1_000, 0.5, 'a-token-of-16-chars', 3_000]);
+    const o = loadConfig({
+      HTTP_REQUEST_TIMEOUT: '2s',
+      HTTP_HEADERS_TIMEOUT: '1s',
+      RATE_LIMIT_PER_SECOND: '0.5',
+      METRICS_TOKEN: 'a-token-of-16-chars',
+      SHUTDOWN_GRACE: '3s',
+    }).edge;
+    expect([o.requestTimeoutMs, o.headersTimeoutMs, o.rateLimit.perSecond, o.metricsToken, o.shutdownGraceMs]).toEqual([
+      2_000,
+      1_000,
+      0.5,
+      'a-token-of-16-chars',
+      3_000,
+    ]);
   });
 
   it('refuses a headers timeout above the request timeout, and a short metrics token', () => {
-    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT: '1s', HTTP_HEADERS_TIMEOUT: '2s' })).toThrow(/HTTP_HEADERS_TIMEOUT must not exceed/);
+    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT: '1s', HTTP_HEADERS_TIMEOUT: '2s' })).toThrow(
+      /HTTP_HEADERS_TIMEOUT must not exceed/,
+    );
     expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(ConfigError);
   });
 });

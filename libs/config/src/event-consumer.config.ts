@@ -63,7 +63,9 @@ export function loadEventConsumerConfig(env: NodeJS.ProcessEnv = process.env): E
   const parsed = EventConsumerEnv.safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see docs/consuming.md).`);
+    throw new ConfigError(
+      `Invalid configuration:\n${lines.join('\n')}\nFix the environment variables above (see docs/consuming.md).`,
+    );
   }
   const e = parsed.data;
   return {
@@ -76,18 +78,29 @@ export function loadEventConsumerConfig(env: NodeJS.ProcessEnv = process.env): E
       sessionTimeoutMs: e.EVENT_CONSUMER_SESSION_TIMEOUT,
       heartbeatIntervalMs: e.EVENT_CONSUMER_HEARTBEAT_INTERVAL,
       rebalanceTimeoutMs: e.EVENT_CONSUMER_REBALANCE_TIMEOUT,
-      retry: { initialRetryTime: e.EVENT_CONSUMER_KAFKA_RETRY_INITIAL, maxRetryTime: e.EVENT_CONSUMER_KAFKA_RETRY_MAX, retries: e.EVENT_CONSUMER_KAFKA_RETRIES },
+      retry: {
+        initialRetryTime: e.EVENT_CONSUMER_KAFKA_RETRY_INITIAL,
+        maxRetryTime: e.EVENT_CONSUMER_KAFKA_RETRY_MAX,
+        retries: e.EVENT_CONSUMER_KAFKA_RETRIES,
+      },
       reconnectMaxDelayMs: e.EVENT_CONSUMER_RECONNECT_MAX_DELAY,
     },
-    metrics: e.EVENT_CONSUMER_METRICS_PORT < 0 ? undefined : { port: e.EVENT_CONSUMER_METRICS_PORT, host: e.EVENT_CONSUMER_METRICS_HOST },
+    metrics:
+      e.EVENT_CONSUMER_METRICS_PORT < 0
+        ? undefined
+        : { port: e.EVENT_CONSUMER_METRICS_PORT, host: e.EVENT_CONSUMER_METRICS_HOST },
     inbox: { retentionMs: e.INBOX_RETENTION, purgeIntervalMs: e.INBOX_PURGE_INTERVAL },
     stats: { groupId: e.STATS_GROUP_ID },
-    notifierMetrics: e.NOTIFIER_METRICS_PORT < 0 ? undefined : { port: e.NOTIFIER_METRICS_PORT, host: e.EVENT_CONSUMER_METRICS_HOST },
+    notifierMetrics:
+      e.NOTIFIER_METRICS_PORT < 0 ? undefined : { port: e.NOTIFIER_METRICS_PORT, host: e.EVENT_CONSUMER_METRICS_HOST },
   };
 }
 
 /** loadEventConsumerConfig() for a process entry point: on a bad environment, says what to fix and exits with code 2. */
-export function loadEventConsumerConfigOrExit(processName: string, env: NodeJS.ProcessEnv = process.env): EventConsumerConfig {
+export function loadEventConsumerConfigOrExit(
+  processName: string,
+  env: NodeJS.ProcessEnv = process.env,
+): EventConsumerConfig {
   try {
     return loadEventConsumerConfig(env);
   } catch (e) {

@@ -11,12 +11,20 @@ describe('MCP over HTTP configuration', () => {
       allowLoopbackOrigins: false,
       allowedOrigins: ['https://agents.example.com', 'http://x.test:8080'],
     });
-    expect(loadConfig({ MCP_ALLOWED_ORIGINS: 'loopback,https://a.test:443' }).mcp).toMatchObject({ allowLoopbackOrigins: true, allowedOrigins: ['https://a.test'] });
-    expect(loadConfig({ MCP_ALLOWED_ORIGINS: 'none' }).mcp).toMatchObject({ allowLoopbackOrigins: false, allowedOrigins: [] });
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: 'loopback,https://a.test:443' }).mcp).toMatchObject({
+      allowLoopbackOrigins: true,
+      allowedOrigins: ['https://a.test'],
+    });
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: 'none' }).mcp).toMatchObject({
+      allowLoopbackOrigins: false,
+      allowedOrigins: [],
+    });
   });
 
   it('refuses what is not an origin, `none` with others, and a deadline past the SDK client timeout', () => {
-    expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'https://a.test/path' })).toThrow(/MCP_ALLOWED_ORIGINS: "https:\/\/a.test\/path" is not an origin/);
+    expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'https://a.test/path' })).toThrow(
+      /MCP_ALLOWED_ORIGINS: "https:\/\/a.test\/path" is not an origin/,
+    );
     expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: '*' })).toThrow(/MCP_ALLOWED_ORIGINS/);
     expect(() => loadConfig({ MCP_ALLOWED_ORIGINS: 'none,loopback' })).toThrow(/`none` cannot be combined/);
     expect(() => loadConfig({ MCP_TOOL_DEADLINE: '2m' })).toThrow(/MCP_TOOL_DEADLINE/);

@@ -16,15 +16,23 @@ export const McpHttpEnvSchema = z.object({
     .string()
     .default('loopback')
     .transform((v, ctx) => {
-      const entries = v.split(',').map((s) => s.trim()).filter(Boolean);
+      const entries = v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       if (entries.includes('none')) {
-        if (entries.length > 1) ctx.addIssue({ code: 'custom', message: '`none` cannot be combined with other origins' });
+        if (entries.length > 1)
+          ctx.addIssue({ code: 'custom', message: '`none` cannot be combined with other origins' });
         return { loopback: false, origins: [] as string[] };
       }
       const origins: string[] = [];
       for (const entry of entries.filter((e) => e !== 'loopback')) {
         const origin = normaliseOrigin(entry);
-        if (origin === undefined) ctx.addIssue({ code: 'custom', message: `"${entry}" is not an origin (scheme://host[:port], no path), \`loopback\` or \`none\`` });
+        if (origin === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${entry}" is not an origin (scheme://host[:port], no path), \`loopback\` or \`none\``,
+          });
         else origins.push(origin);
       }
       return { loopback: entries.includes('loopback'), origins };
@@ -33,7 +41,10 @@ export const McpHttpEnvSchema = z.object({
    * How long a create_ticket / cancel_ticket call over /mcp waits for another call of the same intent
    * that is still running (idempotency_key_in_use) before it answers "call again with the same intent_id".
    */
-  MCP_TOOL_DEADLINE: duration('10s').refine((ms) => ms <= 60_000, 'must be at most 60s (the MCP SDK client times a request out after 60 s)'),
+  MCP_TOOL_DEADLINE: duration('10s').refine(
+    (ms) => ms <= 60_000,
+    'must be at most 60s (the MCP SDK client times a request out after 60 s)',
+  ),
 });
 
 export interface McpHttpConfig {
@@ -45,7 +56,11 @@ export interface McpHttpConfig {
 }
 
 export function mcpHttpConfig(e: z.infer<typeof McpHttpEnvSchema>): McpHttpConfig {
-  return { allowLoopbackOrigins: e.MCP_ALLOWED_ORIGINS.loopback, allowedOrigins: e.MCP_ALLOWED_ORIGINS.origins, toolDeadlineMs: e.MCP_TOOL_DEADLINE };
+  return {
+    allowLoopbackOrigins: e.MCP_ALLOWED_ORIGINS.loopback,
+    allowedOrigins: e.MCP_ALLOWED_ORIGINS.origins,
+    toolDeadlineMs: e.MCP_TOOL_DEADLINE,
+  };
 }
 
 /** `scheme://host[:port]` as a browser sends it in Origin, or undefined when `value` is not one (pure). */
@@ -56,7 +71,8 @@ export function normaliseOrigin(value: string): string | undefined {
   } catch {
     return undefined;
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) return undefined;
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash)
+    return undefined;
   if (url.pathname !== '/' || /^[a-z]+:\/\/[^/]+\/./i.test(value)) return undefined;
   return url.origin;
 }

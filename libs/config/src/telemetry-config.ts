@@ -10,7 +10,10 @@ const TelemetryEnvSchema = z.object({
   /** Milliseconds finished spans wait to be sent together (the batch span processor's delay, as in the OTel spec). */
   OTEL_BSP_SCHEDULE_DELAY: z.coerce.number().int().min(0).max(600_000).default(5_000),
   /** `true` starts no SDK even with an endpoint set (the standard OTel switch; case-insensitive, as the spec says). */
-  OTEL_SDK_DISABLED: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(['true', 'false']).default('false')),
+  OTEL_SDK_DISABLED: z.preprocess(
+    (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+    z.enum(['true', 'false']).default('false'),
+  ),
 });
 
 export interface TelemetryConfig {
@@ -27,10 +30,15 @@ export interface TelemetryConfig {
 export function loadTelemetryConfig(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
   const parsed = TelemetryEnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new Error(`invalid tracing configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `invalid tracing configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   const e = parsed.data;
   const base = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '');
-  const tracesUrl = e.OTEL_SDK_DISABLED === 'true' ? undefined : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base ? `${base}/v1/traces` : undefined));
+  const tracesUrl =
+    e.OTEL_SDK_DISABLED === 'true'
+      ? undefined
+      : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base ? `${base}/v1/traces` : undefined));
   return { tracesUrl, serviceName: e.OTEL_SERVICE_NAME, exportDelayMs: e.OTEL_BSP_SCHEDULE_DELAY };
 }

@@ -8,7 +8,12 @@ import type { EventConsumerConfig } from './event-consumer.config';
  * (loadConfig + loadEventConsumerConfig). The kit itself knows nothing of this configuration: a
  * downstream service passes its own options, or uses TicketEventsServer.fromEnv().
  */
-export function ticketEventsOptions(app: AppConfig, kit: EventConsumerConfig, groupId: string, logger?: Logger): TicketEventsOptions {
+export function ticketEventsOptions(
+  app: AppConfig,
+  kit: EventConsumerConfig,
+  groupId: string,
+  logger?: Logger,
+): TicketEventsOptions {
   const { sessionTimeoutMs, heartbeatIntervalMs, rebalanceTimeoutMs, retry, reconnectMaxDelayMs } = kit.kafka;
   return {
     brokers: app.kafka.brokers,
@@ -16,7 +21,12 @@ export function ticketEventsOptions(app: AppConfig, kit: EventConsumerConfig, gr
     groupId,
     databaseUrl: app.database.url,
     kafka: { clientId: `${app.kafka.clientId}-${groupId}`, retry },
-    consumer: { sessionTimeout: sessionTimeoutMs, heartbeatInterval: heartbeatIntervalMs, rebalanceTimeout: rebalanceTimeoutMs, retry },
+    consumer: {
+      sessionTimeout: sessionTimeoutMs,
+      heartbeatInterval: heartbeatIntervalMs,
+      rebalanceTimeout: rebalanceTimeoutMs,
+      retry,
+    },
     reconnectMaxDelayMs,
     chunkSize: kit.chunkSize,
     partitionsConcurrency: kit.partitionsConcurrency,

@@ -29,4 +29,9 @@ export type TicketCancelledV1 = z.infer<typeof TicketCancelledV1>;
 export type TicketEvent = z.infer<typeof TicketEvent>;
 
 /** Kafka header names every ticket event carries. */
-export const EVENT_HEADERS = { id: 'event-id', type: 'event-type', traceparent: 'traceparent', correlationId: 'correlation-id' } as const;
+export const EVENT_HEADERS = {
+  id: 'event-id',
+  type: 'event-type',
+  traceparent: 'traceparent',
+  correlationId: 'correlation-id',
+} as const;

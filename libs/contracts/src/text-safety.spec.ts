@@ -20,9 +20,13 @@ describe('text safety', () => {
   it('bounds depth and entries without recursion (100,000 levels do not overflow the stack)', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    expect(SafeJsonObject.safeParse({ deep }).error?.issues[0].message).toContain(`deeper than ${INPUT_LIMITS.metadataMaxDepth}`);
+    expect(SafeJsonObject.safeParse({ deep }).error?.issues[0].message).toContain(
+      `deeper than ${INPUT_LIMITS.metadataMaxDepth}`,
+    );
     const wide = { list: Array.from({ length: INPUT_LIMITS.metadataMaxEntries }, (_, i) => i) };
-    expect(SafeJsonObject.safeParse(wide).error?.issues[0].message).toContain(`more than ${INPUT_LIMITS.metadataMaxEntries}`);
+    expect(SafeJsonObject.safeParse(wide).error?.issues[0].message).toContain(
+      `more than ${INPUT_LIMITS.metadataMaxEntries}`,
+    );
   });
 
   it('every string of the create body passes the check', () => {

@@ -19,7 +19,9 @@ const UNSAFE = /[\0\p{Cs}]/u;
 /** Why PostgreSQL cannot store `s` as text, or null when it can. */
 export function unsafeTextReason(s: string): string | null {
   if (!UNSAFE.test(s)) return null;
-  return s.includes('\0') ? 'must not contain NUL (\\u0000)' : 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
+  return s.includes('\0')
+    ? 'must not contain NUL (\\u0000)'
+    : 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
 }
 
 const SAFE = /^[^\0\p{Cs}]*$/u;
@@ -55,7 +57,11 @@ export const SafeJsonObject = z.record(z.string(), z.unknown()).superRefine((roo
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth > INPUT_LIMITS.metadataMaxDepth) {
-      return void ctx.addIssue({ code: 'custom', message: `nested deeper than ${INPUT_LIMITS.metadataMaxDepth} levels`, path: pathOf(node) });
+      return void ctx.addIssue({
+        code: 'custom',
+        message: `nested deeper than ${INPUT_LIMITS.metadataMaxDepth} levels`,
+        path: pathOf(node),
+      });
     }
     if (Array.isArray(value)) {
       entries += value.length;
@@ -70,7 +76,11 @@ export const SafeJsonObject = z.record(z.string(), z.unknown()).superRefine((roo
       }
     }
     if (entries > INPUT_LIMITS.metadataMaxEntries) {
-      return void ctx.addIssue({ code: 'custom', message: `more than ${INPUT_LIMITS.metadataMaxEntries} keys and array items in total`, path: pathOf(node) });
+      return void ctx.addIssue({
+        code: 'custom',
+        message: `more than ${INPUT_LIMITS.metadataMaxEntries} keys and array items in total`,
+        path: pathOf(node),
+      });
     }
   }
 });

@@ -26,7 +26,14 @@ const LOST_STATES = new Set(['57P01', '57P02', '57P05', '08000', '08003', '08006
 const REFUSED_KINDS = new Set(['DatabaseNotReachable', 'TooManyConnections']);
 const LOST_KINDS = new Set(['ConnectionClosed', 'SocketTimeout']);
 /** Node socket errors raised while opening the TCP connection or resolving the host. */
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+]);
 /** Node socket errors on an open connection. */
 const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED']);
 /** Prisma's own connection codes: can't reach server, timed out, server closed the connection. */

@@ -51,7 +51,12 @@ export interface DatabaseClients {
  * (Prisma's adapter listens only once Prisma has connected; `query` can run before that).
  * `onIdleError`: told of each such closed idle connection (the API logs it).
  */
-export function createDatabaseClients(url: string, poolMax: number, applicationName = 'tickets', onIdleError?: (err: Error) => void): DatabaseClients {
+export function createDatabaseClients(
+  url: string,
+  poolMax: number,
+  applicationName = 'tickets',
+  onIdleError?: (err: Error) => void,
+): DatabaseClients {
   const pool = new TrackedPool(
     {
       connectionString: url,

@@ -32,7 +32,8 @@ export class TrackedClient extends Client {
   override query(...args: unknown[]): never {
     const first = args[0] as { submit?: unknown } | undefined;
     // Submittables (cursors, streams) report through their own events: leave them as they are.
-    if (first && typeof first === 'object' && typeof first.submit === 'function') return (super.query as (...a: unknown[]) => never)(...args);
+    if (first && typeof first === 'object' && typeof first.submit === 'function')
+      return (super.query as (...a: unknown[]) => never)(...args);
     const phase: DatabasePhase = this.ended ? 'not-sent' : 'in-flight';
     // Only errors of a session that is gone are stamped: a statement error on a live session is not a phase question.
     const mark = (err: unknown) => (this.ended || lostState(err) ? stamp(err, phase) : err);
@@ -68,8 +69,12 @@ export class TrackedPool extends Pool {
   }
 
   override connect(): Promise<PoolClient>;
-  override connect(callback: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void): void;
-  override connect(callback?: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<PoolClient> | void {
+  override connect(
+    callback: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void,
+  ): void;
+  override connect(
+    callback?: (err: Error | undefined, client: PoolClient | undefined, done: (release?: unknown) => void) => void,
+  ): Promise<PoolClient> | void {
     if (callback) {
       return super.connect((err, client, done) => callback(err ? (stamp(err, 'connect') as Error) : err, client, done));
     }

@@ -44,7 +44,8 @@ export class DeadLetterActionsRepository {
    * waits for that statement, and the read that follows (a new snapshot) sees the row it added.
    */
   async outboxTicketRows(tx: Tx, eventId: string, lock: boolean): Promise<OutboxDeadRow[]> {
-    if (lock) await tx.$queryRaw(Prisma.sql`SELECT 1 FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid FOR UPDATE`);
+    if (lock)
+      await tx.$queryRaw(Prisma.sql`SELECT 1 FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid FOR UPDATE`);
     return tx.$queryRaw<OutboxDeadRow[]>(Prisma.sql`
       SELECT ${OUTBOX_ROW} FROM outbox_dead_letters d
        WHERE d.aggregate_id = (SELECT aggregate_id FROM outbox_dead_letters WHERE event_id = ${eventId}::uuid)
@@ -107,7 +108,10 @@ export class DeadLetterActionsRepository {
     const rows = await this.prisma.$queryRaw<Array<{ state: string }>>(Prisma.sql`
       SELECT CASE WHEN published_at IS NULL THEN 'in the outbox, not yet published' ELSE 'published at ' || published_at END AS state
         FROM outbox_events WHERE event_id = ${eventId}::uuid`);
-    return { state: rows[0]?.state ?? 'not in the outbox (published and purged, or unknown)', lastAction: await this.lastAction('outbox', eventId) };
+    return {
+      state: rows[0]?.state ?? 'not in the outbox (published and purged, or unknown)',
+      lastAction: await this.lastAction('outbox', eventId),
+    };
   }
 
   /** A dead notification back to pending, due now, attempts kept (one statement, audited, own transaction). */
@@ -120,7 +124,12 @@ export class DeadLetterActionsRepository {
     return this.changeNotification(id, 'discarded', 'discard', actor);
   }
 
-  private async changeNotification(id: string, status: string, action: string, actor: Actor): Promise<NotificationChange | null> {
+  private async changeNotification(
+    id: string,
+    status: string,
+    action: string,
+    actor: Actor,
+  ): Promise<NotificationChange | null> {
     // WHERE status = 'dead' is re-checked on the locked row: of two concurrent requeues one matches.
     const rows = await this.prisma.$queryRaw<NotificationChange[]>(Prisma.sql`
       WITH changed AS (
@@ -144,12 +153,17 @@ export class DeadLetterActionsRepository {
     const rows = await this.prisma.$queryRaw<Array<{ status: string; attempts: number }>>(Prisma.sql`
       SELECT status, attempts FROM notifications WHERE id = ${id}::uuid`);
     if (!rows[0]) return null;
-    return { state: `${rows[0].status} after ${rows[0].attempts} attempt(s)`, lastAction: await this.lastAction('notification', id) };
+    return {
+      state: `${rows[0].status} after ${rows[0].attempts} attempt(s)`,
+      lastAction: await this.lastAction('notification', id),
+    };
   }
 
   /** A notification as a dry run sees it (reads only). */
   async notification(id: string): Promise<{ status: string; attempts: number; targetUrl: string | null } | null> {
-    const rows = await this.prisma.$queryRaw<Array<{ status: string; attempts: number; targetUrl: string | null }>>(Prisma.sql`
+    const rows = await this.prisma.$queryRaw<
+      Array<{ status: string; attempts: number; targetUrl: string | null }>
+    >(Prisma.sql`
       SELECT status, attempts, target_url AS "targetUrl" FROM notifications WHERE id = ${id}::uuid`);
     return rows[0] ?? null;
   }

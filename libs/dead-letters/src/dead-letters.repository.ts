@@ -15,7 +15,10 @@ interface Columns {
 
 function where(f: DeadLetterFilter, c: Columns, extra: Prisma.Sql[]): Prisma.Sql {
   const parts = [...extra];
-  if (f.id && c.id) parts.push(c.id.uuid ? Prisma.sql`${Prisma.raw(c.id.col)} = ${f.id}::uuid` : Prisma.sql`${Prisma.raw(c.id.col)} = ${f.id}`);
+  if (f.id && c.id)
+    parts.push(
+      c.id.uuid ? Prisma.sql`${Prisma.raw(c.id.col)} = ${f.id}::uuid` : Prisma.sql`${Prisma.raw(c.id.col)} = ${f.id}`,
+    );
   if (f.tenant) parts.push(Prisma.sql`${Prisma.raw(c.tenantSlug)} = ${f.tenant}`);
   if (f.ticket) parts.push(Prisma.sql`${Prisma.raw(c.ticket)} = ${f.ticket}`);
   if (f.reason) parts.push(Prisma.sql`strpos(lower(${Prisma.raw(c.reason)}), lower(${f.reason})) > 0`);
@@ -101,7 +104,9 @@ export class DeadLettersRepository {
   }
 
   /** A notification's HTTP attempts, oldest first. */
-  async attempts(notificationId: string): Promise<Array<{ attemptNo: number; statusCode: number | null; error: string | null; at: Date }>> {
+  async attempts(
+    notificationId: string,
+  ): Promise<Array<{ attemptNo: number; statusCode: number | null; error: string | null; at: Date }>> {
     return this.prisma.$queryRaw(Prisma.sql`
       SELECT attempt_no AS "attemptNo", status_code AS "statusCode", error, created_at AS at
         FROM notification_attempts WHERE notification_id::text = ${notificationId} ORDER BY attempt_no`);

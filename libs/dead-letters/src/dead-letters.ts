@@ -1,7 +1,20 @@
 import type { PrismaClient } from '@tickets/db';
-import type { ConsumerDeadLetterFilter, ConsumerDeadLetterItem, ConsumerDeadLetters, KitActionResult } from '@tickets/event-consumer/admin';
+import type {
+  ConsumerDeadLetterFilter,
+  ConsumerDeadLetterItem,
+  ConsumerDeadLetters,
+  KitActionResult,
+} from '@tickets/event-consumer/admin';
 import { DeadLetterActionsRepository, type CurrentState } from './dead-letter-actions.repository';
-import { DEAD_LETTER_KINDS, type ActionResult, type Actor, type DeadLetterDetail, type DeadLetterFilter, type DeadLetterItem, type DeadLetterKind } from './dead-letter.types';
+import {
+  DEAD_LETTER_KINDS,
+  type ActionResult,
+  type Actor,
+  type DeadLetterDetail,
+  type DeadLetterFilter,
+  type DeadLetterItem,
+  type DeadLetterKind,
+} from './dead-letter.types';
 import { DeadLettersRepository } from './dead-letters.repository';
 import { planOutboxRequeue, type OutboxRequeuePlan } from './outbox-requeue-plan';
 
@@ -14,7 +27,8 @@ export interface ActionRequest {
   dryRun: boolean;
 }
 
-const since = (s: CurrentState) => (s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '');
+const since = (s: CurrentState) =>
+  s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '';
 
 /**
  * List, show, requeue and discard the three kinds of dead letters (the code path of
@@ -39,7 +53,9 @@ export class DeadLetters {
   /** Newest first, across the kinds asked for (one read per kind). */
   async list(f: DeadLetterFilter): Promise<DeadLetterItem[]> {
     const kinds = f.kind ? [f.kind] : DEAD_LETTER_KINDS;
-    const items = (await Promise.all(kinds.map((k) => (k === 'consumer' ? this.listConsumer(f) : this.reads.list(k, f))))).flat();
+    const items = (
+      await Promise.all(kinds.map((k) => (k === 'consumer' ? this.listConsumer(f) : this.reads.list(k, f))))
+    ).flat();
     return items.sort((a, b) => b.deadAt.getTime() - a.deadAt.getTime()).slice(0, f.limit);
   }
 
@@ -68,14 +84,23 @@ export class DeadLetters {
     const first = await this.each(ids, (id) => this.requeueOutbox(id, req));
     const retry = first.filter((r) => r.outcome === 'refused' && r.message.includes('held back'));
     if (!retry.length || req.dryRun) return first;
-    const second = new Map((await this.each(retry.map((r) => r.id), (id) => this.requeueOutbox(id, req))).map((r) => [r.id, r]));
+    const second = new Map(
+      (
+        await this.each(
+          retry.map((r) => r.id),
+          (id) => this.requeueOutbox(id, req),
+        )
+      ).map((r) => [r.id, r]),
+    );
     return first.map((r) => second.get(r.id) ?? r);
   }
 
   async discard(req: ActionRequest): Promise<ActionResult[]> {
     if (req.kind === 'consumer') return this.consumerAction('discard', req);
     const ids = await this.targets(req);
-    return this.each(ids, (id) => (req.kind === 'outbox' ? this.discardOutbox(id, req) : this.discardNotification(id, req)));
+    return this.each(ids, (id) =>
+      req.kind === 'outbox' ? this.discardOutbox(id, req) : this.discardNotification(id, req),
+    );
   }
 
   private async targets(req: ActionRequest): Promise<string[]> {
@@ -90,10 +115,23 @@ export class DeadLetters {
   }
 
   private async requeueOutbox(id: string, req: ActionRequest): Promise<ActionResult> {
-    const r = (outcome: ActionResult['outcome'], message: string, eventIds?: string[]): ActionResult => ({ kind: 'outbox', id, outcome, message, eventIds });
+    const r = (outcome: ActionResult['outcome'], message: string, eventIds?: string[]): ActionResult => ({
+      kind: 'outbox',
+      id,
+      outcome,
+      message,
+      eventIds,
+    });
     const { plan, moved } = await this.writes.transaction(async (tx) => {
       const plan: OutboxRequeuePlan = planOutboxRequeue(await this.writes.outboxTicketRows(tx, id, !req.dryRun), id);
-      const moved = plan.kind === 'requeue' && !req.dryRun ? await this.writes.moveOutboxBack(tx, plan.rows.map((row) => row.seq), req.actor) : [];
+      const moved =
+        plan.kind === 'requeue' && !req.dryRun
+          ? await this.writes.moveOutboxBack(
+              tx,
+              plan.rows.map((row) => row.seq),
+              req.actor,
+            )
+          : [];
       return { plan, moved };
     });
     if (moved.length) await this.writes.wakeRelay().catch(() => undefined); // a lost wake-up costs one poll interval, nothing else
@@ -102,23 +140,45 @@ export class DeadLetters {
       return r('not-dead', `outbox event ${id} is not dead-lettered: ${state.state}${since(state)}; nothing done`);
     }
     if (plan.kind === 'held-back') {
-      return r('refused', `outbox event ${id} is held back by ${plan.by.eventId} (${plan.by.reason}), an earlier dead letter of ticket ${plan.by.aggregateId}: requeue that one first (the events dead-lettered behind it come with it), or discard it`);
+      return r(
+        'refused',
+        `outbox event ${id} is held back by ${plan.by.eventId} (${plan.by.reason}), an earlier dead letter of ticket ${plan.by.aggregateId}: requeue that one first (the events dead-lettered behind it come with it), or discard it`,
+      );
     }
     if (plan.kind === 'invalid') {
       const why = plan.rows.map((x) => `${x.row.eventId}: ${x.reason}`).join('; ');
-      return r('refused', `outbox event ${id} would be dead-lettered again at once (${why}); the envelope cannot be fixed from here: discard it`);
+      return r(
+        'refused',
+        `outbox event ${id} would be dead-lettered again at once (${why}); the envelope cannot be fixed from here: discard it`,
+      );
     }
     const ids = plan.rows.map((row) => row.eventId);
     const ticket = plan.rows[0].aggregateId;
-    if (req.dryRun) return r('would-requeue', `would move ${ids.length} event(s) of ticket ${ticket} back to the outbox, in this order: ${ids.join(', ')}`, ids);
-    return r('requeued', `moved ${moved.length} event(s) of ticket ${ticket} back to the outbox with their original seq, in this order: ${moved.join(', ')}; the relay publishes them after the ticket's earlier events`, moved);
+    if (req.dryRun)
+      return r(
+        'would-requeue',
+        `would move ${ids.length} event(s) of ticket ${ticket} back to the outbox, in this order: ${ids.join(', ')}`,
+        ids,
+      );
+    return r(
+      'requeued',
+      `moved ${moved.length} event(s) of ticket ${ticket} back to the outbox with their original seq, in this order: ${moved.join(', ')}; the relay publishes them after the ticket's earlier events`,
+      moved,
+    );
   }
 
   private async discardOutbox(id: string, req: ActionRequest): Promise<ActionResult> {
-    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'outbox', id, outcome, message });
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({
+      kind: 'outbox',
+      id,
+      outcome,
+      message,
+    });
     if (req.dryRun) {
       const [item] = await this.reads.list('outbox', { id, limit: 1 });
-      return item ? r('would-discard', `would discard outbox event ${id} of ticket ${item.ticketId} (kept in the audit row)`) : r('not-dead', `outbox event ${id} is not dead-lettered; nothing to discard`);
+      return item
+        ? r('would-discard', `would discard outbox event ${id} of ticket ${item.ticketId} (kept in the audit row)`)
+        : r('not-dead', `outbox event ${id} is not dead-lettered; nothing to discard`);
     }
     const gone = await this.writes.discardOutbox(id, req.actor);
     if (!gone) {
@@ -128,31 +188,61 @@ export class DeadLetters {
     const behind = gone.blocked.length
       ? `; ${gone.blocked.length} later event(s) of ticket ${gone.aggregateId} stay dead-lettered behind it: requeue them with --id ${gone.blocked[0]}, or discard them`
       : '';
-    return r('discarded', `discarded outbox event ${id} of ticket ${gone.aggregateId} (kept in dead_letter_actions.snapshot)${behind}`);
+    return r(
+      'discarded',
+      `discarded outbox event ${id} of ticket ${gone.aggregateId} (kept in dead_letter_actions.snapshot)${behind}`,
+    );
   }
 
   private async requeueNotification(id: string, req: ActionRequest): Promise<ActionResult> {
-    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'notification', id, outcome, message });
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({
+      kind: 'notification',
+      id,
+      outcome,
+      message,
+    });
     if (req.dryRun) {
       const n = await this.writes.notification(id);
-      if (n?.status !== 'dead') return r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to requeue`);
-      return r('would-requeue', `would send notification ${id} again now as attempt ${n.attempts + 1} to ${n.targetUrl ?? '(no target)'}, webhook-id ${id}`);
+      if (n?.status !== 'dead')
+        return r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to requeue`);
+      return r(
+        'would-requeue',
+        `would send notification ${id} again now as attempt ${n.attempts + 1} to ${n.targetUrl ?? '(no target)'}, webhook-id ${id}`,
+      );
     }
     const changed = await this.writes.requeueNotification(id, req.actor);
-    if (changed) return r('requeued', `notification ${id} is pending again: sent now as attempt ${changed.attempts + 1} to ${changed.targetUrl ?? '(no target)'}, same webhook-id ${id}`);
+    if (changed)
+      return r(
+        'requeued',
+        `notification ${id} is pending again: sent now as attempt ${changed.attempts + 1} to ${changed.targetUrl ?? '(no target)'}, same webhook-id ${id}`,
+      );
     const state = await this.writes.notificationState(id);
-    return r('not-dead', state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`);
+    return r(
+      'not-dead',
+      state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`,
+    );
   }
 
   private async discardNotification(id: string, req: ActionRequest): Promise<ActionResult> {
-    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({ kind: 'notification', id, outcome, message });
+    const r = (outcome: ActionResult['outcome'], message: string): ActionResult => ({
+      kind: 'notification',
+      id,
+      outcome,
+      message,
+    });
     if (req.dryRun) {
       const n = await this.writes.notification(id);
-      return n?.status === 'dead' ? r('would-discard', `would mark notification ${id} discarded (never sent)`) : r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to discard`);
+      return n?.status === 'dead'
+        ? r('would-discard', `would mark notification ${id} discarded (never sent)`)
+        : r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to discard`);
     }
-    if (await this.writes.discardNotification(id, req.actor)) return r('discarded', `notification ${id} discarded: kept, never sent`);
+    if (await this.writes.discardNotification(id, req.actor))
+      return r('discarded', `notification ${id} discarded: kept, never sent`);
     const state = await this.writes.notificationState(id);
-    return r('not-dead', state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`);
+    return r(
+      'not-dead',
+      state ? `notification ${id} is not dead: ${state.state}${since(state)}; nothing done` : `no notification ${id}`,
+    );
   }
 
   /** The kit's consumer dead letters, with the tenant of each message's ticket (a tenant filter goes through the tickets). */
@@ -165,18 +255,41 @@ export class DeadLetters {
   }
 
   private consumerFilter(f: DeadLetterFilter, tickets?: string[]): ConsumerDeadLetterFilter {
-    return { id: f.id, ticket: f.ticket, tickets, reason: f.reason, since: f.since, until: f.until, limit: f.limit, all: f.all };
+    return {
+      id: f.id,
+      ticket: f.ticket,
+      tickets,
+      reason: f.reason,
+      since: f.since,
+      until: f.until,
+      limit: f.limit,
+      all: f.all,
+    };
   }
 
   private async consumerAction(action: 'requeue' | 'discard', req: ActionRequest): Promise<ActionResult[]> {
-    const tickets = req.filter.tenant && !req.filter.id ? await this.reads.consumerTicketsOfTenant(req.filter.tenant) : undefined;
+    const tickets =
+      req.filter.tenant && !req.filter.id ? await this.reads.consumerTicketsOfTenant(req.filter.tenant) : undefined;
     if (tickets && tickets.length === 0) return [];
     const kitReq = { filter: this.consumerFilter(req.filter, tickets), actor: req.actor, dryRun: req.dryRun };
-    const results: KitActionResult[] = action === 'requeue' ? await this.consumer.requeue(kitReq) : await this.consumer.discard(kitReq);
+    const results: KitActionResult[] =
+      action === 'requeue' ? await this.consumer.requeue(kitReq) : await this.consumer.discard(kitReq);
     return results.map((r) => ({ kind: 'consumer', ...r }));
   }
 }
 
 function consumerItem(i: ConsumerDeadLetterItem, tenant: string | null): DeadLetterItem {
-  return { kind: 'consumer', id: i.id, state: i.state, tenant, ticketId: i.ticketId, eventId: i.eventId, eventType: i.eventType, reason: i.reason, attempts: null, deadAt: i.deadAt, where: i.where };
+  return {
+    kind: 'consumer',
+    id: i.id,
+    state: i.state,
+    tenant,
+    ticketId: i.ticketId,
+    eventId: i.eventId,
+    eventType: i.eventType,
+    reason: i.reason,
+    attempts: null,
+    deadAt: i.deadAt,
+    where: i.where,
+  };
 }

@@ -14,7 +14,11 @@ describe('parseTimeBound', () => {
   });
 
   it('anything else is named in the error', () => {
-    expect(() => parseTimeBound('yesterday', now)).toThrow('"yesterday" is neither an ISO-8601 time (2026-11-30T08:00:00Z) nor a duration (30m, 24h, 7d)');
-    expect(() => parseTimeBound('2026-13-45T00:00:00Z', now)).toThrow('"2026-13-45T00:00:00Z" is not a valid ISO-8601 time');
+    expect(() => parseTimeBound('yesterday', now)).toThrow(
+      '"yesterday" is neither an ISO-8601 time (2026-11-30T08:00:00Z) nor a duration (30m, 24h, 7d)',
+    );
+    expect(() => parseTimeBound('2026-13-45T00:00:00Z', now)).toThrow(
+      '"2026-13-45T00:00:00Z" is not a valid ISO-8601 time',
+    );
   });
 });

@@ -50,6 +50,8 @@ export class DomainError extends Error {
 export class WriteOutcomeUnknownError extends Error {
   override name = 'WriteOutcomeUnknownError';
   constructor(readonly original: unknown) {
-    super(`the write's outcome is unknown: ${original instanceof Error ? original.message : String(original)}`, { cause: original });
+    super(`the write's outcome is unknown: ${original instanceof Error ? original.message : String(original)}`, {
+      cause: original,
+    });
   }
 }

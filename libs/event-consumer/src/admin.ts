@@ -1,10 +1,22 @@
 // @tickets/event-consumer/admin: maintenance of a consumer's kit tables and group, for the
 // `ticket-events` bin and for services that run it from their own tooling. Not the handler API.
-export { migrate, schemaVersion, KitSchemaOutdated, type MigrateOptions, type MigrateResult } from './kit-schema.repository';
+export {
+  migrate,
+  schemaVersion,
+  KitSchemaOutdated,
+  type MigrateOptions,
+  type MigrateResult,
+} from './kit-schema.repository';
 export { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf } from './kit.migrations';
 export { DEFAULT_SCHEMA, KitTables, KitSchemaError } from './kit-schema';
 export { forgetGroupInbox } from './group-inbox';
-export { replayTopic, isReplayStart, type ReplayRequest, type ReplayDeps, type ReplayOutcome } from './replay/topic-replay';
+export {
+  replayTopic,
+  isReplayStart,
+  type ReplayRequest,
+  type ReplayDeps,
+  type ReplayOutcome,
+} from './replay/topic-replay';
 export { progressLine, replayReport } from './replay/replay-progress';
 // A live group's pause for a replay (replayTopic pauses by default): the requests its members read.
 export { GroupPauseRepository, type PauseClaim, type PauseState } from './group-pause.repository';

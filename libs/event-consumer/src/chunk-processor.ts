@@ -26,7 +26,11 @@ export interface RetrySettings {
 }
 
 /** Calls a Nest handler and waits for it (and for the handlers chained behind it) to finish or fail. */
-export type Invoke = (handler: MessageHandler, data: unknown, ctx: TicketEventContext | TicketEventBatchContext) => Promise<unknown>;
+export type Invoke = (
+  handler: MessageHandler,
+  data: unknown,
+  ctx: TicketEventContext | TicketEventBatchContext,
+) => Promise<unknown>;
 
 /** Kafka's side of a chunk: keep the membership alive, and learn when to stop. */
 export interface ChunkControl {
@@ -76,7 +80,8 @@ export class ChunkProcessor {
       if (m.kind === 'unknown') this.metrics.unknown.inc({ ...group, type: m.type });
       else if (m.kind === 'invalid') invalid.push(m);
       else if (!this.wants(m.event.type)) continue;
-      else if (this.ownInbox) events.push({ ...m, repeats: 0 }); // the handler dedups, repeats included
+      else if (this.ownInbox)
+        events.push({ ...m, repeats: 0 }); // the handler dedups, repeats included
       else if (seen.has(m.event.id)) {
         seen.get(m.event.id)!.repeats++; // a duplicate publish read in the same fetch
         repeats++;
@@ -90,7 +95,10 @@ export class ChunkProcessor {
     // A handler that owns the inbox counts a replay in its own statement (the notifier does).
     const count: Counting | undefined =
       !this.ownInbox && (await this.replays.watch.running(place))
-        ? { read: parsed.filter((m) => m.kind !== 'invalid').map((m) => m.offset), invalid: invalid.map((m) => m.offset) }
+        ? {
+            read: parsed.filter((m) => m.kind !== 'invalid').map((m) => m.offset),
+            invalid: invalid.map((m) => m.offset),
+          }
         : undefined;
     if (events.length === 0 && invalid.length === 0 && !count?.read.length) return;
     try {
@@ -98,7 +106,10 @@ export class ChunkProcessor {
       return;
     } catch (err) {
       if (databaseDown(err) || events.length === 0) throw err;
-      this.log?.warn({ err: errorText(err), partition: place.partition, events: events.length }, 'handler failed; retrying the chunk one event at a time');
+      this.log?.warn(
+        { err: errorText(err), partition: place.partition, events: events.length },
+        'handler failed; retrying the chunk one event at a time',
+      );
       this.metrics.retries.inc(group);
     }
     if (invalid.length > 0) await this.transaction(place, [], invalid, 1, control);
@@ -133,9 +144,17 @@ export class ChunkProcessor {
         if (attempt < maxAttempts) this.metrics.retries.inc({ group: place.groupId });
       }
     }
-    const reason = `handler failed ${maxAttempts} times (${e.event.type} ${e.event.id}): ${errorText(last)}`.slice(0, 2000);
-    this.log?.error({ partition: place.partition, offset: e.offset, eventId: e.event.id, reason }, 'event dead-lettered');
-    await this.inbox.deadLetter(this.pool, place, [{ offset: e.offset, reason, key: e.event.ticketId, value: e.value.toString('utf8'), headers: {} }]);
+    const reason = `handler failed ${maxAttempts} times (${e.event.type} ${e.event.id}): ${errorText(last)}`.slice(
+      0,
+      2000,
+    );
+    this.log?.error(
+      { partition: place.partition, offset: e.offset, eventId: e.event.id, reason },
+      'event dead-lettered',
+    );
+    await this.inbox.deadLetter(this.pool, place, [
+      { offset: e.offset, reason, key: e.event.ticketId, value: e.value.toString('utf8'), headers: {} },
+    ]);
     this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
     return [];
   }
@@ -152,7 +171,14 @@ export class ChunkProcessor {
   }
 
   /** Returns the offsets of the events handled for the first time. */
-  private async transaction(place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl, count?: Counting): Promise<string[]> {
+  private async transaction(
+    place: Place,
+    events: readonly Valid[],
+    invalid: readonly InvalidMessage[],
+    attempt: number,
+    control: ChunkControl,
+    count?: Counting,
+  ): Promise<string[]> {
     for (let conflicts = 0; ; conflicts++) {
       const client = await this.pool.connect();
       let broken = false;
@@ -168,7 +194,15 @@ export class ChunkProcessor {
   }
 
   /** The chunk's events, each in a span of its own trace (a child of the request that caused it: tracing.ts). */
-  private async runOnce(client: PoolClient, place: Place, events: readonly Valid[], invalid: readonly InvalidMessage[], attempt: number, control: ChunkControl, count?: Counting): Promise<string[]> {
+  private async runOnce(
+    client: PoolClient,
+    place: Place,
+    events: readonly Valid[],
+    invalid: readonly InvalidMessage[],
+    attempt: number,
+    control: ChunkControl,
+    count?: Counting,
+  ): Promise<string[]> {
     const spans = startItemSpans(`process ${place.topic}`, SpanKind.CONSUMER, events, {
       traceparent: (e) => e.traceparent,
       attributes: (e) => ({
@@ -207,11 +241,21 @@ export class ChunkProcessor {
     const where = { ...place, attempt };
     if (batch?.options.inbox === 'handler') {
       const ctx = new TicketEventBatchContext([
-        { ...where, offsets: events.map((e) => e.offset), values: events.map((e) => e.value), traceparents: spans.traceparents, invalid: [...invalid] },
+        {
+          ...where,
+          offsets: events.map((e) => e.offset),
+          values: events.map((e) => e.value),
+          traceparents: spans.traceparents,
+          invalid: [...invalid],
+        },
         client,
       ]);
       const stop = this.metrics.handlerSeconds.startTimer(group);
-      const r = (await this.invoke(batch.handler, events.map((e) => e.event), ctx)) as OwnInboxResult | undefined;
+      const r = (await this.invoke(
+        batch.handler,
+        events.map((e) => e.event),
+        ctx,
+      )) as OwnInboxResult | undefined;
       stop();
       if (r) this.countDone(place, r.processed, r.duplicates, 0);
       if (invalid.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid.length);
@@ -219,24 +263,51 @@ export class ChunkProcessor {
     }
     await client.query('BEGIN');
     await this.inbox.deadLetter(client, place, invalid);
-    const fresh = await this.inbox.claim(client, place, events.map((e) => ({ id: e.event.id, type: e.event.type, ticketId: e.event.ticketId, offset: e.offset, repeats: e.repeats })));
+    const fresh = await this.inbox.claim(
+      client,
+      place,
+      events.map((e) => ({
+        id: e.event.id,
+        type: e.event.type,
+        ticketId: e.event.ticketId,
+        offset: e.offset,
+        repeats: e.repeats,
+      })),
+    );
     const todo = events.flatMap((e, i) => (fresh.has(e.event.id) ? [{ ...e, i }] : []));
     const stop = this.metrics.handlerSeconds.startTimer(group);
     if (batch && todo.length > 0) {
       const ctx = new TicketEventBatchContext([
-        { ...where, offsets: todo.map((e) => e.offset), values: todo.map((e) => e.value), traceparents: todo.map((e) => spans.traceparents[e.i]), invalid: [] },
+        {
+          ...where,
+          offsets: todo.map((e) => e.offset),
+          values: todo.map((e) => e.value),
+          traceparents: todo.map((e) => spans.traceparents[e.i]),
+          invalid: [],
+        },
         client,
       ]);
-      await this.invoke(batch.handler, todo.map((e) => e.event), ctx);
+      await this.invoke(
+        batch.handler,
+        todo.map((e) => e.event),
+        ctx,
+      );
     } else {
       for (const e of todo) {
-        await spans.within(e.i, () => this.invoke(this.handlers.byType.get(e.event.type)!, e.event, new TicketEventContext([{ ...where, offset: e.offset }, client])));
+        await spans.within(e.i, () =>
+          this.invoke(
+            this.handlers.byType.get(e.event.type)!,
+            e.event,
+            new TicketEventContext([{ ...where, offset: e.offset }, client]),
+          ),
+        );
         // Slow handlers: keep the membership alive inside a long chunk (kafkajs sends one only when due).
         await control.heartbeat();
       }
     }
     if (todo.length > 0) stop();
-    if (count) await this.replays.counters.count(client, place, { ...count, fresh: count.fresh ?? todo.map((e) => e.offset) });
+    if (count)
+      await this.replays.counters.count(client, place, { ...count, fresh: count.fresh ?? todo.map((e) => e.offset) });
     await client.query('COMMIT');
     this.countDone(place, todo.length, events.length - todo.length, invalid.length);
     return todo.map((e) => e.offset);
@@ -253,7 +324,8 @@ export class ChunkProcessor {
 function errorText(err: unknown): string {
   const e = unwrap(err);
   if (e instanceof Error) return `${e.name}: ${e.message}`;
-  if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string')
+    return (e as { message: string }).message;
   return typeof e === 'string' ? e : JSON.stringify(e);
 }
 

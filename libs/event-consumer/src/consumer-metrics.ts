@@ -5,11 +5,36 @@ import { serveMetrics, type MetricsEndpoint, type Readiness } from './metrics-en
 export class ConsumerMetrics {
   readonly registry = new Registry();
   private readonly labels = ['group'] as const;
-  readonly processed = new Counter({ name: 'event_consumer_processed_total', help: 'Events handled for the first time by this group (inbox row written)', labelNames: this.labels, registers: [this.registry] });
-  readonly duplicates = new Counter({ name: 'event_consumer_duplicates_skipped_total', help: 'Events already in the inbox (redelivery, replay, duplicate publish): handler not called', labelNames: this.labels, registers: [this.registry] });
-  readonly deadLettered = new Counter({ name: 'event_consumer_dead_lettered_total', help: 'Messages dead-lettered, by cause (invalid message, handler failed every attempt)', labelNames: ['group', 'cause'], registers: [this.registry] });
-  readonly unknown = new Counter({ name: 'event_consumer_unknown_skipped_total', help: 'Envelopes of an event type or version this build does not know: skipped', labelNames: ['group', 'type'], registers: [this.registry] });
-  readonly retries = new Counter({ name: 'event_consumer_handler_retries_total', help: 'Failed handler attempts that were retried', labelNames: this.labels, registers: [this.registry] });
+  readonly processed = new Counter({
+    name: 'event_consumer_processed_total',
+    help: 'Events handled for the first time by this group (inbox row written)',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly duplicates = new Counter({
+    name: 'event_consumer_duplicates_skipped_total',
+    help: 'Events already in the inbox (redelivery, replay, duplicate publish): handler not called',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly deadLettered = new Counter({
+    name: 'event_consumer_dead_lettered_total',
+    help: 'Messages dead-lettered, by cause (invalid message, handler failed every attempt)',
+    labelNames: ['group', 'cause'],
+    registers: [this.registry],
+  });
+  readonly unknown = new Counter({
+    name: 'event_consumer_unknown_skipped_total',
+    help: 'Envelopes of an event type or version this build does not know: skipped',
+    labelNames: ['group', 'type'],
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: 'event_consumer_handler_retries_total',
+    help: 'Failed handler attempts that were retried',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
   readonly handlerSeconds = new Histogram({
     name: 'event_consumer_handler_duration_seconds',
     help: 'Time in the handlers per transaction (one event, or one chunk for batch handlers)',
@@ -17,8 +42,18 @@ export class ConsumerMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
-  readonly rebuilds = new Counter({ name: 'event_consumer_rebuilds_total', help: 'Times the kafkajs consumer gave up (no restart) and was rebuilt', labelNames: this.labels, registers: [this.registry] });
-  readonly lag = new Gauge({ name: 'event_consumer_lag', help: 'High watermark minus the next offset to read, per partition, as of the last commit', labelNames: ['group', 'topic', 'partition'], registers: [this.registry] });
+  readonly rebuilds = new Counter({
+    name: 'event_consumer_rebuilds_total',
+    help: 'Times the kafkajs consumer gave up (no restart) and was rebuilt',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
+  readonly lag = new Gauge({
+    name: 'event_consumer_lag',
+    help: 'High watermark minus the next offset to read, per partition, as of the last commit',
+    labelNames: ['group', 'topic', 'partition'],
+    registers: [this.registry],
+  });
 
   constructor(defaultMetrics = false) {
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry });
@@ -29,7 +64,12 @@ export class ConsumerMetrics {
    * host:port (port 0: a free one); resolves with the bound port. A taken port is a MetricsPortError
    * naming `setting`, the variable or option that moves it.
    */
-  serve(port: number, host: string, ready: () => Readiness = () => ({ ready: true, state: 'running' }), setting = 'metrics.port'): Promise<MetricsEndpoint> {
+  serve(
+    port: number,
+    host: string,
+    ready: () => Readiness = () => ({ ready: true, state: 'running' }),
+    setting = 'metrics.port',
+  ): Promise<MetricsEndpoint> {
     return serveMetrics(this.registry, { port, host }, ready, setting);
   }
 }

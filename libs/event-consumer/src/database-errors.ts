@@ -9,7 +9,14 @@
 const REFUSED_STATES = new Set(['57P03', '53300', '08001', '08004']);
 /** The session ended under a statement: admin/crash shutdown, idle_session_timeout, connection_exception family. */
 const LOST_STATES = new Set(['57P01', '57P02', '57P05', '08000', '08003', '08006', '08007']);
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+]);
 const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED']);
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
@@ -39,7 +46,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     const code = o.code;
     if (typeof code !== 'string') continue;
     if (REFUSED_STATES.has(code) || LOST_STATES.has(code)) return true;
-    if (typeof o.syscall === 'string' && (CONNECT_CODES.has(code) || LOST_CODES.has(code) || o.syscall === 'connect' || o.syscall === 'getaddrinfo')) return true;
+    if (
+      typeof o.syscall === 'string' &&
+      (CONNECT_CODES.has(code) || LOST_CODES.has(code) || o.syscall === 'connect' || o.syscall === 'getaddrinfo')
+    )
+      return true;
   }
   return false;
 }

@@ -68,7 +68,8 @@ function handing(pattern: MethodDecorator): MethodDecorator {
         throw new RpcException({ status: 'error', kitError: err } satisfies KitHandlerError);
       }
     };
-    for (const k of Reflect.getOwnMetadataKeys(original)) Reflect.defineMetadata(k, Reflect.getOwnMetadata(k, original), wrapped);
+    for (const k of Reflect.getOwnMetadataKeys(original))
+      Reflect.defineMetadata(k, Reflect.getOwnMetadata(k, original), wrapped);
     Object.defineProperty(wrapped, 'name', { value: original.name });
     (descriptor as PropertyDescriptor).value = wrapped;
     return pattern(target, key, descriptor);

@@ -11,10 +11,26 @@ const created = () => {
     tenantId: randomUUID(),
     ticketId,
     idempotencyKey: 'k-1',
-    data: { id: ticketId, title: 'x', description: null, priority: 'high', status: 'open', externalRef: null, requester: null, metadata: null, createdAt: now, updatedAt: now },
+    data: {
+      id: ticketId,
+      title: 'x',
+      description: null,
+      priority: 'high',
+      status: 'open',
+      externalRef: null,
+      requester: null,
+      metadata: null,
+      createdAt: now,
+      updatedAt: now,
+    },
   };
 };
-const msg = (value: string | Buffer | null) => ({ offset: '7', key: Buffer.from('k'), value: typeof value === 'string' ? Buffer.from(value) : value, headers: { 'event-type': Buffer.from('x') } });
+const msg = (value: string | Buffer | null) => ({
+  offset: '7',
+  key: Buffer.from('k'),
+  value: typeof value === 'string' ? Buffer.from(value) : value,
+  headers: { 'event-type': Buffer.from('x') },
+});
 
 describe('parseEnvelope', () => {
   it('accepts a valid envelope of the shared contracts', () => {
@@ -25,9 +41,17 @@ describe('parseEnvelope', () => {
 
   it("keeps a message's traceparent only when it is a W3C traceparent (a bad one would break the inbox statement or the webhook request)", () => {
     const good = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    const withHeader = (tp: string) => ({ ...msg(JSON.stringify(created())), headers: { traceparent: Buffer.from(tp) } });
+    const withHeader = (tp: string) => ({
+      ...msg(JSON.stringify(created())),
+      headers: { traceparent: Buffer.from(tp) },
+    });
     expect(parseEnvelope(withHeader(good))).toMatchObject({ kind: 'event', traceparent: good });
-    for (const bad of ['garbage', `${good}\u0000`, `${good}\r\nx-evil: 1`, '00-00000000000000000000000000000000-b7ad6b7169203331-01']) {
+    for (const bad of [
+      'garbage',
+      `${good}\u0000`,
+      `${good}\r\nx-evil: 1`,
+      '00-00000000000000000000000000000000-b7ad6b7169203331-01',
+    ]) {
       const p = parseEnvelope(withHeader(bad));
       expect(p.kind).toBe('event');
       expect(p.kind === 'event' && p.traceparent).toBeUndefined();
@@ -35,8 +59,15 @@ describe('parseEnvelope', () => {
   });
 
   it('skips a well-formed envelope of a type or version it does not know', () => {
-    expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.archived.v9' })))).toEqual({ kind: 'unknown', offset: '7', type: 'ticket.archived.v9' });
-    expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.created.v2', data: 1 })))).toMatchObject({ kind: 'unknown', type: 'ticket.created.v2' });
+    expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.archived.v9' })))).toEqual({
+      kind: 'unknown',
+      offset: '7',
+      type: 'ticket.archived.v9',
+    });
+    expect(parseEnvelope(msg(JSON.stringify({ ...created(), type: 'ticket.created.v2', data: 1 })))).toMatchObject({
+      kind: 'unknown',
+      type: 'ticket.created.v2',
+    });
   });
 
   it('marks a known type that breaks its schema as invalid, with the issues', () => {
@@ -51,7 +82,12 @@ describe('parseEnvelope', () => {
     ['a type that is not an event name', JSON.stringify({ ...created(), type: 'DROP TABLE' }), /^not a TicketEvent/],
     ['an escaped NUL', JSON.stringify({ ...created(), idempotencyKey: 'a\u0000b' }), /NUL/],
   ])('dead-letters %s', (_name, value, reason) => {
-    expect(parseEnvelope(msg(value))).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(reason), key: 'k', headers: { 'event-type': 'x' } });
+    expect(parseEnvelope(msg(value))).toMatchObject({
+      kind: 'invalid',
+      reason: expect.stringMatching(reason),
+      key: 'k',
+      headers: { 'event-type': 'x' },
+    });
   });
 
   it('keeps bytes that are not UTF-8 as base64', () => {

@@ -66,7 +66,13 @@ export function parseEnvelope(message: RawMessage): ParsedEnvelope {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
     return invalid(`not a TicketEvent: ${issues.join('; ')}${parsed.error.issues.length > 5 ? '; ...' : ''}`);
   }
-  return { kind: 'event', offset: message.offset, event: parsed.data, value: bytes, traceparent: wellFormedTraceparent(headerText(message.headers?.traceparent)) };
+  return {
+    kind: 'event',
+    offset: message.offset,
+    event: parsed.data,
+    value: bytes,
+    traceparent: wellFormedTraceparent(headerText(message.headers?.traceparent)),
+  };
 }
 
 function headerText(v: NonNullable<RawMessage['headers']>[string]): string | undefined {

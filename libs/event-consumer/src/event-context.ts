@@ -41,7 +41,9 @@ export class TicketEventContext extends KitContext<Where & { offset: string }> {
  * `@Ctx()` of an @OnTicketEventBatch handler. With inbox 'handler', `tx` is a connection outside any
  * transaction: the handler's one statement is its own transaction.
  */
-export class TicketEventBatchContext extends KitContext<Where & { offsets: string[]; values: Buffer[]; traceparents: (string | null)[]; invalid: InvalidMessage[] }> {
+export class TicketEventBatchContext extends KitContext<
+  Where & { offsets: string[]; values: Buffer[]; traceparents: (string | null)[]; invalid: InvalidMessage[] }
+> {
   /** Offsets of the events passed, same order. */
   get offsets(): readonly string[] {
     return this.args[0].offsets;

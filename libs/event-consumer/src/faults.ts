@@ -6,7 +6,11 @@ export interface KitFaults {
    * After a chunk's transaction committed and before its offset is committed. 'die' makes the
    * instance stop committing from then on, as a killed process would.
    */
-  afterTransactionBeforeCommit?: (at: { topic: string; partition: number; lastOffset: string }) => 'die' | void | Promise<'die' | void>;
+  afterTransactionBeforeCommit?: (at: {
+    topic: string;
+    partition: number;
+    lastOffset: string;
+  }) => 'die' | void | Promise<'die' | void>;
 }
 
 /** A symbol key, so the hooks are no part of the options type a user sees; an object spread carries it. */

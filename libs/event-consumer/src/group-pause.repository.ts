@@ -45,17 +45,39 @@ export class GroupPauseRepository {
 
   /** Own statement: the group's request, in force or expired; undefined when there is none. */
   async state(db: Pool, groupId: string): Promise<PauseState | undefined> {
-    const r = await db.query<{ request_id: string; requested_by: string; expires_at: Date; in_force: boolean }>(this.stateSql, [groupId]);
+    const r = await db.query<{ request_id: string; requested_by: string; expires_at: Date; in_force: boolean }>(
+      this.stateSql,
+      [groupId],
+    );
     const row = r.rows[0];
-    return row && { requestId: row.request_id, requestedBy: row.requested_by, expiresAt: row.expires_at, inForce: row.in_force };
+    return (
+      row && {
+        requestId: row.request_id,
+        requestedBy: row.requested_by,
+        expiresAt: row.expires_at,
+        inForce: row.in_force,
+      }
+    );
   }
 
   /**
    * Own statement: asks the group's members to leave for `leaseMs` (renew to keep them out). An
    * expired request is taken over; one still in force is left alone and returned as the holder.
    */
-  async request(db: Pool, groupId: string, requestId: string, requestedBy: string, leaseMs: number): Promise<PauseClaim> {
-    const r = await db.query<{ request_id: string }>(this.requestSql, [groupId, requestId, requestedBy, leaseMs, this.t.pauseChannel]);
+  async request(
+    db: Pool,
+    groupId: string,
+    requestId: string,
+    requestedBy: string,
+    leaseMs: number,
+  ): Promise<PauseClaim> {
+    const r = await db.query<{ request_id: string }>(this.requestSql, [
+      groupId,
+      requestId,
+      requestedBy,
+      leaseMs,
+      this.t.pauseChannel,
+    ]);
     if (r.rows.length > 0) return { claimed: true, requestId };
     const holder = await this.state(db, groupId);
     // Released between the two statements: try once more.

@@ -82,7 +82,12 @@ export class KitInboxRepository {
   /** Must run inside the caller's transaction (or alone). A redelivered message does not add a second row. */
   async deadLetter(tx: Pool | PoolClient, place: Place, items: readonly InvalidMessage[]): Promise<void> {
     if (items.length === 0) return;
-    await tx.query(this.deadLetterSql, [place.groupId, place.topic, place.partition, JSON.stringify(items.map((m) => ({ ...m, o: m.offset })))]);
+    await tx.query(this.deadLetterSql, [
+      place.groupId,
+      place.topic,
+      place.partition,
+      JSON.stringify(items.map((m) => ({ ...m, o: m.offset }))),
+    ]);
   }
 
   /** Own short transactions: deletes the group's inbox rows older than `retentionMs`, in chunks. */

@@ -4,20 +4,30 @@ import { KafkaMembership, brokerUnreachable, fullJitterMs } from './kafka-member
 
 describe('fullJitterMs', () => {
   it('is uniform below min(cap, base · 2^(n-1))', () => {
-    expect([1, 2, 3, 4, 5, 6, 10].map((n) => fullJitterMs(n, 5000, 200, () => 1))).toEqual([200, 400, 800, 1600, 3200, 5000, 5000]);
+    expect([1, 2, 3, 4, 5, 6, 10].map((n) => fullJitterMs(n, 5000, 200, () => 1))).toEqual([
+      200, 400, 800, 1600, 3200, 5000, 5000,
+    ]);
     expect(fullJitterMs(4, 5000, 200, () => 0)).toBe(0);
     expect(fullJitterMs(4, 5000, 200, () => 0.5)).toBe(800);
   });
 });
 
 /** What kafkajs throws when no broker answers: retries exhausted, the connection error inside. */
-const refused = () => Object.assign(new Error('Connection error: connect ECONNREFUSED'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' }) });
+const refused = () =>
+  Object.assign(new Error('Connection error: connect ECONNREFUSED'), {
+    name: 'KafkaJSNumberOfRetriesExceeded',
+    originalError: Object.assign(new Error('connect ECONNREFUSED'), { name: 'KafkaJSConnectionError' }),
+  });
 
 describe('brokerUnreachable', () => {
   it('finds a connection error in the cause chain, and nothing else', () => {
     expect(brokerUnreachable(refused())).toBe(true);
     expect(brokerUnreachable(new Error('topic t keeps messages for ever but INBOX_RETENTION is 30 d'))).toBe(false);
-    expect(brokerUnreachable(Object.assign(new Error('x'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: new Error('SASL') }))).toBe(false);
+    expect(
+      brokerUnreachable(
+        Object.assign(new Error('x'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: new Error('SASL') }),
+      ),
+    ).toBe(false);
   });
 });
 
@@ -54,9 +64,19 @@ function setup() {
   const made: FakeConsumer[] = [];
   const kafka = { consumer: () => made[made.push(new FakeConsumer(world)) - 1] } as unknown as Kafka;
   const lines: string[] = [];
-  const log = { info: (_: unknown, m: string) => lines.push(m), warn: (_: unknown, m: string) => lines.push(m), error: (_: unknown, m: string) => lines.push(m) };
+  const log = {
+    info: (_: unknown, m: string) => lines.push(m),
+    warn: (_: unknown, m: string) => lines.push(m),
+    error: (_: unknown, m: string) => lines.push(m),
+  };
   let rebuilt = 0;
-  const m = new KafkaMembership(kafka, { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20 }, { eachBatch: async () => undefined }, log as never, { rebuilt: () => rebuilt++ });
+  const m = new KafkaMembership(
+    kafka,
+    { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20 },
+    { eachBatch: async () => undefined },
+    log as never,
+    { rebuilt: () => rebuilt++ },
+  );
   return { world, made, m, lines, rebuilt: () => rebuilt };
 }
 
@@ -108,7 +128,9 @@ describe('KafkaMembership', () => {
     await m.stop();
 
     const other = setup();
-    await expect(other.m.start(async () => Promise.reject(new Error('topic t keeps messages for ever')))).rejects.toThrow('for ever');
+    await expect(
+      other.m.start(async () => Promise.reject(new Error('topic t keeps messages for ever'))),
+    ).rejects.toThrow('for ever');
     expect(other.made).toHaveLength(0);
   });
 

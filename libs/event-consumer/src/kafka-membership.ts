@@ -17,12 +17,18 @@ export interface MembershipOptions {
   reconnectMaxDelayMs: number;
 }
 
-const UNREACHABLE = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound', 'KafkaJSGroupCoordinatorNotFound']);
+const UNREACHABLE = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSGroupCoordinatorNotFound',
+]);
 
 /** The broker did not answer (somewhere in the cause chain): worth waiting for, unlike a bad configuration. */
 export function brokerUnreachable(err: unknown): boolean {
   const seen = new Set<unknown>();
-  for (let cur = err; cur && typeof cur === 'object' && !seen.has(cur); ) {
+  for (let cur = err; cur && typeof cur === 'object' && !seen.has(cur);) {
     seen.add(cur);
     if (UNREACHABLE.has((cur as { name?: string }).name ?? '')) return true;
     const next = cur as { originalError?: unknown; cause?: unknown };
@@ -86,7 +92,11 @@ export class KafkaMembership {
       } catch (err) {
         await this.consumer?.disconnect().catch(() => undefined);
         if (this.stopping || !brokerUnreachable(err)) throw err;
-        if (attempt === 1) this.log?.error({ err: `${(err as Error).name}: ${(err as Error).message}` }, 'kafka unreachable at start; retrying with backoff until the broker answers');
+        if (attempt === 1)
+          this.log?.error(
+            { err: `${(err as Error).name}: ${(err as Error).message}` },
+            'kafka unreachable at start; retrying with backoff until the broker answers',
+          );
         await this.backoff(attempt);
         if (this.stopping) throw new Error('stopped while waiting for the broker', { cause: err });
       }
@@ -187,7 +197,10 @@ export class KafkaMembership {
       try {
         await this.connect();
         if (old) this.hooks.rebuilt?.();
-        this.log?.info({ attempts: attempt }, old ? 'kafka consumer rebuilt; joining the group' : 'joining the group again after the pause');
+        this.log?.info(
+          { attempts: attempt },
+          old ? 'kafka consumer rebuilt; joining the group' : 'joining the group again after the pause',
+        );
         return;
       } catch {
         // Still down: the next attempt after the backoff (the state, and so the log, is unchanged).
@@ -201,7 +214,8 @@ export class KafkaMembership {
     const prev = this.state;
     this.state = next;
     const line = { state: next, from: prev, ...(err ? { err: `${err.name}: ${err.message}` } : {}) };
-    if (next === 'reconnecting') this.log?.error(line, 'kafka consumer gave up; rebuilding it with backoff until the broker answers');
+    if (next === 'reconnecting')
+      this.log?.error(line, 'kafka consumer gave up; rebuilding it with backoff until the broker answers');
     else if (next === 'rejoining') this.log?.warn(line, 'kafka consumer crashed; kafkajs restarts it');
     else this.log?.info(line, `kafka consumer ${next}`);
   }

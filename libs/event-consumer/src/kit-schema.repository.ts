@@ -54,7 +54,9 @@ async function applyStep(client: PoolClient, t: KitTables, step: (typeof KIT_MIG
   try {
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [lockKey(t.schema)]);
     await client.query(forSchema(BOOKKEEPING, t));
-    const done = await client.query<{ checksum: string }>(`SELECT checksum FROM ${t.migrations} WHERE version = $1`, [step.version]);
+    const done = await client.query<{ checksum: string }>(`SELECT checksum FROM ${t.migrations} WHERE version = $1`, [
+      step.version,
+    ]);
     const sum = checksumOf(step);
     if (done.rows[0]) {
       await client.query('COMMIT');
@@ -67,7 +69,11 @@ async function applyStep(client: PoolClient, t: KitTables, step: (typeof KIT_MIG
       return false;
     }
     await client.query(forSchema(step.sql, t));
-    await client.query(`INSERT INTO ${t.migrations} (version, name, checksum) VALUES ($1, $2, $3)`, [step.version, step.name, sum]);
+    await client.query(`INSERT INTO ${t.migrations} (version, name, checksum) VALUES ($1, $2, $3)`, [
+      step.version,
+      step.name,
+      sum,
+    ]);
     await client.query('COMMIT');
     return true;
   } catch (err) {

@@ -3,12 +3,16 @@ import { KitSchemaError, KitTables } from './kit-schema';
 describe('KitTables', () => {
   it('quotes every table in its schema, and names a pause channel per schema', () => {
     const t = new KitTables();
-    expect([t.inbox, t.pauses, t.migrations]).toEqual(['"ticket_events"."inbox_events"', '"ticket_events"."replay_pauses"', '"ticket_events"."kit_migrations"']);
+    expect([t.inbox, t.pauses, t.migrations]).toEqual([
+      '"ticket_events"."inbox_events"',
+      '"ticket_events"."replay_pauses"',
+      '"ticket_events"."kit_migrations"',
+    ]);
     expect([t.pauseChannel, t.quotedPauseChannel]).toEqual(['ticket_events_pause', '"ticket_events_pause"']);
     expect(new KitTables('billing_events').pauseChannel).toBe('billing_events_pause');
   });
 
-  it('keeps a long schema name\'s channel within 63 bytes and still one per schema', () => {
+  it("keeps a long schema name's channel within 63 bytes and still one per schema", () => {
     const a = `${'a'.repeat(50)}_one`;
     const b = `${'a'.repeat(50)}_two`;
     const [ca, cb] = [new KitTables(a).pauseChannel, new KitTables(b).pauseChannel];

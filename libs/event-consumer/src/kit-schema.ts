@@ -32,7 +32,9 @@ export class KitTables {
 
   constructor(schema: string = DEFAULT_SCHEMA) {
     if (!IDENTIFIER.test(schema)) {
-      throw new KitSchemaError(`schema "${schema}" is not a valid schema name for the kit: use lower-case letters, digits and _ (at most 63, not starting with a digit), e.g. ${DEFAULT_SCHEMA}`);
+      throw new KitSchemaError(
+        `schema "${schema}" is not a valid schema name for the kit: use lower-case letters, digits and _ (at most 63, not starting with a digit), e.g. ${DEFAULT_SCHEMA}`,
+      );
     }
     this.schema = schema;
     const q = (table: string) => `"${schema}"."${table}"`;

@@ -22,12 +22,19 @@ export class MetricsPortError extends Error {
  * Serves GET /metrics and GET /health/ready (200 while `ready()`, else 503 with the state) on
  * host:port; port 0 binds any free port. A port already in use is a MetricsPortError naming it.
  */
-export async function serveMetrics(registry: Registry, at: { port: number; host: string }, ready: () => Readiness, setting: string): Promise<MetricsEndpoint> {
+export async function serveMetrics(
+  registry: Registry,
+  at: { port: number; host: string },
+  ready: () => Readiness,
+  setting: string,
+): Promise<MetricsEndpoint> {
   const server: HttpServer = createServer((req, res) => {
     const path = req.url?.split('?')[0];
     if (req.method === 'GET' && path === '/health/ready') {
       const r = ready();
-      res.writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', consumer: r.state })}\n`);
+      res
+        .writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' })
+        .end(`${JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', consumer: r.state })}\n`);
       return;
     }
     if (req.method !== 'GET' || path !== '/metrics') {
@@ -42,8 +49,16 @@ export async function serveMetrics(registry: Registry, at: { port: number; host:
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE' || err.code === 'EACCES') {
-        const why = err.code === 'EADDRINUSE' ? 'is already in use (another consumer on this host?)' : 'is not allowed for this user';
-        reject(new MetricsPortError(`metrics port ${at.host}:${at.port} ${why}: set ${setting} to a free port, 0 = any free port, or turn the endpoint off (metrics: false / -1)`, { cause: err }));
+        const why =
+          err.code === 'EADDRINUSE'
+            ? 'is already in use (another consumer on this host?)'
+            : 'is not allowed for this user';
+        reject(
+          new MetricsPortError(
+            `metrics port ${at.host}:${at.port} ${why}: set ${setting} to a free port, 0 = any free port, or turn the endpoint off (metrics: false / -1)`,
+            { cause: err },
+          ),
+        );
       } else reject(err);
     });
     server.listen(at.port, at.host, () => resolve());

@@ -74,16 +74,34 @@ export class PauseWatch {
         const paused = Boolean(s?.inForce);
         if (paused === this.paused) continue;
         this.paused = paused;
-        if (paused) this.log?.info(pauseLine(s!), 'group paused by a replay: finishing the chunk in progress, committing and leaving the group');
-        else this.log?.info({ expired: Boolean(s) }, s ? 'pause request expired (its replay command stopped renewing it): rejoining the group' : 'pause released: rejoining the group');
-        await onChange(paused).catch((err) => this.log?.error({ err: (err as Error).message }, paused ? 'leaving the group failed' : 'rejoining the group failed'));
+        if (paused)
+          this.log?.info(
+            pauseLine(s!),
+            'group paused by a replay: finishing the chunk in progress, committing and leaving the group',
+          );
+        else
+          this.log?.info(
+            { expired: Boolean(s) },
+            s
+              ? 'pause request expired (its replay command stopped renewing it): rejoining the group'
+              : 'pause released: rejoining the group',
+          );
+        await onChange(paused).catch((err) =>
+          this.log?.error(
+            { err: (err as Error).message },
+            paused ? 'leaving the group failed' : 'rejoining the group failed',
+          ),
+        );
       } while (this.again && !this.stopped);
     })().finally(() => (this.checking = undefined));
     return this.checking;
   }
 
   private async openListener(onChange: (paused: boolean) => Promise<void>): Promise<void> {
-    const c = new Client({ connectionString: this.databaseUrl, application_name: `event-consumer-${this.groupId}-pause`.slice(0, 63) });
+    const c = new Client({
+      connectionString: this.databaseUrl,
+      application_name: `event-consumer-${this.groupId}-pause`.slice(0, 63),
+    });
     this.listener = c;
     const drop = () => {
       if (this.listener === c) this.listener = undefined;

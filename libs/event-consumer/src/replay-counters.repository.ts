@@ -59,6 +59,17 @@ export class ReplayCountersRepository {
    * rebalance count once.
    */
   async count(tx: PoolClient, place: Place, o: ChunkOffsets): Promise<void> {
-    await tx.query({ name: this.countName, text: this.countSql, values: [int8Array(o.read), int8Array(o.invalid), int8Array(o.fresh), place.groupId, place.topic, place.partition] });
+    await tx.query({
+      name: this.countName,
+      text: this.countSql,
+      values: [
+        int8Array(o.read),
+        int8Array(o.invalid),
+        int8Array(o.fresh),
+        place.groupId,
+        place.topic,
+        place.partition,
+      ],
+    });
   }
 }

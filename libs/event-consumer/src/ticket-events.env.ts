@@ -11,7 +11,8 @@ function duration(env: Env, name: string): number | undefined {
   const text = env[name];
   if (text === undefined || text === '') return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(text);
-  if (!m) throw new TicketEventsOptionsError(`${name}="${text}" is not a duration (use e.g. 500ms, 30s, 10m, 24h, 30d)`);
+  if (!m)
+    throw new TicketEventsOptionsError(`${name}="${text}" is not a duration (use e.g. 500ms, 30s, 10m, 24h, 30d)`);
   return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']);
 }
 
@@ -19,17 +20,28 @@ function integer(env: Env, name: string, min: number): number | undefined {
   const text = env[name];
   if (text === undefined || text === '') return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < min) throw new TicketEventsOptionsError(`${name}="${text}" must be an integer >= ${min}`);
+  if (!Number.isInteger(n) || n < min)
+    throw new TicketEventsOptionsError(`${name}="${text}" must be an integer >= ${min}`);
   return n;
 }
 
-const text = (env: Env, name: string): string | undefined => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+const text = (env: Env, name: string): string | undefined =>
+  env[name] === undefined || env[name] === '' ? undefined : env[name];
 
 /** KAFKA_BROKERS as a list ("a:9092,b:9092"). */
-export const brokersOf = (value: string): string[] => value.split(',').map((s) => s.trim()).filter(Boolean);
+export const brokersOf = (value: string): string[] =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Where the bin acts: the consumer's database, the brokers and the topic (flags override these). */
-export function binEnvironment(env: Env = process.env): { databaseUrl?: string; brokers?: string[]; topic: string; schema?: string } {
+export function binEnvironment(env: Env = process.env): {
+  databaseUrl?: string;
+  brokers?: string[];
+  topic: string;
+  schema?: string;
+} {
   const brokers = text(env, 'KAFKA_BROKERS');
   return {
     databaseUrl: text(env, 'DATABASE_URL'),
@@ -49,21 +61,32 @@ export function binEnvironment(env: Env = process.env): { databaseUrl?: string; 
  * EVENT_CONSUMER_KAFKA_RETRY_MAX, EVENT_CONSUMER_KAFKA_RETRIES, EVENT_CONSUMER_RECONNECT_MAX_DELAY,
  * EVENT_CONSUMER_MIGRATE (true/false), INBOX_RETENTION, INBOX_PURGE_INTERVAL. Unset: the option's default.
  */
-export function optionsFromEnv(overrides: Partial<TicketEventsOptions> = {}, env: Env = process.env): TicketEventsOptions {
+export function optionsFromEnv(
+  overrides: Partial<TicketEventsOptions> = {},
+  env: Env = process.env,
+): TicketEventsOptions {
   const where = binEnvironment(env);
   const groupId = overrides.groupId ?? text(env, 'EVENT_CONSUMER_GROUP_ID');
   const databaseUrl = overrides.databaseUrl ?? where.databaseUrl;
-  if (!groupId) throw new TicketEventsOptionsError('no consumer group: set EVENT_CONSUMER_GROUP_ID or pass { groupId } to fromEnv()');
-  if (!databaseUrl) throw new TicketEventsOptionsError('no database: set DATABASE_URL (postgresql://user@host:5432/db) or pass { databaseUrl } to fromEnv()');
+  if (!groupId)
+    throw new TicketEventsOptionsError(
+      'no consumer group: set EVENT_CONSUMER_GROUP_ID or pass { groupId } to fromEnv()',
+    );
+  if (!databaseUrl)
+    throw new TicketEventsOptionsError(
+      'no database: set DATABASE_URL (postgresql://user@host:5432/db) or pass { databaseUrl } to fromEnv()',
+    );
   const port = integer(env, 'EVENT_CONSUMER_METRICS_PORT', -1);
-  const drop = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+  const drop = <T extends object>(o: T): T =>
+    Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
   const retry: Partial<RetryOptions> = drop({
     initialRetryTime: duration(env, 'EVENT_CONSUMER_KAFKA_RETRY_INITIAL'),
     maxRetryTime: duration(env, 'EVENT_CONSUMER_KAFKA_RETRY_MAX'),
     retries: integer(env, 'EVENT_CONSUMER_KAFKA_RETRIES', 0),
   });
   const migrate = text(env, 'EVENT_CONSUMER_MIGRATE');
-  if (migrate !== undefined && migrate !== 'true' && migrate !== 'false') throw new TicketEventsOptionsError(`EVENT_CONSUMER_MIGRATE="${migrate}" must be true or false`);
+  if (migrate !== undefined && migrate !== 'true' && migrate !== 'false')
+    throw new TicketEventsOptionsError(`EVENT_CONSUMER_MIGRATE="${migrate}" must be true or false`);
   const fromEnv: TicketEventsOptions = drop({
     brokers: where.brokers ?? ['127.0.0.1:9092'],
     topic: where.topic,
@@ -71,7 +94,10 @@ export function optionsFromEnv(overrides: Partial<TicketEventsOptions> = {}, env
     databaseUrl,
     schema: where.schema,
     migrate: migrate === undefined ? undefined : migrate === 'true',
-    kafka: drop({ clientId: text(env, 'KAFKA_CLIENT_ID'), retry: Object.keys(retry).length ? { ...DEFAULTS.retry, ...retry } : undefined }),
+    kafka: drop({
+      clientId: text(env, 'KAFKA_CLIENT_ID'),
+      retry: Object.keys(retry).length ? { ...DEFAULTS.retry, ...retry } : undefined,
+    }),
     consumer: drop({
       sessionTimeout: duration(env, 'EVENT_CONSUMER_SESSION_TIMEOUT'),
       heartbeatInterval: duration(env, 'EVENT_CONSUMER_HEARTBEAT_INTERVAL'),
@@ -82,8 +108,14 @@ export function optionsFromEnv(overrides: Partial<TicketEventsOptions> = {}, env
     maxAttempts: integer(env, 'EVENT_CONSUMER_MAX_ATTEMPTS', 1),
     retryBaseMs: duration(env, 'EVENT_CONSUMER_RETRY_BASE'),
     retryMaxDelayMs: duration(env, 'EVENT_CONSUMER_RETRY_MAX_DELAY'),
-    inbox: drop({ retentionMs: duration(env, 'INBOX_RETENTION'), purgeIntervalMs: duration(env, 'INBOX_PURGE_INTERVAL') }),
-    metrics: port === -1 ? false : drop({ port, host: text(env, 'EVENT_CONSUMER_METRICS_HOST'), setting: 'EVENT_CONSUMER_METRICS_PORT' }),
+    inbox: drop({
+      retentionMs: duration(env, 'INBOX_RETENTION'),
+      purgeIntervalMs: duration(env, 'INBOX_PURGE_INTERVAL'),
+    }),
+    metrics:
+      port === -1
+        ? false
+        : drop({ port, host: text(env, 'EVENT_CONSUMER_METRICS_HOST'), setting: 'EVENT_CONSUMER_METRICS_PORT' }),
     reconnectMaxDelayMs: duration(env, 'EVENT_CONSUMER_RECONNECT_MAX_DELAY'),
   });
   return { ...fromEnv, ...overrides, groupId, databaseUrl };

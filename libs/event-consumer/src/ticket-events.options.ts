@@ -101,16 +101,21 @@ export class TicketEventsOptionsError extends Error {
 
 const positive = (name: string, v: number | undefined, fallback: number, min = 1): number => {
   if (v === undefined) return fallback;
-  if (!Number.isInteger(v) || v < min) throw new TicketEventsOptionsError(`option ${name} must be an integer >= ${min} (got ${v})`);
+  if (!Number.isInteger(v) || v < min)
+    throw new TicketEventsOptionsError(`option ${name} must be an integer >= ${min} (got ${v})`);
   return v;
 };
 
 /** Fills the defaults in, and says which required option is missing or wrong. */
 export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
   for (const k of ['topic', 'groupId', 'databaseUrl'] as const) {
-    if (typeof o[k] !== 'string' || o[k].length === 0) throw new TicketEventsOptionsError(`option ${k} is required (a non-empty string)`);
+    if (typeof o[k] !== 'string' || o[k].length === 0)
+      throw new TicketEventsOptionsError(`option ${k} is required (a non-empty string)`);
   }
-  if (!Array.isArray(o.brokers) || o.brokers.length === 0) throw new TicketEventsOptionsError('option brokers is required: the Kafka bootstrap brokers, e.g. ["127.0.0.1:9092"]');
+  if (!Array.isArray(o.brokers) || o.brokers.length === 0)
+    throw new TicketEventsOptionsError(
+      'option brokers is required: the Kafka bootstrap brokers, e.g. ["127.0.0.1:9092"]',
+    );
   const kafka = { clientId: `ticket-events-${o.groupId}`, retry: { ...DEFAULTS.retry }, ...o.kafka };
   const metrics = o.metrics === false ? undefined : { ...DEFAULTS.metrics, setting: 'metrics.port', ...o.metrics };
   if (metrics) positive('metrics.port', metrics.port, 0, 0);

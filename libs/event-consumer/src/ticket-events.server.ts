@@ -97,12 +97,27 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       else await assertMigrated(this.pool, this.tables);
       const counters = new ReplayCountersRepository(this.tables);
       const watch = new ReplayWatch(this.pool, counters);
-      const processor = new ChunkProcessor(this.pool, this.inbox, this.metrics, this.handlerTable(), this.options, (h, data, ctx) => this.invoke(h, data, ctx), { watch, counters }, this.log);
+      const processor = new ChunkProcessor(
+        this.pool,
+        this.inbox,
+        this.metrics,
+        this.handlerTable(),
+        this.options,
+        (h, data, ctx) => this.invoke(h, data, ctx),
+        { watch, counters },
+        this.log,
+      );
       const m = this.options.metrics;
       if (m) this.metricsServer = await this.metrics.serve(m.port, m.host, () => this.readiness(), m.setting);
       this.membership = new KafkaMembership(
         this.kafka,
-        { consumer: this.options.consumer, groupId: this.options.groupId, topic: this.options.topic, fromBeginning: this.options.fromBeginning, reconnectMaxDelayMs: this.options.reconnectMaxDelayMs },
+        {
+          consumer: this.options.consumer,
+          groupId: this.options.groupId,
+          topic: this.options.topic,
+          fromBeginning: this.options.fromBeginning,
+          reconnectMaxDelayMs: this.options.reconnectMaxDelayMs,
+        },
         {
           autoCommit: false,
           eachBatchAutoResolve: false,
@@ -116,7 +131,17 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       const membership = this.membership;
       this.pauses = new PauseWatch(this.pool, this.options.databaseUrl, this.tables, this.options.groupId, this.log);
       const paused = await this.pauses.read();
-      await membership.start(() => checkTopicRetention(this.kafka, this.options.topic, this.options.inbox.retentionMs, () => this.stopping, this.log), paused);
+      await membership.start(
+        () =>
+          checkTopicRetention(
+            this.kafka,
+            this.options.topic,
+            this.options.inbox.retentionMs,
+            () => this.stopping,
+            this.log,
+          ),
+        paused,
+      );
       this.pauses.start((p) => (p ? membership.leave() : membership.rejoin()));
       this.startPurge();
       this._status$.next('connected');
@@ -167,9 +192,12 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       } else table.byType.set(pattern, handler);
     }
     if (table.batch && table.byType.size > 0) {
-      throw new Error('a consumer has either @OnTicketEventBatch or @OnTicketEvent handlers, not both (they would share one transaction in an order nobody chose)');
+      throw new Error(
+        'a consumer has either @OnTicketEventBatch or @OnTicketEvent handlers, not both (they would share one transaction in an order nobody chose)',
+      );
     }
-    if (!table.batch && table.byType.size === 0) throw new Error('no @OnTicketEvent / @OnTicketEventBatch handler found in the microservice controllers');
+    if (!table.batch && table.byType.size === 0)
+      throw new Error('no @OnTicketEvent / @OnTicketEventBatch handler found in the microservice controllers');
     return table;
   }
 
@@ -201,7 +229,10 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       p.resolveOffset(lastOffset);
       const next = (BigInt(lastOffset) + 1n).toString();
       await p.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
-      this.metrics.lag.set({ group: place.groupId, topic, partition: String(partition) }, Math.max(0, Number(BigInt(p.batch.highWatermark) - BigInt(next))));
+      this.metrics.lag.set(
+        { group: place.groupId, topic, partition: String(partition) },
+        Math.max(0, Number(BigInt(p.batch.highWatermark) - BigInt(next))),
+      );
       await p.heartbeat();
     }
   }

@@ -6,7 +6,13 @@ import type { KitLogger as Logger } from './kit-logger';
  * messages longer than the inbox keeps event ids: a replay would then reach events the inbox has
  * forgotten and handle them a second time. Kafka owns retention.ms, so the kit can only refuse.
  */
-export async function checkTopicRetention(kafka: Kafka, topic: string, inboxRetentionMs: number, stopped: () => boolean, log?: Logger): Promise<void> {
+export async function checkTopicRetention(
+  kafka: Kafka,
+  topic: string,
+  inboxRetentionMs: number,
+  stopped: () => boolean,
+  log?: Logger,
+): Promise<void> {
   const admin = kafka.admin();
   try {
     await admin.connect();

@@ -22,7 +22,9 @@ const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(
 
 function sdkTracer(): Tracer | undefined {
   const provider = trace.getTracerProvider();
-  return provider instanceof ProxyTracerProvider ? provider.getDelegateTracer(TRACER_NAME) : provider.getTracer(TRACER_NAME);
+  return provider instanceof ProxyTracerProvider
+    ? provider.getDelegateTracer(TRACER_NAME)
+    : provider.getTracer(TRACER_NAME);
 }
 
 /** The context a W3C `traceparent` stands for (ROOT_CONTEXT when it is missing or invalid). */
@@ -65,11 +67,18 @@ export interface ItemSpans {
  */
 export function startItemSpans<T>(name: string, kind: SpanKind, items: readonly T[], read: TracedItems<T>): ItemSpans {
   const tracer = sdkTracer();
-  if (!tracer) return { traceparents: items.map((i) => read.traceparent(i) ?? null), within: (_i, fn) => fn(), end: () => undefined };
+  if (!tracer)
+    return {
+      traceparents: items.map((i) => read.traceparent(i) ?? null),
+      within: (_i, fn) => fn(),
+      end: () => undefined,
+    };
   const active = context.active();
   const batch = trace.getSpanContext(active);
   const links = batch ? [{ context: batch }] : [];
-  const spans: Span[] = items.map((item) => tracer.startSpan(name, { kind, attributes: read.attributes(item), links }, contextOf(read.traceparent(item))));
+  const spans: Span[] = items.map((item) =>
+    tracer.startSpan(name, { kind, attributes: read.attributes(item), links }, contextOf(read.traceparent(item))),
+  );
   const contexts = spans.map((s) => trace.setSpan(active, s));
   return {
     traceparents: contexts.map((c) => traceparentOf(c) ?? null),

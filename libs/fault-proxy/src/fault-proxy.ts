@@ -160,7 +160,12 @@ export class FaultProxy {
     const [requestLine, ...headerLines] = head.toString('latin1').split('\r\n');
     const [method = '', path = ''] = requestLine.split(' ');
     const keyLine = headerLines.find((line) => /^idempotency-key\s*:/i.test(line));
-    const info: ExchangeInfo = { index: this.stats.exchanges, method, path, idempotencyKey: keyLine?.replace(/^[^:]*:\s*/, '').trim() };
+    const info: ExchangeInfo = {
+      index: this.stats.exchanges,
+      method,
+      path,
+      idempotencyKey: keyLine?.replace(/^[^:]*:\s*/, '').trim(),
+    };
     this.stats.exchanges += 1;
     if (method === 'POST') this.stats.posts += 1;
     const fault = this.decide(info);

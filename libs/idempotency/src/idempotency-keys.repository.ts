@@ -52,7 +52,10 @@ const KEY_GUARD_COLUMNS = Prisma.sql`(SELECT got FROM key_lock) AS key_locked, (
 const KEY_GUARD_JOIN = Prisma.sql`LEFT JOIN prior_key ON true`;
 
 /** The values of one key row; `ticketId` is SQL so a composed statement can take it from its own insert. */
-const keyValues = (key: NewKey, ticketId: Prisma.Sql) => Prisma.sql`${key.tenantId}::uuid, ${key.key}, ${key.operation}, ${key.fingerprint},
+const keyValues = (
+  key: NewKey,
+  ticketId: Prisma.Sql,
+) => Prisma.sql`${key.tenantId}::uuid, ${key.key}, ${key.operation}, ${key.fingerprint},
   ${JSON.stringify(key.requestBody)}::jsonb, ${key.responseStatus}::int, ${key.responseBody}, ${key.outcome}, ${ticketId},
   ${key.createdAt.toISOString()}::timestamptz, ${key.replayUntil.toISOString()}::timestamptz, ${key.expiresAt.toISOString()}::timestamptz`;
 
@@ -158,7 +161,9 @@ export class IdempotencyKeysRepository {
 
   /** Must run inside the caller's transaction: takes the key's in-flight lock without waiting. */
   async tryLockKey(tx: Tx, tenantId: string, key: string): Promise<boolean> {
-    const rows = await tx.$queryRaw<Array<{ got: boolean }>>(Prisma.sql`SELECT pg_try_advisory_xact_lock(${keyLock(tenantId, key)}) AS got`);
+    const rows = await tx.$queryRaw<Array<{ got: boolean }>>(
+      Prisma.sql`SELECT pg_try_advisory_xact_lock(${keyLock(tenantId, key)}) AS got`,
+    );
     return rows[0].got;
   }
 
@@ -183,7 +188,9 @@ export class IdempotencyKeysRepository {
    * dropped once past replay_until (the key row stays, so the key still resolves to its ticket and a reuse
    * still gets 410/422), and whole rows are deleted once past expires_at. Nothing inside a live window is touched.
    */
-  async purge(opts: { batchSize?: number; onProgress?: (r: PurgeReport) => void; now?: Date } = {}): Promise<PurgeReport> {
+  async purge(
+    opts: { batchSize?: number; onProgress?: (r: PurgeReport) => void; now?: Date } = {},
+  ): Promise<PurgeReport> {
     const batch = opts.batchSize ?? 1_000;
     const now = opts.now ?? new Date();
     const report: PurgeReport = { responsesCleared: 0, keysDeleted: 0 };

@@ -19,7 +19,13 @@ describe('ensureTopic', () => {
   it('creates a missing topic with its partitions, retention, replication factor and min.insync.replicas', async () => {
     const { admin, created } = fakeAdmin([]);
     await expect(
-      ensureTopic(admin, { topic: 'ticket-events', partitions: 6, retentionMs: 604_800_000, replicationFactor: 3, minInsyncReplicas: 2 }),
+      ensureTopic(admin, {
+        topic: 'ticket-events',
+        partitions: 6,
+        retentionMs: 604_800_000,
+        replicationFactor: 3,
+        minInsyncReplicas: 2,
+      }),
     ).resolves.toBe(true);
     expect(created).toEqual([
       {
@@ -42,19 +48,27 @@ describe('ensureTopic', () => {
   it("leaves replication and retention to the broker's defaults when not given", async () => {
     const { admin, created } = fakeAdmin([]);
     await ensureTopic(admin, { topic: 't', partitions: 1 });
-    expect(created).toEqual([{ topics: [{ topic: 't', numPartitions: 1, replicationFactor: -1, configEntries: [] }], waitForLeaders: true }]);
+    expect(created).toEqual([
+      { topics: [{ topic: 't', numPartitions: 1, replicationFactor: -1, configEntries: [] }], waitForLeaders: true },
+    ]);
   });
 
   it('leaves an existing topic as it is', async () => {
     const { admin, created } = fakeAdmin(['ticket-events']);
-    await expect(ensureTopic(admin, { topic: 'ticket-events', partitions: 6, replicationFactor: 3 })).resolves.toBe(false);
+    await expect(ensureTopic(admin, { topic: 'ticket-events', partitions: 6, replicationFactor: 3 })).resolves.toBe(
+      false,
+    );
     expect(created).toEqual([]);
   });
 
   it('losing the creation race to another relay is not an error; other failures are', async () => {
     const exists = Object.assign(new Error('Topic with this name already exists'), { type: 'TOPIC_ALREADY_EXISTS' });
     await expect(ensureTopic(fakeAdmin([], exists).admin, { topic: 't', partitions: 1 })).resolves.toBe(false);
-    const refused = Object.assign(new Error('Replication factor: 3 larger than available brokers: 1'), { type: 'INVALID_REPLICATION_FACTOR' });
-    await expect(ensureTopic(fakeAdmin([], refused).admin, { topic: 't', partitions: 1, replicationFactor: 3 })).rejects.toThrow(/Replication factor/);
+    const refused = Object.assign(new Error('Replication factor: 3 larger than available brokers: 1'), {
+      type: 'INVALID_REPLICATION_FACTOR',
+    });
+    await expect(
+      ensureTopic(fakeAdmin([], refused).admin, { topic: 't', partitions: 1, replicationFactor: 3 }),
+    ).rejects.toThrow(/Replication factor/);
   });
 });

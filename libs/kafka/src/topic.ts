@@ -27,7 +27,14 @@ export async function ensureTopic(admin: Admin, spec: TopicSpec): Promise<boolea
   ];
   try {
     await admin.createTopics({
-      topics: [{ topic: spec.topic, numPartitions: spec.partitions, replicationFactor: spec.replicationFactor ?? -1, configEntries }],
+      topics: [
+        {
+          topic: spec.topic,
+          numPartitions: spec.partitions,
+          replicationFactor: spec.replicationFactor ?? -1,
+          configEntries,
+        },
+      ],
       waitForLeaders: true,
     });
     return true;

@@ -32,7 +32,6 @@ export async function settleLogs(boundMs = 1_000): Promise<void> {
 
 function settle(dest: Destination, boundMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
-    let timer: NodeJS.Timeout | undefined;
     const done = (): void => {
       clearTimeout(timer);
       dest.off('drain', done);
@@ -42,7 +41,7 @@ function settle(dest: Destination, boundMs: number): Promise<void> {
       resolve();
     };
     if ((dest as { destroyed?: boolean }).destroyed) return resolve();
-    timer = setTimeout(done, boundMs);
+    const timer = setTimeout(done, boundMs);
     dest.once('drain', done);
     dest.once('error', done);
     try {

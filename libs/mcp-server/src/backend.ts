@@ -1,4 +1,11 @@
-import { deriveIdempotencyKey, newIdempotencyKey, type CreateTicketInput, type RequestStatus, type Ticket, type WriteOperation } from '@tickets/agent-client';
+import {
+  deriveIdempotencyKey,
+  newIdempotencyKey,
+  type CreateTicketInput,
+  type RequestStatus,
+  type Ticket,
+  type WriteOperation,
+} from '@tickets/agent-client';
 
 /** One write of a tool call: the intent it serves and the key the tool chose for it (see `toolIdempotencyKey`). */
 export interface ToolWrite {

@@ -11,7 +11,8 @@ export function clientBackend(client: TicketClient, options: { toolDeadlineMs?: 
   const finishWithinMs = options.toolDeadlineMs;
   return {
     // Passing the intent too keeps it in the client's key store until it has a definite outcome.
-    createTicket: (input, { intentId, idempotencyKey, signal }) => client.createTicket(input, { intentId, idempotencyKey, signal, finishWithinMs }),
+    createTicket: (input, { intentId, idempotencyKey, signal }) =>
+      client.createTicket(input, { intentId, idempotencyKey, signal, finishWithinMs }),
     cancelTicket: (ticketId, reason, { intentId, idempotencyKey, signal }) =>
       client.cancelTicket(ticketId, { intentId, idempotencyKey, reason, signal, finishWithinMs }),
     getTicket: (ticketId, { signal }) => client.getTicket(ticketId, { signal }),

@@ -16,9 +16,17 @@ describe('loadMcpServerConfig', () => {
 
   it('serves /metrics only when TICKETS_METRICS_PORT is set (0: a free port)', () => {
     expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x' }).metrics).toBeUndefined();
-    expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '0' }).metrics).toEqual({ port: 0, host: '127.0.0.1' });
-    expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '9467', TICKETS_METRICS_HOST: '0.0.0.0' }).metrics).toEqual({ port: 9467, host: '0.0.0.0' });
-    expect(() => loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '-1' })).toThrow(/TICKETS_METRICS_PORT/);
+    expect(loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '0' }).metrics).toEqual({
+      port: 0,
+      host: '127.0.0.1',
+    });
+    expect(
+      loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '9467', TICKETS_METRICS_HOST: '0.0.0.0' })
+        .metrics,
+    ).toEqual({ port: 9467, host: '0.0.0.0' });
+    expect(() => loadMcpServerConfig({ TICKETS_API_KEY: 'tk_x', TICKETS_METRICS_PORT: '-1' })).toThrow(
+      /TICKETS_METRICS_PORT/,
+    );
   });
 
   it('reads every key, and an empty value counts as unset', () => {
@@ -32,7 +40,14 @@ describe('loadMcpServerConfig', () => {
       TICKETS_BREAKER_COOL_DOWN_MS: '500',
       LOG_LEVEL: 'warn',
     });
-    expect(config).toMatchObject({ apiUrl: 'http://api:3000', keyStorePath: undefined, toolDeadlineMs: 8_000, backoff: { baseMs: 20, capMs: 200 }, breakerCoolDownMs: 500, logLevel: 'warn' });
+    expect(config).toMatchObject({
+      apiUrl: 'http://api:3000',
+      keyStorePath: undefined,
+      toolDeadlineMs: 8_000,
+      backoff: { baseMs: 20, capMs: 200 },
+      breakerCoolDownMs: 500,
+      logLevel: 'warn',
+    });
   });
 
   it('lists every problem at once', () => {
@@ -50,6 +65,8 @@ describe('loadMcpServerConfig', () => {
   });
 
   it('refuses a backoff cap below its base', () => {
-    expect(() => loadMcpServerConfig({ TICKETS_API_KEY: 'k', TICKETS_RETRY_BASE_MS: '500', TICKETS_RETRY_MAX_DELAY_MS: '100' })).toThrow(McpConfigError);
+    expect(() =>
+      loadMcpServerConfig({ TICKETS_API_KEY: 'k', TICKETS_RETRY_BASE_MS: '500', TICKETS_RETRY_MAX_DELAY_MS: '100' }),
+    ).toThrow(McpConfigError);
   });
 });

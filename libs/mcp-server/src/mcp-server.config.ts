@@ -11,7 +11,10 @@ const McpEnvSchema = z.object({
     .default('http://127.0.0.1:3000')
     .refine((v) => /^https?:\/\/[^/]/.test(v), 'must be an http(s) URL such as http://127.0.0.1:3000'),
   TICKETS_API_KEY: z
-    .string({ error: 'is required: the ticket API key this MCP server acts with (npm run cli -- api-keys create --tenant <slug>)' })
+    .string({
+      error:
+        'is required: the ticket API key this MCP server acts with (npm run cli -- api-keys create --tenant <slug>)',
+    })
     .min(1, 'must not be empty'),
   /** A JSON file that keeps the keys of unfinished intents across restarts of the MCP server. */
   TICKETS_KEY_STORE: z.string().min(1).optional(),
@@ -72,7 +75,8 @@ export function loadMcpServerConfig(env: Record<string, string | undefined> = pr
     toolDeadlineMs: e.TICKETS_TOOL_DEADLINE_MS,
     backoff: { baseMs: e.TICKETS_RETRY_BASE_MS, capMs: e.TICKETS_RETRY_MAX_DELAY_MS },
     breakerCoolDownMs: e.TICKETS_BREAKER_COOL_DOWN_MS,
-    metrics: e.TICKETS_METRICS_PORT === undefined ? undefined : { port: e.TICKETS_METRICS_PORT, host: e.TICKETS_METRICS_HOST },
+    metrics:
+      e.TICKETS_METRICS_PORT === undefined ? undefined : { port: e.TICKETS_METRICS_PORT, host: e.TICKETS_METRICS_HOST },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -22,7 +22,9 @@ export async function serveStdioMetrics(at: { port: number; host: string }): Pro
   try {
     prom = require('prom-client') as typeof import('prom-client');
   } catch {
-    throw new Error('TICKETS_METRICS_PORT is set but prom-client is not installed: npm i prom-client next to @tickets/mcp-server');
+    throw new Error(
+      'TICKETS_METRICS_PORT is set but prom-client is not installed: npm i prom-client next to @tickets/mcp-server',
+    );
   }
   const registry = new prom.Registry();
   prom.collectDefaultMetrics({ register: registry });
@@ -45,7 +47,11 @@ export async function serveStdioMetrics(at: { port: number; host: string }): Pro
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(error.code === 'EADDRINUSE' ? new Error(`TICKETS_METRICS_PORT: port ${at.port} on ${at.host} is already in use (0 = any free port)`) : error),
+      reject(
+        error.code === 'EADDRINUSE'
+          ? new Error(`TICKETS_METRICS_PORT: port ${at.port} on ${at.host} is already in use (0 = any free port)`)
+          : error,
+      ),
     );
     server.listen(at.port, at.host, () => resolve());
   });

@@ -16,7 +16,8 @@ import { VERSION } from './version';
 export async function runStdioServer(): Promise<void> {
   // An agent host that went away leaves stdout and stderr without a reader: an EPIPE must not crash the
   // process in the middle of its work or its shutdown.
-  for (const stream of [process.stdout, process.stderr]) if (stream.listenerCount('error') === 0) stream.on('error', () => undefined);
+  for (const stream of [process.stdout, process.stderr])
+    if (stream.listenerCount('error') === 0) stream.on('error', () => undefined);
   let config: McpServerConfig;
   try {
     config = loadMcpServerConfig();
@@ -46,7 +47,10 @@ export async function runStdioServer(): Promise<void> {
   const transport = new StdioServerTransport();
   transport.onclose = () => logger.info({}, 'stdin closed, stopping');
   await server.connect(transport);
-  logger.info({ apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port }, 'tickets MCP server ready on stdio');
+  logger.info(
+    { apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port },
+    'tickets MCP server ready on stdio',
+  );
 
   const stop = (signal: string): void => {
     logger.info({ signal }, 'stopping');

@@ -27,7 +27,9 @@ const TICKET = {
 };
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': status >= 400 ? 'application/problem+json' : 'application/json', ...headers }).end(JSON.stringify(body));
+  res
+    .writeHead(status, { 'content-type': status >= 400 ? 'application/problem+json' : 'application/json', ...headers })
+    .end(JSON.stringify(body));
 }
 
 describe('ticket MCP tools', () => {
@@ -44,7 +46,11 @@ describe('ticket MCP tools', () => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
-        seen.push({ method: req.method ?? '', url: req.url ?? '', key: req.headers['idempotency-key'] as string | undefined });
+        seen.push({
+          method: req.method ?? '',
+          url: req.url ?? '',
+          key: req.headers['idempotency-key'] as string | undefined,
+        });
         handler(Object.assign(req, { body }), res);
       });
     });
@@ -59,7 +65,9 @@ describe('ticket MCP tools', () => {
       maxAttempts: 2,
       backoff: { baseMs: 1, capMs: 5 },
     });
-    const server = createTicketsMcpServer(clientBackend(client, options), 'test', { onToolCall: (tool, outcome) => toolCalls.push(`${tool}:${outcome}`) });
+    const server = createTicketsMcpServer(clientBackend(client, options), 'test', {
+      onToolCall: (tool, outcome) => toolCalls.push(`${tool}:${outcome}`),
+    });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const connected = new Client({ name: 'spec', version: '1' });
     await Promise.all([server.connect(serverSide), connected.connect(clientSide)]);
@@ -72,12 +80,19 @@ describe('ticket MCP tools', () => {
     await new Promise<void>((resolve) => api.close(() => resolve()));
   });
 
-  const call = async (name: string, args: Record<string, unknown>) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+  const call = async (name: string, args: Record<string, unknown>) =>
+    (await mcp.callTool({ name, arguments: args })) as CallToolResult;
   const text = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
 
   it('lists the five tools; create_ticket requires intent_id and tells the model to reuse it', async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_ticket', 'check_request', 'create_ticket', 'find_ticket', 'get_ticket']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'cancel_ticket',
+      'check_request',
+      'create_ticket',
+      'find_ticket',
+      'get_ticket',
+    ]);
     const create = tools.find((t) => t.name === 'create_ticket')!;
     expect(create.inputSchema.required).toEqual(expect.arrayContaining(['intent_id', 'title']));
     expect(create.description).toMatch(/SAME intent_id/);
@@ -86,17 +101,25 @@ describe('ticket MCP tools', () => {
 
   it('create_ticket twice with one intent_id sends one key and reports created, then replayed', async () => {
     let posts = 0;
-    handler = (_req, res) => (posts++ === 0 ? send(res, 201, TICKET) : send(res, 201, TICKET, { 'idempotent-replayed': 'true' }));
+    handler = (_req, res) =>
+      posts++ === 0 ? send(res, 201, TICKET) : send(res, 201, TICKET, { 'idempotent-replayed': 'true' });
     const args = { intent_id: 'email-4711', title: 'Printer on fire', priority: 'high', external_ref: 'ORD-1' };
 
     const first = await call('create_ticket', args);
     const second = await call('create_ticket', args);
 
     expect(first.isError).toBeFalsy();
-    expect(first.structuredContent).toMatchObject({ outcome: 'created', ticket_id: TICKET.id, intent_id: 'email-4711' });
+    expect(first.structuredContent).toMatchObject({
+      outcome: 'created',
+      ticket_id: TICKET.id,
+      intent_id: 'email-4711',
+    });
     expect(second.structuredContent).toMatchObject({ outcome: 'replayed', ticket_id: TICKET.id });
     expect(second.structuredContent?.idempotency_key).toBe(first.structuredContent?.idempotency_key);
-    expect(seen.map((s) => s.key)).toEqual([`"${String(first.structuredContent?.idempotency_key)}"`, `"${String(first.structuredContent?.idempotency_key)}"`]);
+    expect(seen.map((s) => s.key)).toEqual([
+      `"${String(first.structuredContent?.idempotency_key)}"`,
+      `"${String(first.structuredContent?.idempotency_key)}"`,
+    ]);
     expect(text(first)).toMatch(/^Created ticket/);
     // The key is the one rule both servers share (the API's /mcp derives the same one).
     expect(first.structuredContent?.idempotency_key).toBe(toolIdempotencyKey('create', 'email-4711'));
@@ -105,7 +128,13 @@ describe('ticket MCP tools', () => {
 
   it('a 422 comes back as a tool error that says retrying will not help and what to do', async () => {
     handler = (_req, res) =>
-      send(res, 422, { status: 422, code: 'idempotency_key_reused', title: 'Key reused', retryable: false, differingFields: ['title'] });
+      send(res, 422, {
+        status: 422,
+        code: 'idempotency_key_reused',
+        title: 'Key reused',
+        retryable: false,
+        differingFields: ['title'],
+      });
     const result = await call('create_ticket', { intent_id: 'email-4711', title: 'Something else' });
     expect(result.isError).toBe(true);
     expect(text(result)).toMatch(/idempotency_key_reused \(retrying will not help\)/);
@@ -126,7 +155,8 @@ describe('ticket MCP tools', () => {
   it('find_ticket, get_ticket and check_request answer with values', async () => {
     handler = (req, res) => {
       if (req.url?.startsWith('/v1/tickets?')) return send(res, 200, { items: [] });
-      if (req.url?.startsWith('/v1/idempotency-keys/')) return send(res, 404, { status: 404, code: 'idempotency_key_not_found' });
+      if (req.url?.startsWith('/v1/idempotency-keys/'))
+        return send(res, 404, { status: 404, code: 'idempotency_key_not_found' });
       send(res, 404, { status: 404, code: 'ticket_not_found' });
     };
     expect((await call('find_ticket', { external_ref: 'ORD-404' })).structuredContent).toEqual({ found: false });
@@ -146,7 +176,10 @@ describe('ticket MCP tools', () => {
     };
     const patient = await connect({ toolDeadlineMs: 10_000 });
     try {
-      const result = (await patient.callTool({ name: 'create_ticket', arguments: { intent_id: 'email-5', title: 't' } })) as CallToolResult;
+      const result = (await patient.callTool({
+        name: 'create_ticket',
+        arguments: { intent_id: 'email-5', title: 't' },
+      })) as CallToolResult;
       expect(result.isError).toBeFalsy();
       expect(result.structuredContent).toMatchObject({ outcome: 'created', attempts: 5 });
       expect(new Set(seen.filter((s) => s.method === 'POST').map((s) => s.key)).size).toBe(1);
@@ -159,7 +192,10 @@ describe('ticket MCP tools', () => {
     handler = (_req, res) => res.socket?.destroy();
     const hurried = await connect({ toolDeadlineMs: 200 });
     try {
-      const result = (await hurried.callTool({ name: 'create_ticket', arguments: { intent_id: 'email-77', title: 't' } })) as CallToolResult;
+      const result = (await hurried.callTool({
+        name: 'create_ticket',
+        arguments: { intent_id: 'email-77', title: 't' },
+      })) as CallToolResult;
       expect(result.isError).toBe(true);
       expect(text(result)).toMatch(/call create_ticket again with the same intent_id "email-77"/);
       expect(text(result)).toMatch(/check_request with idempotency_key "ticket-create-[0-9a-f]{24}"/);

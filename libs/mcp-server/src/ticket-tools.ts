@@ -30,7 +30,13 @@ The result's outcome is "created" (made now), "replayed" (this intent_id had alr
 type Text = { type: 'text'; text: string };
 
 /** The names of the tools, as hosts list them. */
-export const TICKET_TOOL_NAMES = ['create_ticket', 'find_ticket', 'get_ticket', 'cancel_ticket', 'check_request'] as const;
+export const TICKET_TOOL_NAMES = [
+  'create_ticket',
+  'find_ticket',
+  'get_ticket',
+  'cancel_ticket',
+  'check_request',
+] as const;
 export type TicketToolName = (typeof TICKET_TOOL_NAMES)[number];
 
 function ok(text: string, structured: Record<string, unknown>): CallToolResult {
@@ -47,7 +53,11 @@ export interface TicketToolsOptions {
  * output schema) and one short sentence; failures are tool errors that say the code, whether a
  * retry can help and what to do next.
  */
-export function registerTicketTools(server: McpServer, backend: TicketToolsBackend, options: TicketToolsOptions = {}): void {
+export function registerTicketTools(
+  server: McpServer,
+  backend: TicketToolsBackend,
+  options: TicketToolsOptions = {},
+): void {
   /** Runs one tool call: its result, or its failure as a tool error; counted either way. */
   const run = async (tool: TicketToolName, work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
     let result: CallToolResult;
@@ -69,7 +79,9 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
           .string()
           .min(1)
           .max(200)
-          .describe('Stable id of this request. Reuse it on every retry or re-plan of the same request; a new one means a new ticket.'),
+          .describe(
+            'Stable id of this request. Reuse it on every retry or re-plan of the same request; a new one means a new ticket.',
+          ),
         title: z.string().min(1).max(200),
         description: z.string().max(10_000).optional(),
         priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
@@ -103,7 +115,11 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
           metadata: args.metadata,
         };
         const idempotencyKey = toolIdempotencyKey('create', args.intent_id);
-        const result = await backend.createTicket(input, { intentId: args.intent_id, idempotencyKey, signal: extra.signal });
+        const result = await backend.createTicket(input, {
+          intentId: args.intent_id,
+          idempotencyKey,
+          signal: extra.signal,
+        });
         const t = result.ticket;
         const sentence = {
           created: `Created ticket ${t.id} ("${t.title}") now.`,
@@ -133,7 +149,10 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
     },
     async ({ external_ref }, extra) =>
       run('find_ticket', async () =>
-        found(await backend.findByExternalRef(external_ref, { signal: extra.signal }), `No ticket has external_ref "${external_ref}".`),
+        found(
+          await backend.findByExternalRef(external_ref, { signal: extra.signal }),
+          `No ticket has external_ref "${external_ref}".`,
+        ),
       ),
   );
 
@@ -148,7 +167,10 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
     },
     async ({ ticket_id }, extra) =>
       run('get_ticket', async () =>
-        found(await backend.getTicket(ticket_id, { signal: extra.signal }), `No ticket ${ticket_id} (in this API key's tenant).`),
+        found(
+          await backend.getTicket(ticket_id, { signal: extra.signal }),
+          `No ticket ${ticket_id} (in this API key's tenant).`,
+        ),
       ),
   );
 
@@ -160,7 +182,12 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
         'Cancel a ticket. Safe to repeat: cancelling an already cancelled ticket returns it unchanged. Pass the same intent_id when retrying the same cancellation.',
       inputSchema: {
         ticket_id: z.string().min(1),
-        intent_id: z.string().min(1).max(200).optional().describe('Stable id of this cancellation; reuse it on retries.'),
+        intent_id: z
+          .string()
+          .min(1)
+          .max(200)
+          .optional()
+          .describe('Stable id of this cancellation; reuse it on retries.'),
         reason: z.string().max(1_000).optional(),
       },
       outputSchema: {
@@ -176,7 +203,11 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
     async ({ ticket_id, intent_id, reason }, extra) =>
       run('cancel_ticket', async () => {
         const idempotencyKey = toolIdempotencyKey('cancel', intent_id, ticket_id);
-        const result = await backend.cancelTicket(ticket_id, reason, { intentId: intent_id, idempotencyKey, signal: extra.signal });
+        const result = await backend.cancelTicket(ticket_id, reason, {
+          intentId: intent_id,
+          idempotencyKey,
+          signal: extra.signal,
+        });
         const sentence =
           result.outcome === 'cancelled'
             ? `Ticket ${ticket_id} is cancelled.`
@@ -225,10 +256,13 @@ export function registerTicketTools(server: McpServer, backend: TicketToolsBacke
 
 function found(ticket: Ticket | null, notFound: string): CallToolResult {
   if (!ticket) return ok(notFound, { found: false });
-  return ok(`Found ticket ${ticket.id} ("${ticket.title}", ${ticket.status}${ticket.externalRef ? `, external_ref "${ticket.externalRef}"` : ''}).`, {
-    found: true,
-    ticket,
-  });
+  return ok(
+    `Found ticket ${ticket.id} ("${ticket.title}", ${ticket.status}${ticket.externalRef ? `, external_ref "${ticket.externalRef}"` : ''}).`,
+    {
+      found: true,
+      ticket,
+    },
+  );
 }
 
 function nextStepForStatus(status: RequestStatus): string {
@@ -245,10 +279,17 @@ function nextStepForStatus(status: RequestStatus): string {
 }
 
 /** An MCP server (one per connection, or per request in stateless HTTP) with the ticket tools registered. */
-export function createTicketsMcpServer(backend: TicketToolsBackend, version: string, options: TicketToolsOptions = {}): McpServer {
+export function createTicketsMcpServer(
+  backend: TicketToolsBackend,
+  version: string,
+  options: TicketToolsOptions = {},
+): McpServer {
   const server = new McpServer(
     { name: 'tickets', version },
-    { instructions: 'Create, find, read and cancel support tickets. Retrying is safe when you reuse the same intent_id.' },
+    {
+      instructions:
+        'Create, find, read and cancel support tickets. Retrying is safe when you reuse the same intent_id.',
+    },
   );
   registerTicketTools(server, backend, options);
   return server;

@@ -39,7 +39,10 @@ function describeError(tool: string, error: unknown): ErrorDetails {
     };
   }
   if (error instanceof RetryableError) {
-    const wait = error.retryAfterMs !== undefined ? `about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s` : 'a few seconds';
+    const wait =
+      error.retryAfterMs !== undefined
+        ? `about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s`
+        : 'a few seconds';
     if (error.idempotencyKey !== undefined) {
       // A write that ran out of time: an earlier call of the same intent may have done it, so never say "nothing was written".
       return {
@@ -92,7 +95,13 @@ function describeError(tool: string, error: unknown): ErrorDetails {
     return { code: error.code, retryable: false, message: error.message, next, extra };
   }
   if (error instanceof TicketClientError) {
-    return { code: error.code, retryable: error.retryable, message: error.message, next: 'see the message.', extra: {} };
+    return {
+      code: error.code,
+      retryable: error.retryable,
+      message: error.message,
+      next: 'see the message.',
+      extra: {},
+    };
   }
   return {
     code: 'internal_error',

@@ -30,7 +30,9 @@ export async function serveMetrics(
     const path = req.url?.split('?')[0];
     if (req.method === 'GET' && path === '/health/ready') {
       const r = ready();
-      res.writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', [stateKey]: r.state })}\n`);
+      res
+        .writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' })
+        .end(`${JSON.stringify({ status: r.ready ? 'ready' : 'not_ready', [stateKey]: r.state })}\n`);
       return;
     }
     if (req.method !== 'GET' || path !== '/metrics') {

@@ -18,7 +18,10 @@ const COUNTS_CACHE_MS = 5_000;
  * keeps the last values.
  */
 export class DispatcherMetrics {
-  private readonly outcomes: Record<DeliveryOutcome, { count: Counter.Internal; seconds: Histogram.Internal<'group' | 'outcome'> }>;
+  private readonly outcomes: Record<
+    DeliveryOutcome,
+    { count: Counter.Internal; seconds: Histogram.Internal<'group' | 'outcome'> }
+  >;
 
   constructor(registry: Registry, groupId: string, source: NotificationGaugeSource) {
     const registers = [registry];
@@ -35,7 +38,10 @@ export class DispatcherMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
-    const bind = (outcome: DeliveryOutcome) => ({ count: deliveries.labels(groupId, outcome), seconds: latency.labels(groupId, outcome) });
+    const bind = (outcome: DeliveryOutcome) => ({
+      count: deliveries.labels(groupId, outcome),
+      seconds: latency.labels(groupId, outcome),
+    });
     this.outcomes = { delivered: bind('delivered'), retry: bind('retry'), dead: bind('dead') };
 
     let cached: { at: number; value?: { pending: number; dead: number } } = { at: -Infinity };
@@ -51,8 +57,16 @@ export class DispatcherMetrics {
       return cached.value;
     };
     const gauges = [
-      { name: 'notifications_pending', field: 'pending', help: 'Notifications of the group not yet delivered and not given up (due now, or waiting for a retry)' },
-      { name: 'notifications_dead', field: 'dead', help: 'Notifications of the group given up on (status dead): requeue with npm run cli -- dead-letters requeue --kind notification' },
+      {
+        name: 'notifications_pending',
+        field: 'pending',
+        help: 'Notifications of the group not yet delivered and not given up (due now, or waiting for a retry)',
+      },
+      {
+        name: 'notifications_dead',
+        field: 'dead',
+        help: 'Notifications of the group given up on (status dead): requeue with npm run cli -- dead-letters requeue --kind notification',
+      },
     ] as const;
     for (const { name, field, help } of gauges) {
       new Gauge({

@@ -34,7 +34,12 @@ describe('HttpPoster', () => {
     };
     sockets.clear();
     const body = JSON.stringify({ ünïcode: '✓' });
-    const first = await poster.post(`${base}/hook`, { 'content-type': 'application/json', 'webhook-id': 'n1' }, body, 2000);
+    const first = await poster.post(
+      `${base}/hook`,
+      { 'content-type': 'application/json', 'webhook-id': 'n1' },
+      body,
+      2000,
+    );
     const second = await poster.post(`${base}/hook`, { 'webhook-id': 'n2' }, body, 2000);
     expect(first).toMatchObject({ statusCode: 503, headers: { 'retry-after': '7' } });
     expect(second.statusCode).toBe(503);
@@ -47,13 +52,20 @@ describe('HttpPoster', () => {
 
   it('does not follow a redirect', async () => {
     handler = (_req, res) => res.writeHead(302, { location: '/elsewhere' }).end();
-    expect(await poster.post(`${base}/hook`, {}, '{}', 2000)).toMatchObject({ statusCode: 302, headers: { location: '/elsewhere' } });
+    expect(await poster.post(`${base}/hook`, {}, '{}', 2000)).toMatchObject({
+      statusCode: 302,
+      headers: { location: '/elsewhere' },
+    });
   });
 
   it('reports a timeout when no response comes in time', async () => {
     handler = (_req, res) => setTimeout(() => res.writeHead(200).end(), 1500);
     // The server would answer 200 later: the result is the timeout, not that answer.
-    expect(await poster.post(`${base}/slow`, {}, '{}', 200)).toEqual({ statusCode: null, headers: {}, error: 'timeout after 200 ms' });
+    expect(await poster.post(`${base}/slow`, {}, '{}', 200)).toEqual({
+      statusCode: null,
+      headers: {},
+      error: 'timeout after 200 ms',
+    });
   });
 
   it('reports a refused connection, a bad URL and another protocol as network errors, without throwing', async () => {
@@ -61,8 +73,14 @@ describe('HttpPoster', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    expect(await poster.post(`http://127.0.0.1:${port}/`, {}, '{}', 2000)).toEqual({ statusCode: null, headers: {}, error: 'network error: ECONNREFUSED' });
+    expect(await poster.post(`http://127.0.0.1:${port}/`, {}, '{}', 2000)).toEqual({
+      statusCode: null,
+      headers: {},
+      error: 'network error: ECONNREFUSED',
+    });
     expect((await poster.post('not a url', {}, '{}', 2000)).error).toMatch(/^network error: invalid URL/);
-    expect((await poster.post('ftp://127.0.0.1/x', {}, '{}', 2000)).error).toBe('network error: unsupported protocol ftp:');
+    expect((await poster.post('ftp://127.0.0.1/x', {}, '{}', 2000)).error).toBe(
+      'network error: unsupported protocol ftp:',
+    );
   });
 });

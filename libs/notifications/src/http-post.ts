@@ -28,16 +28,30 @@ export class HttpPoster {
    * `timeoutMs` covers the request up to the response headers; a body still arriving after it is cut off.
    * `signal` abandons the request (statusCode null, error `abandoned`): the receiver may or may not have it.
    */
-  post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<PostResult> {
+  post(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<PostResult> {
     let target: URL;
     try {
       target = new URL(url);
     } catch {
-      return Promise.resolve({ statusCode: null, headers: {}, error: `network error: invalid URL ${JSON.stringify(url)}` });
+      return Promise.resolve({
+        statusCode: null,
+        headers: {},
+        error: `network error: invalid URL ${JSON.stringify(url)}`,
+      });
     }
     const secure = target.protocol === 'https:';
     if (!secure && target.protocol !== 'http:') {
-      return Promise.resolve({ statusCode: null, headers: {}, error: `network error: unsupported protocol ${target.protocol}` });
+      return Promise.resolve({
+        statusCode: null,
+        headers: {},
+        error: `network error: unsupported protocol ${target.protocol}`,
+      });
     }
     const payload = Buffer.from(body, 'utf8');
     return new Promise<PostResult>((resolve) => {

@@ -3,6 +3,12 @@ export { classifyStatus, retryDelayMs, parseRetryAfter } from './retry-policy';
 export { decideAttempt } from './retry-policy';
 export type { AttemptVerdict, RetryPolicy, AttemptResult, AttemptOutcome } from './retry-policy';
 export { WebhookDispatcher } from './webhook-dispatcher';
-export type { DispatcherOptions, DispatcherSettings, DispatcherStats, HandOverLease, HandOverResult } from './webhook-dispatcher';
+export type {
+  DispatcherOptions,
+  DispatcherSettings,
+  DispatcherStats,
+  HandOverLease,
+  HandOverResult,
+} from './webhook-dispatcher';
 export type { ClaimedNotification } from './notifications.repository';
 export { DispatcherMetrics, type DeliveryOutcome } from './dispatcher-metrics';

@@ -43,7 +43,12 @@ export class NotificationsRepository {
    * (next_attempt_at = now + lease, a new lease_token, attempts + 1). Records `records` (see
    * record()) in the same statement; those rows are never claimed by it.
    */
-  async claim(groupId: string, limit: number, leaseMs: number, records: AttemptRecord[] = []): Promise<ClaimedNotification[]> {
+  async claim(
+    groupId: string,
+    limit: number,
+    leaseMs: number,
+    records: AttemptRecord[] = [],
+  ): Promise<ClaimedNotification[]> {
     const token = randomUUID();
     const rec = records.length > 0 ? recordCtes(records) : undefined;
     return this.prisma.$queryRaw<ClaimedNotification[]>(Prisma.sql`

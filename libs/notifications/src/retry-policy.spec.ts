@@ -41,10 +41,15 @@ describe('parseRetryAfter', () => {
   });
 });
 
-describe('decideAttempt (the dispatcher\'s retry/dead decision)', () => {
+describe("decideAttempt (the dispatcher's retry/dead decision)", () => {
   const policy = { maxAttempts: 4, baseMs: 1000, maxDelayMs: 60_000 };
   const top = () => 1; // the randomised backoff at its ceiling
-  const http = (statusCode: number, retryAfterMs?: number): AttemptResult => ({ statusCode, error: `HTTP ${statusCode}`, durationMs: 3, retryAfterMs });
+  const http = (statusCode: number, retryAfterMs?: number): AttemptResult => ({
+    statusCode,
+    error: `HTTP ${statusCode}`,
+    durationMs: 3,
+    retryAfterMs,
+  });
   const timeout: AttemptResult = { statusCode: null, error: 'timeout after 10000 ms', durationMs: 10_000 };
 
   it('2xx is delivered', () => {
@@ -68,7 +73,10 @@ describe('decideAttempt (the dispatcher\'s retry/dead decision)', () => {
     ['429', http(429)],
     ['a timeout', timeout],
   ])('%s on the last allowed attempt (NOTIFY_MAX_ATTEMPTS) is dead', (_name, result) => {
-    expect(decideAttempt(4, result, policy, top)).toEqual({ status: 'dead', error: `${result.error}: gave up after 4 attempts` });
+    expect(decideAttempt(4, result, policy, top)).toEqual({
+      status: 'dead',
+      error: `${result.error}: gave up after 4 attempts`,
+    });
     expect(decideAttempt(5, result, policy, top).status).toBe('dead');
   });
 

@@ -47,9 +47,7 @@ export interface AttemptResult {
 
 /** What happens to the notification after an attempt. */
 export type AttemptOutcome =
-  | { status: 'delivered' }
-  | { status: 'pending'; delayMs: number; error: string }
-  | { status: 'dead'; error: string };
+  { status: 'delivered' } | { status: 'pending'; delayMs: number; error: string } | { status: 'dead'; error: string };
 
 /**
  * The dispatcher's retry/dead decision for attempt number `attemptsMade` (1-based): 2xx delivered;
@@ -64,8 +62,10 @@ export function decideAttempt(
 ): AttemptOutcome {
   const verdict = result.statusCode === null ? 'retry' : classifyStatus(result.statusCode);
   if (verdict === 'delivered') return { status: 'delivered' };
-  if (verdict === 'dead') return { status: 'dead', error: `${result.error}: not retried (the receiver rejected the request)` };
-  if (attemptsMade >= policy.maxAttempts) return { status: 'dead', error: `${result.error}: gave up after ${attemptsMade} attempts` };
+  if (verdict === 'dead')
+    return { status: 'dead', error: `${result.error}: not retried (the receiver rejected the request)` };
+  if (attemptsMade >= policy.maxAttempts)
+    return { status: 'dead', error: `${result.error}: gave up after ${attemptsMade} attempts` };
   const backoff = retryDelayMs(attemptsMade, policy, random);
   const delayMs = Math.min(policy.maxDelayMs, Math.max(backoff, result.retryAfterMs ?? 0));
   return { status: 'pending', delayMs, error: result.error ?? 'unknown error' };

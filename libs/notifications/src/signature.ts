@@ -3,7 +3,11 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 // Pure functions (no I/O, no transaction). Standard Webhooks: https://www.standardwebhooks.com
 
 /** Standard Webhooks header names. */
-export const WEBHOOK_HEADERS = { id: 'webhook-id', timestamp: 'webhook-timestamp', signature: 'webhook-signature' } as const;
+export const WEBHOOK_HEADERS = {
+  id: 'webhook-id',
+  timestamp: 'webhook-timestamp',
+  signature: 'webhook-signature',
+} as const;
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -40,7 +44,11 @@ export function webhookHeaders(secret: string, id: string, body: string, nowMs =
  * The receiver's check: true when one of the space-separated `webhook-signature` values is the v1
  * signature of this id, timestamp (as sent) and body. Does not judge the timestamp's age.
  */
-export function verifyWebhook(secret: string, headers: Record<string, string | string[] | undefined>, body: string): boolean {
+export function verifyWebhook(
+  secret: string,
+  headers: Record<string, string | string[] | undefined>,
+  body: string,
+): boolean {
   const id = headers[WEBHOOK_HEADERS.id];
   const timestamp = headers[WEBHOOK_HEADERS.timestamp];
   const signatures = headers[WEBHOOK_HEADERS.signature];

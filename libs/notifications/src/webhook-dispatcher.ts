@@ -1,79 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import { configDefaults } from '@tickets/config';
-import type { PrismaClient } from '@tickets/db';
-import type { Logger } from '@tickets/logger';
 import { OutageLog, WakeableSleep } from '@tickets/sleep';
-import type { Registry } from 'prom-client';
 import { DispatcherMetrics } from './dispatcher-metrics';
 import { inTraceOf } from '@tickets/telemetry';
 import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
-import { classifyStatus, decideAttempt, parseRetryAfter, type AttemptOutcome, type AttemptResult } from './retry-policy';
+import {
+  classifyStatus,
+  decideAttempt,
+  parseRetryAfter,
+  type AttemptOutcome,
+  type AttemptResult,
+} from './retry-policy';
 import { webhookHeaders } from './signature';
+import type {
+  DispatcherOptions,
+  DispatcherSettings,
+  DispatcherStats,
+  HandOverLease,
+  HandOverResult,
+} from './webhook-dispatcher.types';
 
-/** Every setting defaults to the configuration's value (`configDefaults().notifier`, libs/config): one source. */
-export interface DispatcherSettings {
-  maxAttempts?: number;
-  retryBaseMs?: number;
-  retryMaxDelayMs?: number;
-  timeoutMs?: number;
-  /** Must exceed timeoutMs: a claimed notification is invisible to other dispatchers this long. */
-  leaseMs?: number;
-  pollIntervalMs?: number;
-  concurrency?: number;
-  /**
-   * Finished deliveries are recorded together: one statement per `recordBatchSize` results, or
-   * `recordFlushMs` after the first unrecorded one, whichever comes first.
-   */
-  recordBatchSize?: number;
-  recordFlushMs?: number;
-  /**
-   * At least this long between two claims that follow wake-ups, so that the notifications of
-   * several inbox commits are claimed together. A claim that came back full is followed as soon
-   * as a slot frees.
-   */
-  minClaimIntervalMs?: number;
-  /** stop() lets in-flight deliveries run this long, then abandons them and releases their leases. */
-  stopTimeoutMs?: number;
-}
-
-export interface DispatcherOptions extends DispatcherSettings {
-  prisma: PrismaClient;
-  /** Only notifications created by this consumer group are sent by this dispatcher. */
-  groupId: string;
-  /** Signs deliveries to NOTIFY_WEBHOOK_URL, and to a tenant URL whose tenant has no secret of its own. */
-  defaultSecret?: string;
-  logger?: Logger;
-  /** Prometheus registry for the delivery metrics (DispatcherMetrics); none: not measured. */
-  registry?: Registry;
-}
-
-export interface DispatcherStats {
-  delivered: number;
-  retried: number;
-  dead: number;
-  inFlight: number;
-  /** Deliveries started from notifications leased by their creating statement (handOver), without a claim. */
-  handedOver: number;
-}
-
-/**
- * A lease for notifications about to be created (see handOver): the statement that creates them
- * leases at most `limit` of them with `token` for `leaseMs`, as a claim would, and returns them.
- */
-export interface HandOverLease {
-  token: string;
-  limit: number;
-  leaseMs: number;
-}
-
-/** What a statement that created notifications under a HandOverLease reports. */
-export interface HandOverResult {
-  /** The notifications it leased with the token (attempts = 1, due at now + lease), at most `limit`. */
-  leased: ClaimedNotification[];
-  /** All pending notifications it created, leased or not. */
-  pending: number;
-}
+export type {
+  DispatcherOptions,
+  DispatcherSettings,
+  DispatcherStats,
+  HandOverLease,
+  HandOverResult,
+} from './webhook-dispatcher.types';
 
 interface Finished {
   row: ClaimedNotification;
@@ -134,7 +88,10 @@ export class WebhookDispatcher {
     };
     this.repo = new NotificationsRepository(opts.prisma);
     this.database = new OutageLog(opts.logger, 'database', this.settings.pollIntervalMs);
-    if (opts.registry) this.metrics = new DispatcherMetrics(opts.registry, opts.groupId, { counts: () => this.repo.countOpen(opts.groupId) });
+    if (opts.registry)
+      this.metrics = new DispatcherMetrics(opts.registry, opts.groupId, {
+        counts: () => this.repo.countOpen(opts.groupId),
+      });
   }
 
   start(): void {
@@ -158,8 +115,13 @@ export class WebhookDispatcher {
    * dispatchers like a claim's: if this process dies before sending, they are due again when it
    * expires. `create` gets no lease (undefined) while no slot is free or the dispatcher is stopped.
    */
-  async handOver<R extends HandOverResult>(maxLeased: number, create: (lease?: HandOverLease) => Promise<R>): Promise<R> {
-    const limit = this.running ? Math.min(maxLeased, this.settings.concurrency - this.inFlight.size - this.reserved) : 0;
+  async handOver<R extends HandOverResult>(
+    maxLeased: number,
+    create: (lease?: HandOverLease) => Promise<R>,
+  ): Promise<R> {
+    const limit = this.running
+      ? Math.min(maxLeased, this.settings.concurrency - this.inFlight.size - this.reserved)
+      : 0;
     const lease = limit > 0 ? { token: randomUUID(), limit, leaseMs: this.settings.leaseMs } : undefined;
     if (lease) this.reserved += lease.limit;
     let result: R;
@@ -275,7 +237,13 @@ export class WebhookDispatcher {
   private async release(rows: ClaimedNotification[]): Promise<void> {
     const released = await this.repo
       .release(rows.map((r) => ({ id: r.id, leaseToken: r.lease_token })))
-      .catch((err) => this.opts.logger?.warn({ err, notifications: rows.length }, 'could not release the leases of unsent notifications; they expire') ?? 0);
+      .catch(
+        (err) =>
+          this.opts.logger?.warn(
+            { err, notifications: rows.length },
+            'could not release the leases of unsent notifications; they expire',
+          ) ?? 0,
+      );
     if (released) this.opts.logger?.info({ released }, 'released the leases of claimed, unsent notifications');
   }
 
@@ -289,7 +257,11 @@ export class WebhookDispatcher {
     let result: AttemptResult;
     let outcome: AttemptOutcome;
     if (!secret) {
-      result = { statusCode: null, error: 'no signing secret configured (tenant webhook_secret or NOTIFY_WEBHOOK_SECRET)', durationMs: 0 };
+      result = {
+        statusCode: null,
+        error: 'no signing secret configured (tenant webhook_secret or NOTIFY_WEBHOOK_SECRET)',
+        durationMs: 0,
+      };
       outcome = { status: 'dead', error: result.error! };
     } else {
       result = await this.send(row, secret);
@@ -310,7 +282,10 @@ export class WebhookDispatcher {
     } else if (outcome.status === 'dead') {
       this.counters.dead++;
       this.metrics?.delivery('dead', result.durationMs);
-      this.opts.logger?.warn({ notificationId: row.id, attempts: row.attempts, error: outcome.error }, 'webhook notification is dead');
+      this.opts.logger?.warn(
+        { notificationId: row.id, attempts: row.attempts, error: outcome.error },
+        'webhook notification is dead',
+      );
     } else {
       this.counters.retried++;
       // An attempt abandoned by stop() is no outcome of the receiver's: not measured.
@@ -323,9 +298,15 @@ export class WebhookDispatcher {
     const payload = JSON.parse(row.payload) as { occurredAt?: string };
     const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
     const started = performance.now();
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'tickets-notifier/1', ...webhookHeaders(secret, row.id, body) };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'tickets-notifier/1',
+      ...webhookHeaders(secret, row.id, body),
+    };
     // In the event's trace: the request carries `traceparent`, so the receiver can correlate it with the ticket's request.
-    const res = await inTraceOf(row.traceparent, headers, () => this.http.post(row.target_url, headers, body, this.settings.timeoutMs, this.abandon.signal));
+    const res = await inTraceOf(row.traceparent, headers, () =>
+      this.http.post(row.target_url, headers, body, this.settings.timeoutMs, this.abandon.signal),
+    );
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
     const retryAfter = res.headers['retry-after'];

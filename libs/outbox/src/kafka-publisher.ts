@@ -39,7 +39,9 @@ export class KafkaPublisher {
   /** One producer.send of these messages to the topic, acks=all; with tracing on, a span per message in its ticket's trace. */
   async send(messages: Message[]): Promise<void> {
     const producer = await this.connectedProducer();
-    await tracedSend(this.settings.topic, messages, () => producer.send({ topic: this.settings.topic, acks: -1, messages }));
+    await tracedSend(this.settings.topic, messages, () =>
+      producer.send({ topic: this.settings.topic, acks: -1, messages }),
+    );
   }
 
   /** Drops the producer; the next send builds a new one (a new producer id: the broker can no longer de-duplicate a resend). */
@@ -56,7 +58,8 @@ export class KafkaPublisher {
         this.log.info({ partitions, retentionMs, replicationFactor, minInsyncReplicas }, 'created topic');
       }
       const limit = await topicNumberSetting(admin, topic, 'max.message.bytes');
-      if (limit !== undefined && limit > 0) this.maxBatchBytes = Math.min(this.configuredMaxBatchBytes, Math.floor(limit * 0.9));
+      if (limit !== undefined && limit > 0)
+        this.maxBatchBytes = Math.min(this.configuredMaxBatchBytes, Math.floor(limit * 0.9));
     });
     this.topicReady = true;
   }

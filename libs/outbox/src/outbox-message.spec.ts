@@ -13,11 +13,31 @@ function row(overrides: Partial<OutboxRow> = {}, envelope: Record<string, unknow
     ticketId,
     idempotencyKey: 'k-1',
     correlationId: 'c-1',
-    data: { id: ticketId, title: 't', description: null, priority: 'normal', status: 'open', externalRef: null, requester: null, metadata: null, createdAt: now, updatedAt: now },
+    data: {
+      id: ticketId,
+      title: 't',
+      description: null,
+      priority: 'normal',
+      status: 'open',
+      externalRef: null,
+      requester: null,
+      metadata: null,
+      createdAt: now,
+      updatedAt: now,
+    },
     futureField: 'kept',
     ...envelope,
   };
-  return { seq: '1', eventId, aggregateId: ticketId, eventType: 'ticket.created.v1', payload: JSON.stringify(payload), headers: {}, attempts: 0, ...overrides };
+  return {
+    seq: '1',
+    eventId,
+    aggregateId: ticketId,
+    eventType: 'ticket.created.v1',
+    payload: JSON.stringify(payload),
+    headers: {},
+    attempts: 0,
+    ...overrides,
+  };
 }
 
 describe('buildOutboundMessage', () => {
@@ -28,7 +48,12 @@ describe('buildOutboundMessage', () => {
     expect(built.value.message).toEqual({
       key: r.aggregateId,
       value: r.payload,
-      headers: { 'event-id': r.eventId, 'event-type': 'ticket.created.v1', traceparent: '00-abc-def-01', 'correlation-id': 'c-1' },
+      headers: {
+        'event-id': r.eventId,
+        'event-type': 'ticket.created.v1',
+        traceparent: '00-abc-def-01',
+        'correlation-id': 'c-1',
+      },
     });
     expect(built.value.bytes).toBeGreaterThan(r.payload.length);
   });
@@ -40,8 +65,14 @@ describe('buildOutboundMessage', () => {
 
   it('rejects an envelope that disagrees with its row (key and headers come from the row)', () => {
     const r = row();
-    expect(buildOutboundMessage({ ...r, aggregateId: randomUUID() })).toEqual({ ok: false, reason: 'invalid_envelope: ticketId != aggregate_id' });
-    expect(buildOutboundMessage({ ...r, eventType: 'ticket.cancelled.v1' })).toEqual({ ok: false, reason: 'invalid_envelope: type != event_type' });
+    expect(buildOutboundMessage({ ...r, aggregateId: randomUUID() })).toEqual({
+      ok: false,
+      reason: 'invalid_envelope: ticketId != aggregate_id',
+    });
+    expect(buildOutboundMessage({ ...r, eventType: 'ticket.cancelled.v1' })).toEqual({
+      ok: false,
+      reason: 'invalid_envelope: type != event_type',
+    });
   });
 });
 
@@ -50,7 +81,11 @@ describe('chunkMessages', () => {
   const seqs = (chunks: OutboundMessage[][]) => chunks.map((c) => c.map((x) => Number(x.row.seq)));
 
   it('keeps seq order and caps each send by count and bytes', () => {
-    expect(seqs(chunkMessages([m(10, 1), m(10, 2), m(10, 3), m(10, 4), m(10, 5)], 2, 1_000))).toEqual([[1, 2], [3, 4], [5]]);
+    expect(seqs(chunkMessages([m(10, 1), m(10, 2), m(10, 3), m(10, 4), m(10, 5)], 2, 1_000))).toEqual([
+      [1, 2],
+      [3, 4],
+      [5],
+    ]);
     expect(seqs(chunkMessages([m(400, 1), m(400, 2), m(400, 3)], 10, 1_000))).toEqual([[1, 2], [3]]);
   });
 

@@ -82,14 +82,20 @@ export class OutboxNotifier {
       keepAlive: true,
     });
     // An idle connection the server closed: the next send reconnects.
-    this.pool.on('error', (err) => opts.logger.warn({ err: err.message }, 'outbox notifier connection closed by the server'));
+    this.pool.on('error', (err) =>
+      opts.logger.warn({ err: err.message }, 'outbox notifier connection closed by the server'),
+    );
     this.signal = new CoalescedSignal(opts.intervalMs, async () => {
       try {
         await this.repo.notify(this.pool, OUTBOX_NOTIFY_CHANNEL);
         if (this.failing) opts.logger.info('outbox notifier sends again');
         this.failing = false;
       } catch (err) {
-        if (!this.failing) opts.logger.warn({ err: (err as Error).message }, 'outbox notifier could not send; relays in other processes fall back to their poll');
+        if (!this.failing)
+          opts.logger.warn(
+            { err: (err as Error).message },
+            'outbox notifier could not send; relays in other processes fall back to their poll',
+          );
         this.failing = true;
       }
     });

@@ -123,7 +123,9 @@ export class OutboxRelay {
     ]);
     clearTimeout(timer);
     if (timedOut) {
-      this.log.warn('in-flight batch did not finish before the stop timeout; closing connections (its rows stay pending)');
+      this.log.warn(
+        'in-flight batch did not finish before the stop timeout; closing connections (its rows stay pending)',
+      );
       this.lock.drop();
       await this.publisher.reset();
       await this.runPromise;
@@ -204,7 +206,11 @@ export class OutboxRelay {
           // Unreachable, restarting, or the session was ended (the lock with it): probe every ~second.
           if (wasLeader) this.log.warn({ err: (err as Error).message }, 'lost the relay lock');
           const attempt = this.database.failed(err);
-          delay = fullJitterBackoff(attempt, Math.max(this.options.retryBaseMs, 250), Math.min(this.options.retryMaxMs, this.options.outageRetryMaxMs));
+          delay = fullJitterBackoff(
+            attempt,
+            Math.max(this.options.retryBaseMs, 250),
+            Math.min(this.options.retryMaxMs, this.options.outageRetryMaxMs),
+          );
         }
         await this.sleep(delay, false);
       } finally {
@@ -224,7 +230,14 @@ export class OutboxRelay {
   private startCleanup(): boolean {
     if (this.cleanupPromise) return false;
     this.cleanupPromise = this.purgePublished()
-      .then((n) => n > 0 && this.log.info({ deleted: n, retentionMs: this.options.retentionMs }, 'deleted published outbox rows past retention'))
+      .then(
+        (n) =>
+          n > 0 &&
+          this.log.info(
+            { deleted: n, retentionMs: this.options.retentionMs },
+            'deleted published outbox rows past retention',
+          ),
+      )
       .catch((err) => this.log.warn({ err }, 'outbox retention cleanup failed; will retry'))
       .then(() => (this.cleanupPromise = undefined));
     return true;
@@ -239,10 +252,18 @@ export class OutboxRelay {
   private getPool(): Pool {
     // Claims, stats and retention cleanup (never more than one of each at a time).
     if (!this.pool) {
-      this.pool = new Pool({ connectionString: withRelaySessionOptions(this.options.databaseUrl), max: 3, application_name: 'outbox-relay-aux', idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+      this.pool = new Pool({
+        connectionString: withRelaySessionOptions(this.options.databaseUrl),
+        max: 3,
+        application_name: 'outbox-relay-aux',
+        idleTimeoutMillis: 30_000,
+        allowExitOnIdle: true,
+      });
       // An idle connection that PostgreSQL closes (restart, admin termination) emits 'error' on the
       // pool; without a listener that would crash the whole process (the relay runs inside the API).
-      this.pool.on('error', (err) => this.log.warn({ err: err.message }, 'idle relay connection closed by the server; it will be replaced'));
+      this.pool.on('error', (err) =>
+        this.log.warn({ err: err.message }, 'idle relay connection closed by the server; it will be replaced'),
+      );
     }
     return this.pool;
   }
@@ -255,5 +276,9 @@ export class OutboxRelay {
  */
 function isSqlError(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code) /* not an errno like EPIPE */ && !/^(08|53|57P)/.test(code);
+  return (
+    typeof code === 'string' &&
+    /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code) /* not an errno like EPIPE */ &&
+    !/^(08|53|57P)/.test(code)
+  );
 }

@@ -44,7 +44,10 @@ export function withRelaySessionOptions(url: string): string {
     return url;
   }
   const own = parsed.searchParams.get('options');
-  parsed.searchParams.set('options', [own, `-c ${RELAY_PLANNER_SETTING.name}=${RELAY_PLANNER_SETTING.value}`].filter(Boolean).join(' '));
+  parsed.searchParams.set(
+    'options',
+    [own, `-c ${RELAY_PLANNER_SETTING.name}=${RELAY_PLANNER_SETTING.value}`].filter(Boolean).join(' '),
+  );
   return parsed.toString();
 }
 
@@ -94,8 +97,17 @@ export class OutboxRepository {
    * contain `publishedSeqs`. Like markPublished: only on the connection that holds the leader lock,
    * and only after the broker acknowledged every one of `publishedSeqs`.
    */
-  async markPublishedAndClaim(db: Queryable, publishedSeqs: string[], limit: number, exclude: string[]): Promise<OutboxRow[]> {
-    const { rows } = await db.query<OutboxRow>(`WITH marked AS (${MARK_SQL('$3')})\n${CLAIM_SQL}`, [limit, exclude, publishedSeqs]);
+  async markPublishedAndClaim(
+    db: Queryable,
+    publishedSeqs: string[],
+    limit: number,
+    exclude: string[],
+  ): Promise<OutboxRow[]> {
+    const { rows } = await db.query<OutboxRow>(`WITH marked AS (${MARK_SQL('$3')})\n${CLAIM_SQL}`, [
+      limit,
+      exclude,
+      publishedSeqs,
+    ]);
     return rows;
   }
 
@@ -143,7 +155,12 @@ export class OutboxRepository {
               (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, outbox_created_at)
        SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, created_at
          FROM moved`,
-      [entries.map((e) => e.seq), entries.map((e) => e.reason), entries.map((e) => e.attempts), entries.map((e) => e.blocker ?? null)],
+      [
+        entries.map((e) => e.seq),
+        entries.map((e) => e.reason),
+        entries.map((e) => e.attempts),
+        entries.map((e) => e.blocker ?? null),
+      ],
     );
     return res.rowCount ?? 0;
   }
@@ -174,6 +191,10 @@ export class OutboxRepository {
               (SELECT count(*) FROM outbox_dead_letters)::int AS "deadLetters"`,
     );
     const r = rows[0];
-    return { pending: r.pending, oldestPendingAgeMs: Math.max(0, r.oldestPendingAgeMs ?? 0), deadLetters: r.deadLetters };
+    return {
+      pending: r.pending,
+      oldestPendingAgeMs: Math.max(0, r.oldestPendingAgeMs ?? 0),
+      deadLetters: r.deadLetters,
+    };
   }
 }

@@ -1,9 +1,15 @@
-import { KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded, KafkaJSProtocolError, KafkaJSConnectionError } from 'kafkajs';
+import {
+  KafkaJSNonRetriableError,
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSProtocolError,
+  KafkaJSConnectionError,
+} from 'kafkajs';
 import { classifyPublishError, describePublishError } from './publish-errors';
 
 /** What kafkajs's retrier throws around a non-retriable error: the original as `cause`. */
 const wrap = (inner: Error) => Object.assign(new KafkaJSNonRetriableError(inner), { cause: inner });
-const protocol = (type: string, retriable = false) => new KafkaJSProtocolError({ message: `broker says ${type}`, type, code: 1, retriable } as never);
+const protocol = (type: string, retriable = false) =>
+  new KafkaJSProtocolError({ message: `broker says ${type}`, type, code: 1, retriable } as never);
 
 describe('classifyPublishError', () => {
   it('treats record-level rejections as permanent, also when kafkajs wraps them', () => {
@@ -20,7 +26,9 @@ describe('classifyPublishError', () => {
   it('retries everything else (broker down, timeouts, leadership moves)', () => {
     const down = new KafkaJSConnectionError('Connection error: connect ECONNREFUSED');
     expect(classifyPublishError(down)).toBe('transient');
-    expect(classifyPublishError(new KafkaJSNumberOfRetriesExceeded(down, { retryCount: 3, retryTime: 100 }))).toBe('transient');
+    expect(classifyPublishError(new KafkaJSNumberOfRetriesExceeded(down, { retryCount: 3, retryTime: 100 }))).toBe(
+      'transient',
+    );
     expect(classifyPublishError(protocol('NOT_LEADER_FOR_PARTITION', true))).toBe('transient');
     expect(classifyPublishError(protocol('REQUEST_TIMED_OUT', true))).toBe('transient');
     expect(classifyPublishError(new Error('socket hang up'))).toBe('transient');

@@ -26,8 +26,16 @@ export class RelayMetrics {
         .finally(() => setTimeout(() => (inflight = undefined), 250).unref());
       return inflight;
     };
-    this.published = new Counter({ name: 'outbox_published_total', help: 'Outbox rows published to Kafka and acknowledged', registers });
-    this.deadLettered = new Counter({ name: 'outbox_dead_letters_total', help: 'Outbox rows moved to outbox_dead_letters by this process', registers });
+    this.published = new Counter({
+      name: 'outbox_published_total',
+      help: 'Outbox rows published to Kafka and acknowledged',
+      registers,
+    });
+    this.deadLettered = new Counter({
+      name: 'outbox_dead_letters_total',
+      help: 'Outbox rows moved to outbox_dead_letters by this process',
+      registers,
+    });
     this.failures = new Counter({
       name: 'outbox_publish_failures_total',
       help: 'Failed producer sends by kind (transient: retried forever, permanent: counts toward dead-lettering, producer-state: producer rebuilt)',

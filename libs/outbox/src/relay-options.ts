@@ -93,7 +93,8 @@ function tuningOf(relay: AppConfig['relay']): Required<Tuning> {
 /** Fills every option the caller left out from the configuration's defaults. */
 export function resolveRelayOptions(opts: OutboxRelayOptions): ResolvedRelayOptions {
   const resolved = { ...tuningOf(configDefaults().relay), ...stripUndefined(opts) } as ResolvedRelayOptions;
-  if (resolved.batchSize < 1 || resolved.maxAttempts < 1) throw new Error('OutboxRelay: batchSize and maxAttempts must be >= 1');
+  if (resolved.batchSize < 1 || resolved.maxAttempts < 1)
+    throw new Error('OutboxRelay: batchSize and maxAttempts must be >= 1');
   return resolved;
 }
 

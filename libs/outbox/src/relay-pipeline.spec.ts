@@ -9,7 +9,13 @@ import { RelayPipeline, type Publisher, type RelayPipelineDeps } from './relay-p
 // The relay pipeline against a fake repository (an in-memory outbox) and a fake publisher: no
 // database, no broker. Every event the pipeline causes goes into one `trace`, in order.
 
-type Trace = Array<{ op: 'send' | 'mark' | 'park' | 'dead' | 'sleep'; seqs?: string[]; db?: 'writer' | 'reader'; ms?: number; wakeable?: boolean }>;
+type Trace = Array<{
+  op: 'send' | 'mark' | 'park' | 'dead' | 'sleep';
+  seqs?: string[];
+  db?: 'writer' | 'reader';
+  ms?: number;
+  wakeable?: boolean;
+}>;
 
 const writer: Queryable = { query: () => Promise.reject(new Error('the fake repository does not query')) };
 const reader: Queryable = { query: () => Promise.reject(new Error('the fake repository does not query')) };
@@ -39,7 +45,15 @@ function eventRow(seq: number, kind: 'created' | 'cancelled', ticketId: string, 
       updatedAt: now,
     },
   };
-  return { seq: String(seq), eventId, aggregateId: ticketId, eventType: type, payload: JSON.stringify(payload), headers: {}, attempts: 0 };
+  return {
+    seq: String(seq),
+    eventId,
+    aggregateId: ticketId,
+    eventType: type,
+    payload: JSON.stringify(payload),
+    headers: {},
+    attempts: 0,
+  };
 }
 
 /** outbox_events + outbox_dead_letters in memory, with the claim's rules (seq order, exclusions, blockedBy). */
@@ -143,7 +157,10 @@ class FakePublisher implements Publisher {
       throw new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9092');
     }
     if (messages.some((m) => this.rejectTickets.has(String(m.key)))) {
-      throw Object.assign(new Error('The request included a message larger than the max message size the server will accept'), { type: 'MESSAGE_TOO_LARGE' });
+      throw Object.assign(
+        new Error('The request included a message larger than the max message size the server will accept'),
+        { type: 'MESSAGE_TOO_LARGE' },
+      );
     }
     this.trace.push({ op: 'send', seqs });
     this.sent.push(messages);
@@ -165,7 +182,17 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
   const broker = { failures: 0, oks: 0, failed: () => broker.failures++, ok: () => void broker.oks++ };
   let rounds = 0;
   const pipeline = new RelayPipeline({
-    settings: { batchSize: 500, markFoldMs: 0, pollIntervalMs: 1, maxAttempts: 5, retryBaseMs: 10, retryMaxMs: 100, outageRetryMaxMs: 100, cleanupIntervalMs: 60_000, ...settings },
+    settings: {
+      batchSize: 500,
+      markFoldMs: 0,
+      pollIntervalMs: 1,
+      maxAttempts: 5,
+      retryBaseMs: 10,
+      retryMaxMs: 100,
+      outageRetryMaxMs: 100,
+      cleanupIntervalMs: 60_000,
+      ...settings,
+    },
     repo: outbox,
     publisher,
     reader: () => reader,
@@ -190,7 +217,12 @@ const ops = (trace: Trace, op: Trace[number]['op']) => trace.filter((t) => t.op 
 describe('RelayPipeline', () => {
   it('claims, publishes in seq order, and marks only acknowledged rows, on the lock connection', async () => {
     const [a, b] = [randomUUID(), randomUUID()];
-    const rows = [eventRow(1, 'created', a), eventRow(2, 'created', b), eventRow(3, 'cancelled', a), eventRow(4, 'cancelled', b)];
+    const rows = [
+      eventRow(1, 'created', a),
+      eventRow(2, 'created', b),
+      eventRow(3, 'cancelled', a),
+      eventRow(4, 'cancelled', b),
+    ];
     const { pipeline, outbox, publisher, trace } = setUp(rows);
 
     await pipeline.lead(writer);
@@ -238,7 +270,11 @@ describe('RelayPipeline', () => {
 
   it('a long outage keeps the retries under outageRetryMaxMs, not retryMaxMs, and reports each attempt to the broker state', async () => {
     const rows = [eventRow(1, 'created', randomUUID())];
-    const { pipeline, publisher, trace, broker } = setUp(rows, { retryBaseMs: 200, retryMaxMs: 30_000, outageRetryMaxMs: 1_000 });
+    const { pipeline, publisher, trace, broker } = setUp(rows, {
+      retryBaseMs: 200,
+      retryMaxMs: 30_000,
+      outageRetryMaxMs: 1_000,
+    });
     publisher.failPrepare = 5; // the broker is down when the relay becomes leader ...
     publisher.failNext = 25; // ... and stays down for a while after the topic set-up
 
@@ -253,9 +289,14 @@ describe('RelayPipeline', () => {
     expect(ops(trace, 'mark').flatMap((m) => m.seqs)).toEqual(['1']);
   });
 
-  it('parks a row the broker rejects, dead-letters it after maxAttempts, and its ticket\'s later rows follow it; other tickets flow', async () => {
+  it("parks a row the broker rejects, dead-letters it after maxAttempts, and its ticket's later rows follow it; other tickets flow", async () => {
     const [rejected, fine] = [randomUUID(), randomUUID()];
-    const rows = [eventRow(1, 'created', rejected), eventRow(2, 'created', fine), eventRow(3, 'cancelled', rejected), eventRow(4, 'cancelled', fine)];
+    const rows = [
+      eventRow(1, 'created', rejected),
+      eventRow(2, 'created', fine),
+      eventRow(3, 'cancelled', rejected),
+      eventRow(4, 'cancelled', fine),
+    ];
     const { pipeline, outbox, publisher, trace } = setUp(rows, { maxAttempts: 3 });
     publisher.rejectTickets.add(rejected);
 
@@ -263,8 +304,19 @@ describe('RelayPipeline', () => {
 
     expect(ops(trace, 'park').map((p) => p.seqs![0])).toEqual(['1', '1']); // attempts 1 and 2
     expect(outbox.dead).toEqual([
-      { seq: '1', attempts: 3, reason: expect.stringMatching(/^kafka_rejected: MESSAGE_TOO_LARGE/), eventId: rows[0].eventId },
-      { seq: '3', attempts: 0, reason: `blocked_by_dead_letter:${rows[0].eventId}`, blocker: rows[0].eventId, eventId: rows[2].eventId },
+      {
+        seq: '1',
+        attempts: 3,
+        reason: expect.stringMatching(/^kafka_rejected: MESSAGE_TOO_LARGE/),
+        eventId: rows[0].eventId,
+      },
+      {
+        seq: '3',
+        attempts: 0,
+        reason: `blocked_by_dead_letter:${rows[0].eventId}`,
+        blocker: rows[0].eventId,
+        eventId: rows[2].eventId,
+      },
     ]);
     expect([...ops(trace, 'park'), ...ops(trace, 'dead')].every((t) => t.db === 'writer')).toBe(true);
     // The rejected ticket's cancel never reached the broker; the other ticket's events did, in order.
@@ -274,19 +326,34 @@ describe('RelayPipeline', () => {
 
   it('dead-letters an invalid envelope at once (never sent) and the later rows of its ticket with it', async () => {
     const [poison, fine] = [randomUUID(), randomUUID()];
-    const rows = [eventRow(1, 'created', poison, false), eventRow(2, 'cancelled', poison), eventRow(3, 'created', fine)];
+    const rows = [
+      eventRow(1, 'created', poison, false),
+      eventRow(2, 'cancelled', poison),
+      eventRow(3, 'created', fine),
+    ];
     const { pipeline, outbox, publisher } = setUp(rows);
 
     await pipeline.lead(writer);
 
     expect(outbox.dead).toEqual([
-      { seq: '1', attempts: 1, reason: expect.stringMatching(/^invalid_envelope: data\.priority/), eventId: rows[0].eventId },
-      { seq: '2', attempts: 0, reason: `blocked_by_dead_letter:${rows[0].eventId}`, blocker: rows[0].eventId, eventId: rows[1].eventId },
+      {
+        seq: '1',
+        attempts: 1,
+        reason: expect.stringMatching(/^invalid_envelope: data\.priority/),
+        eventId: rows[0].eventId,
+      },
+      {
+        seq: '2',
+        attempts: 0,
+        reason: `blocked_by_dead_letter:${rows[0].eventId}`,
+        blocker: rows[0].eventId,
+        eventId: rows[1].eventId,
+      },
     ]);
     expect(publisher.sent.flat().map(seqOf)).toEqual(['3']);
   });
 
-  it('a dead letter from an earlier round blocks its ticket\'s rows written later', async () => {
+  it("a dead letter from an earlier round blocks its ticket's rows written later", async () => {
     const ticket = randomUUID();
     const rows = [eventRow(1, 'created', ticket, false)];
     const { pipeline, outbox, publisher } = setUp(rows);

@@ -22,7 +22,15 @@ export interface Publisher {
 export interface RelayPipelineDeps {
   settings: Pick<
     ResolvedRelayOptions,
-    'batchSize' | 'markFoldMs' | 'pollIntervalMs' | 'maxAttempts' | 'retryBaseMs' | 'retryMaxMs' | 'outageRetryMaxMs' | 'cleanupIntervalMs' | 'faults'
+    | 'batchSize'
+    | 'markFoldMs'
+    | 'pollIntervalMs'
+    | 'maxAttempts'
+    | 'retryBaseMs'
+    | 'retryMaxMs'
+    | 'outageRetryMaxMs'
+    | 'cleanupIntervalMs'
+    | 'faults'
   >;
   repo: Pick<OutboxRepository, 'claim' | 'markPublishedAndClaim' | 'markPublished' | 'park' | 'deadLetter'>;
   publisher: Publisher;
@@ -37,7 +45,11 @@ export interface RelayPipelineDeps {
   isRunning: () => boolean;
   /** Starts the retention cleanup; false when the previous one is still running (asked again next round). */
   cleanup: () => boolean;
-  metrics: { published: { inc(n: number): void }; deadLettered: { inc(n: number): void }; failure(kind: PublishErrorKind): void };
+  metrics: {
+    published: { inc(n: number): void };
+    deadLettered: { inc(n: number): void };
+    failure(kind: PublishErrorKind): void;
+  };
   /** The broker's reachability as the sends see it (OutageLog): one log line per change, the state for stats(). */
   broker: { failed(err: unknown, fields?: Record<string, unknown>): number; ok(): void };
   log: Logger;
@@ -72,7 +84,8 @@ export class RelayPipeline {
     let marked: string[] = []; // seqs of the batch whose mark `marking` is
     let next: Promise<PreparedBatch> | undefined;
     let fold: OutboundMessage[] = []; // acknowledged, not yet marked: marked by the next claim (a subset of `marked`)
-    const idle = () => this.deps.sleep(Math.min(settings.pollIntervalMs, Math.max(0, nextCleanupAt - Date.now())), true);
+    const idle = () =>
+      this.deps.sleep(Math.min(settings.pollIntervalMs, Math.max(0, nextCleanupAt - Date.now())), true);
     while (isRunning()) {
       this.deps.lock.assertHeld();
       if (Date.now() >= nextCleanupAt && this.deps.cleanup()) nextCleanupAt = Date.now() + settings.cleanupIntervalMs;
@@ -145,13 +158,22 @@ export class RelayPipeline {
    * `fold` published in the same statement if given (see lead()), validates them
    * and dead-letters at once those that fail validation or follow a dead letter of their ticket.
    */
-  private async prepareBatch(writer: Queryable, exclude: string[], fold: OutboundMessage[] = []): Promise<PreparedBatch> {
+  private async prepareBatch(
+    writer: Queryable,
+    exclude: string[],
+    fold: OutboundMessage[] = [],
+  ): Promise<PreparedBatch> {
     const { repo, settings } = this.deps;
     let rows: OutboxRow[];
     if (fold.length > 0) {
       // Marks `fold` (acknowledged; its seqs are in `exclude`) and claims, on the lock connection.
       this.deps.lock.assertHeld();
-      rows = await repo.markPublishedAndClaim(writer, fold.map((m) => m.row.seq), settings.batchSize, exclude);
+      rows = await repo.markPublishedAndClaim(
+        writer,
+        fold.map((m) => m.row.seq),
+        settings.batchSize,
+        exclude,
+      );
       this.countPublished(fold.length);
     } else {
       rows = await repo.claim(this.deps.reader(), settings.batchSize, exclude);
@@ -183,7 +205,10 @@ export class RelayPipeline {
    * to mark) and whether any row failed permanently (parked or dead-lettered): the later rows of
    * that ticket in this batch are held back, and so must be those in an already prefetched batch.
    */
-  private async publishBatch(writer: Queryable, batch: PreparedBatch): Promise<{ acked: OutboundMessage[]; disturbed: boolean }> {
+  private async publishBatch(
+    writer: Queryable,
+    batch: PreparedBatch,
+  ): Promise<{ acked: OutboundMessage[]; disturbed: boolean }> {
     const { settings, log } = this.deps;
     const acked: OutboundMessage[] = [];
     const halted = new Set<string>();
@@ -202,7 +227,10 @@ export class RelayPipeline {
         // The broker refused part of a shared request; other partitions of it may have been
         // appended. Isolate the culprit row by row on a fresh producer (the old one's sequence
         // numbers are now unusable); the appended rows will be duplicated (docs/relay.md).
-        log.warn({ err: describePublishError(outcome.error), rows: chunk.length }, 'broker rejected a multi-row send; resending row by row');
+        log.warn(
+          { err: describePublishError(outcome.error), rows: chunk.length },
+          'broker rejected a multi-row send; resending row by row',
+        );
         await this.deps.publisher.reset();
         queue.unshift(...chunk.map((m) => [m]));
         continue;
@@ -217,7 +245,10 @@ export class RelayPipeline {
         const delay = fullJitterBackoff(attempts, settings.retryBaseMs, settings.retryMaxMs);
         this.deps.lock.assertHeld();
         await this.deps.repo.park(writer, m.row.seq, attempts, reason, delay);
-        log.warn({ seq: m.row.seq, eventId: m.row.eventId, attempts, retryInMs: delay, reason }, 'broker rejected an outbox row; will retry');
+        log.warn(
+          { seq: m.row.seq, eventId: m.row.eventId, attempts, retryInMs: delay, reason },
+          'broker rejected an outbox row; will retry',
+        );
       }
     }
     return { acked, disturbed: halted.size > 0 };
@@ -227,7 +258,10 @@ export class RelayPipeline {
   private async markPublished(writer: Queryable, acked: OutboundMessage[]): Promise<void> {
     if (acked.length === 0) return;
     this.deps.lock.assertHeld();
-    await this.deps.repo.markPublished(writer, acked.map((m) => m.row.seq));
+    await this.deps.repo.markPublished(
+      writer,
+      acked.map((m) => m.row.seq),
+    );
     this.countPublished(acked.length);
   }
 
@@ -258,7 +292,10 @@ export class RelayPipeline {
           return { ok: false, error: err };
         }
         if (kind === 'producer-state') {
-          log.warn({ err: describePublishError(err), rows: chunk.length }, 'producer session fenced; resending the batch on a new producer');
+          log.warn(
+            { err: describePublishError(err), rows: chunk.length },
+            'producer session fenced; resending the batch on a new producer',
+          );
           await publisher.reset();
         } else {
           broker.failed(err, { rows: chunk.length });
@@ -285,7 +322,10 @@ export class RelayPipeline {
     const bySeq = new Map(rows.map((r) => [r.seq, r]));
     for (const e of entries) {
       const row = bySeq.get(e.seq);
-      this.deps.log.error({ seq: e.seq, eventId: row?.eventId, ticketId: row?.aggregateId, attempts: e.attempts, reason: e.reason }, 'outbox row dead-lettered');
+      this.deps.log.error(
+        { seq: e.seq, eventId: row?.eventId, ticketId: row?.aggregateId, attempts: e.attempts, reason: e.reason },
+        'outbox row dead-lettered',
+      );
     }
   }
 }

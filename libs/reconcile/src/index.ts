@@ -1,4 +1,9 @@
 export { reconcile, reconcileReport, formatFindings, duplicateCreationRatio, CHECK_IDS } from './reconcile';
 export type { Finding, ReconcileOptions, ReconcileReport, CheckId } from './reconcile';
-export { ReconcileRunsRepository, type ReconcileRun, type ReconcileTrigger, type StoredReconcileRun } from './reconcile-runs.repository';
+export {
+  ReconcileRunsRepository,
+  type ReconcileRun,
+  type ReconcileTrigger,
+  type StoredReconcileRun,
+} from './reconcile-runs.repository';
 export { ReconcileSchedule, type ReconcileScheduleSettings } from './reconcile-schedule';

@@ -33,7 +33,10 @@ export class ReconcileRunsRepository {
 
   /** The run that finished last, of any trigger or of one (`trigger`); null when none ran. */
   async latest(trigger?: ReconcileTrigger): Promise<StoredReconcileRun | null> {
-    const row = await this.prisma.reconcileRun.findFirst({ where: trigger ? { trigger } : {}, orderBy: [{ finishedAt: 'desc' }, { id: 'desc' }] });
+    const row = await this.prisma.reconcileRun.findFirst({
+      where: trigger ? { trigger } : {},
+      orderBy: [{ finishedAt: 'desc' }, { id: 'desc' }],
+    });
     return row ? toRun(row) : null;
   }
 }

@@ -83,7 +83,11 @@ export class ReconcileSchedule {
   private async lookAndRun(): Promise<StoredReconcileRun | null> {
     // Most looks find a recent run: answer those from the pool, without opening the lock's connection.
     if (await this.ranRecently()) return null;
-    const db = new Client({ connectionString: this.settings.databaseUrl, application_name: 'reconcile-schedule', connectionTimeoutMillis: 5_000 });
+    const db = new Client({
+      connectionString: this.settings.databaseUrl,
+      application_name: 'reconcile-schedule',
+      connectionTimeoutMillis: 5_000,
+    });
     db.on('error', () => undefined); // a dropped connection frees the lock; the query in flight rejects
     await db.connect();
     try {
@@ -99,8 +103,14 @@ export class ReconcileSchedule {
         });
         const run = await this.runs.record({ trigger: 'schedule', ...report });
         this.log?.info(
-          { ticketsChecked: run.ticketsChecked, duplicateTickets: run.duplicateTickets, findings: run.findings.map((f) => ({ check: f.id, count: f.count })) },
-          run.findings.length ? 'scheduled reconcile found disagreements (npm run cli -- reconcile shows what to do)' : 'scheduled reconcile: everything agrees',
+          {
+            ticketsChecked: run.ticketsChecked,
+            duplicateTickets: run.duplicateTickets,
+            findings: run.findings.map((f) => ({ check: f.id, count: f.count })),
+          },
+          run.findings.length
+            ? 'scheduled reconcile found disagreements (npm run cli -- reconcile shows what to do)'
+            : 'scheduled reconcile: everything agrees',
         );
         return run;
       } finally {

@@ -91,7 +91,9 @@ export class ReconcileRepository {
 
   /** The offending ids of one check, at most `limit` (own statement, no transaction across checks). */
   async offenders(check: CheckId, params: CheckParams, limit: number): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<Array<{ id: string }>>(Prisma.sql`SELECT id FROM (${QUERIES[check](params)}) AS x LIMIT ${limit}::int`);
+    const rows = await this.prisma.$queryRaw<Array<{ id: string }>>(
+      Prisma.sql`SELECT id FROM (${QUERIES[check](params)}) AS x LIMIT ${limit}::int`,
+    );
     return rows.map((r) => r.id);
   }
 

@@ -28,7 +28,8 @@ const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
   {
     id: 'ticket-without-created-event',
     name: 'ticket without its ticket.created.v1 event',
-    advice: 'The create transaction writes both; this means rows were deleted by hand. Re-enqueue the event or investigate.',
+    advice:
+      'The create transaction writes both; this means rows were deleted by hand. Re-enqueue the event or investigate.',
   },
   {
     id: 'cancelled-without-cancelled-event',
@@ -38,17 +39,20 @@ const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
   {
     id: 'key-without-ticket',
     name: 'idempotency key pointing at a missing ticket',
-    advice: 'A key must resolve to the ticket it made; the ticket was deleted by hand. Delete the key or restore the ticket.',
+    advice:
+      'A key must resolve to the ticket it made; the ticket was deleted by hand. Delete the key or restore the ticket.',
   },
   {
     id: 'ticket-without-key',
     name: 'ticket created through the API without its idempotency key (within the key retention)',
-    advice: 'Only a purge past IDEMPOTENCY_KEY_RETENTION removes keys; a younger ticket without one means manual deletion.',
+    advice:
+      'Only a purge past IDEMPOTENCY_KEY_RETENTION removes keys; a younger ticket without one means manual deletion.',
   },
   {
     id: 'outbox-unpublished',
     name: 'outbox event unpublished for longer than the grace period',
-    advice: 'Is a relay running (RELAY_ENABLED=true in the API, or npm run start:relay)? Is Kafka reachable? See outbox lag in /metrics.',
+    advice:
+      'Is a relay running (RELAY_ENABLED=true in the API, or npm run start:relay)? Is Kafka reachable? See outbox lag in /metrics.',
   },
   {
     id: 'outbox-dead-lettered',
@@ -116,7 +120,14 @@ export async function reconcileReport(prisma: PrismaClient, opts: ReconcileOptio
   for (const [i, check] of CHECKS.entries()) {
     opts.onProgress?.(i, CHECKS.length, check.name);
     const ids = await repo.offenders(check.id, opts, COUNT_LIMIT);
-    if (ids.length) findings.push({ id: check.id, check: check.name, count: ids.length, sample: ids.slice(0, 5), advice: check.advice });
+    if (ids.length)
+      findings.push({
+        id: check.id,
+        check: check.name,
+        count: ids.length,
+        sample: ids.slice(0, 5),
+        advice: check.advice,
+      });
   }
   const ticketsChecked = await repo.ticketsSince(opts);
   opts.onProgress?.(CHECKS.length, CHECKS.length, 'done');

@@ -10,7 +10,9 @@ const LOCK = [0x7469636b, 0x7265636f] as const;
 
 export class ScheduleLockRepository {
   async tryLock(db: ClientBase): Promise<boolean> {
-    const { rows } = await db.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1::int, $2::int) AS got', [...LOCK]);
+    const { rows } = await db.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1::int, $2::int) AS got', [
+      ...LOCK,
+    ]);
     return rows[0].got;
   }
 

@@ -30,9 +30,15 @@ export class OutageLog {
     const before = this.failuresInOutage++;
     if (this.downSince === undefined) {
       this.downSince = this.now();
-      this.log?.warn({ err: describe(err), ...fields }, `${this.what} unreachable, retrying every ${seconds(this.retryEveryMs)}`);
+      this.log?.warn(
+        { err: describe(err), ...fields },
+        `${this.what} unreachable, retrying every ${seconds(this.retryEveryMs)}`,
+      );
     } else {
-      this.log?.debug({ err: describe(err), attempt: this.failuresInOutage, ...fields }, `${this.what} still unreachable`);
+      this.log?.debug(
+        { err: describe(err), attempt: this.failuresInOutage, ...fields },
+        `${this.what} still unreachable`,
+      );
     }
     return before;
   }
@@ -41,7 +47,10 @@ export class OutageLog {
   ok(fields: Record<string, unknown> = {}): void {
     if (this.downSince === undefined) return;
     const downMs = this.now() - this.downSince;
-    this.log?.info({ downMs, failedAttempts: this.failuresInOutage, ...fields }, `${this.what} back after ${seconds(downMs)}`);
+    this.log?.info(
+      { downMs, failedAttempts: this.failuresInOutage, ...fields },
+      `${this.what} back after ${seconds(downMs)}`,
+    );
     this.downSince = undefined;
     this.failuresInOutage = 0;
   }
@@ -51,7 +60,9 @@ export class OutageLog {
   }
 
   current(): DependencyState {
-    return this.downSince === undefined ? { state: 'up', unreachableForMs: 0 } : { state: 'unreachable', unreachableForMs: this.now() - this.downSince };
+    return this.downSince === undefined
+      ? { state: 'up', unreachableForMs: 0 }
+      : { state: 'unreachable', unreachableForMs: this.now() - this.downSince };
   }
 }
 

@@ -10,7 +10,8 @@ const PORT_ERRORS = new Set(['EADDRINUSE', 'EACCES', 'EPERM', 'EADDRNOTAVAIL']);
  */
 export function listen(server: Server, at: PortSetting): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => reject(err.code && PORT_ERRORS.has(err.code) ? new PortUnavailableError(err, at) : err);
+    const onError = (err: NodeJS.ErrnoException): void =>
+      reject(err.code && PORT_ERRORS.has(err.code) ? new PortUnavailableError(err, at) : err);
     server.once('error', onError);
     server.listen(at.port, at.host, () => {
       server.off('error', onError);

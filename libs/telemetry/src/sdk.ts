@@ -22,12 +22,23 @@ const UNTRACED_PATHS = /^\/(health|metrics)(\/|\?|$)/;
 export function startSdk(config: TelemetryConfig & { tracesUrl: string }, serviceName: string): NodeSDK {
   const sdk = new NodeSDK({
     serviceName,
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: config.tracesUrl }), scheduledDelayMillis: config.exportDelayMs })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter: new OTLPTraceExporter({ url: config.tracesUrl }),
+        scheduledDelayMillis: config.exportDelayMs,
+      }),
+    ],
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED_PATHS.test(req.url ?? '') }),
-      new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false, ignorePaths: (opts) => UNTRACED_PATHS.test(opts.url) }),
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED_PATHS.test(req.url ?? ''),
+      }),
+      new FastifyOtelInstrumentation({
+        registerOnInitialization: true,
+        instrumentHooks: false,
+        ignorePaths: (opts) => UNTRACED_PATHS.test(opts.url),
+      }),
       new PgInstrumentation({ requireParentSpan: true }),
       new KafkaJsInstrumentation(),
     ],

@@ -4,7 +4,15 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { createLogger } from '@tickets/logger';
-import { contextOf, inTraceOf, sdkTracer, startItemSpans, tracedSend, traceparentForRequest, traceparentOf } from './trace-context';
+import {
+  contextOf,
+  inTraceOf,
+  sdkTracer,
+  startItemSpans,
+  tracedSend,
+  traceparentForRequest,
+  traceparentOf,
+} from './trace-context';
 
 const CALLER = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const OTHER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
@@ -15,7 +23,9 @@ const read = { traceparent: (i: { tp: string | null }) => i.tp, attributes: () =
 /** Log lines written while `fn` runs, parsed. */
 function logLines(fn: (log: ReturnType<typeof createLogger>) => void): Record<string, unknown>[] {
   const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(JSON.parse(chunk.toString())), done()) });
+  const sink = new Writable({
+    write: (chunk: Buffer, _enc, done) => (lines.push(JSON.parse(chunk.toString())), done()),
+  });
   fn(createLogger('info', 'spec', sink));
   return lines;
 }
@@ -29,7 +39,11 @@ describe('tracing off (no SDK started): the trace context is only passed along',
     const continued = TRACEPARENT.exec(traceparentForRequest({ traceparent: CALLER }))!;
     expect(continued[1]).toBe('0af7651916cd43dd8448eb211c80319c');
     expect(continued[2]).not.toBe('b7ad6b7169203331');
-    for (const headers of [{}, { traceparent: 'garbage' }, { traceparent: '00-00000000000000000000000000000000-b7ad6b7169203331-01' }]) {
+    for (const headers of [
+      {},
+      { traceparent: 'garbage' },
+      { traceparent: '00-00000000000000000000000000000000-b7ad6b7169203331-01' },
+    ]) {
       const fresh = TRACEPARENT.exec(traceparentForRequest(headers))!;
       expect(fresh[1]).not.toMatch(/^0+$/);
     }
@@ -79,7 +93,9 @@ describe('tracing on (an SDK tracer provider registered)', () => {
 
   it("a request's events get the active span's context", () => {
     tracer().startActiveSpan('request', (span) => {
-      expect(traceparentForRequest({ traceparent: OTHER })).toBe(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`);
+      expect(traceparentForRequest({ traceparent: OTHER })).toBe(
+        `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`,
+      );
       span.end();
     });
   });
@@ -92,7 +108,10 @@ describe('tracing on (an SDK tracer provider registered)', () => {
       batch.end();
       const done = exporter.getFinishedSpans().filter((s) => s.name === 'process t');
       expect(done).toHaveLength(3);
-      expect(done.map((s) => s.spanContext().traceId).slice(0, 2)).toEqual(['0af7651916cd43dd8448eb211c80319c', '4bf92f3577b34da6a3ce929d0e0e4736']);
+      expect(done.map((s) => s.spanContext().traceId).slice(0, 2)).toEqual([
+        '0af7651916cd43dd8448eb211c80319c',
+        '4bf92f3577b34da6a3ce929d0e0e4736',
+      ]);
       expect(done.map((s) => s.parentSpanContext?.spanId)).toEqual(['b7ad6b7169203331', '00f067aa0ba902b7', undefined]);
       expect(done[2].spanContext().traceId).not.toBe(batch.spanContext().traceId); // no stored context: a trace of its own
       for (const s of done) expect(s.links.map((l) => l.context.spanId)).toEqual([batch.spanContext().spanId]);
@@ -117,11 +136,17 @@ describe('tracing on (an SDK tracer provider registered)', () => {
     });
     expect(suppressed).toBe(true);
     const [send] = exporter.getFinishedSpans();
-    expect(send).toMatchObject({ name: 'send ticket-events', kind: SpanKind.PRODUCER, attributes: expect.objectContaining({ 'messaging.message.id': 'e-1', 'messaging.kafka.message.key': 't-1' }) });
+    expect(send).toMatchObject({
+      name: 'send ticket-events',
+      kind: SpanKind.PRODUCER,
+      attributes: expect.objectContaining({ 'messaging.message.id': 'e-1', 'messaging.kafka.message.key': 't-1' }),
+    });
     expect(send.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
     expect(messages[0].headers.traceparent).toBe(CALLER);
     expect(exporter.getFinishedSpans()).toHaveLength(1);
-    await expect(tracedSend('ticket-events', messages, () => Promise.reject(new Error('broker down')))).rejects.toThrow('broker down');
+    await expect(tracedSend('ticket-events', messages, () => Promise.reject(new Error('broker down')))).rejects.toThrow(
+      'broker down',
+    );
     expect(exporter.getFinishedSpans()[1].status.code).toBe(2);
   });
 

@@ -23,7 +23,9 @@ const w3c = new W3CTraceContextPropagator();
 /** The SDK's tracer when tracing is on, else undefined (then the helpers below only pass `traceparent` along). */
 export function sdkTracer(): Tracer | undefined {
   const provider = trace.getTracerProvider();
-  return provider instanceof ProxyTracerProvider ? provider.getDelegateTracer(TRACER_NAME) : provider.getTracer(TRACER_NAME);
+  return provider instanceof ProxyTracerProvider
+    ? provider.getDelegateTracer(TRACER_NAME)
+    : provider.getTracer(TRACER_NAME);
 }
 
 /** The context a stored or received `traceparent` stands for (ROOT_CONTEXT when it is missing or invalid). */
@@ -92,12 +94,18 @@ export interface ItemSpans {
 export function startItemSpans<T>(name: string, kind: SpanKind, items: readonly T[], read: TracedItems<T>): ItemSpans {
   const tracer = sdkTracer();
   if (!tracer) {
-    return { traceparents: items.map((i) => read.traceparent(i) ?? null), within: (_i, fn) => fn(), end: () => undefined };
+    return {
+      traceparents: items.map((i) => read.traceparent(i) ?? null),
+      within: (_i, fn) => fn(),
+      end: () => undefined,
+    };
   }
   const active = context.active();
   const batch = trace.getSpanContext(active);
   const links = batch ? [{ context: batch }] : [];
-  const spans: Span[] = items.map((item) => tracer.startSpan(name, { kind, attributes: read.attributes(item), links }, contextOf(read.traceparent(item))));
+  const spans: Span[] = items.map((item) =>
+    tracer.startSpan(name, { kind, attributes: read.attributes(item), links }, contextOf(read.traceparent(item))),
+  );
   const contexts = spans.map((s) => trace.setSpan(active, s));
   return {
     traceparents: contexts.map((c) => traceparentOf(c) ?? null),
@@ -120,7 +128,11 @@ export function startItemSpans<T>(name: string, kind: SpanKind, items: readonly 
  * out of this send: it would start each message's span under the relay's loop and overwrite the
  * message's `traceparent` with it, cutting the message off the trace of the request that created it.
  */
-export async function tracedSend<T>(topic: string, messages: readonly { key?: unknown; headers?: Record<string, unknown> }[], send: () => Promise<T>): Promise<T> {
+export async function tracedSend<T>(
+  topic: string,
+  messages: readonly { key?: unknown; headers?: Record<string, unknown> }[],
+  send: () => Promise<T>,
+): Promise<T> {
   if (!sdkTracer()) return send();
   const spans = startItemSpans(`send ${topic}`, SpanKind.PRODUCER, messages, {
     traceparent: (m) => (typeof m.headers?.traceparent === 'string' ? m.headers.traceparent : null),

@@ -13,7 +13,9 @@ describe('webhook target checks', () => {
     expect(secretProblem(`whsec_${Buffer.alloc(16, 7).toString('base64')}`)).toBeUndefined();
     expect(secretProblem('short')).toBe('must be at least 16 characters');
     expect(secretProblem('whsec_not base64 at all!')).toBe('starts with whsec_ but the rest is not base64');
-    expect(secretProblem(`whsec_${Buffer.alloc(10, 7).toString('base64')}`)).toBe('has a whsec_ base64 part that decodes to fewer than 16 bytes');
+    expect(secretProblem(`whsec_${Buffer.alloc(10, 7).toString('base64')}`)).toBe(
+      'has a whsec_ base64 part that decodes to fewer than 16 bytes',
+    );
   });
 
   it('masks a secret down to its kind and length', () => {

@@ -1,7 +1,8 @@
 import { signingKey } from '@tickets/notifications';
 
 /** What to show of a secret: its kind and length, never a character of it. */
-export const maskSecret = (secret: string | null) => (secret ? `${secret.startsWith('whsec_') ? 'whsec_' : ''}**** (${secret.length} chars)` : '(none)');
+export const maskSecret = (secret: string | null) =>
+  secret ? `${secret.startsWith('whsec_') ? 'whsec_' : ''}**** (${secret.length} chars)` : '(none)';
 
 /** Why this URL cannot be a webhook target (a phrase to follow its name), or undefined when it can. */
 export function urlProblem(url: string): string | undefined {

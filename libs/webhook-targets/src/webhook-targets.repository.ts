@@ -13,7 +13,10 @@ export class WebhookTargetsRepository {
 
   /** One read; undefined when no tenant has this slug. */
   async find(slug: string): Promise<TenantWebhookTarget | undefined> {
-    const t = await this.prisma.tenant.findUnique({ where: { slug }, select: { id: true, slug: true, webhookUrl: true, webhookSecret: true } });
+    const t = await this.prisma.tenant.findUnique({
+      where: { slug },
+      select: { id: true, slug: true, webhookUrl: true, webhookSecret: true },
+    });
     return t ? { tenantId: t.id, slug: t.slug, url: t.webhookUrl, secret: t.webhookSecret } : undefined;
   }
 

@@ -59,8 +59,20 @@ interface Columns {
 }
 
 function toColumns(input: RecordBatchInput): Columns {
-  const c: Columns = { ids: [], types: [], tenants: [], tickets: [], offsets: [], payloads: [], traceparents: [], repeats: [], validOffsets: input.offsets, invalid: [] };
-  for (const m of input.invalid) c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
+  const c: Columns = {
+    ids: [],
+    types: [],
+    tenants: [],
+    tickets: [],
+    offsets: [],
+    payloads: [],
+    traceparents: [],
+    repeats: [],
+    validOffsets: input.offsets,
+    invalid: [],
+  };
+  for (const m of input.invalid)
+    c.invalid.push({ o: m.offset, reason: m.reason, key: m.key, value: m.value, headers: m.headers });
   const first = new Map<string, { i: number; repeats: number }>();
   input.events.forEach((e, i) => {
     const id = e.id.toLowerCase();
@@ -88,7 +100,7 @@ function toColumns(input: RecordBatchInput): Columns {
 /** A notification the statement leased, as it returns it (the payload and the lease are known here). */
 type LeasedRow = Omit<ClaimedNotification, 'attempts' | 'payload' | 'lease_token'> & { event_id: string };
 
-const NO_TARGET = "no webhook target: the tenant has no webhook_url and NOTIFY_WEBHOOK_URL is not set";
+const NO_TARGET = 'no webhook target: the tenant has no webhook_url and NOTIFY_WEBHOOK_URL is not set';
 
 /**
  * The consumer's writes. The inbox, notification, dead-letter and replay-counter writes share one
@@ -128,11 +140,20 @@ export class InboxRepository {
     }
   }
 
-  private async runRecordBatch(db: Pool | PoolClient, input: RecordBatchInput, c: Columns, careful: boolean): Promise<RecordBatchResult> {
+  private async runRecordBatch(
+    db: Pool | PoolClient,
+    input: RecordBatchInput,
+    c: Columns,
+    careful: boolean,
+  ): Promise<RecordBatchResult> {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
     const { lease } = input;
-    const [r] = await this.query<Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }>(db, Prisma.sql`
+    const [r] = await this.query<
+      Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }
+    >(
+      db,
+      Prisma.sql`
       WITH v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
@@ -167,10 +188,12 @@ export class InboxRepository {
       -- process's dispatcher (handOver) the way a claim leases them: attempts 1, due when the lease ends.
       x AS (
         SELECT c.*, t.webhook_url, COALESCE(t.webhook_url, ${url}::text) AS target,
-               ${lease
-                 ? Prisma.sql`row_number() OVER (ORDER BY COALESCE(t.webhook_url, ${url}::text) IS NULL, c.event_id) <= ${lease.limit}::int
+               ${
+                 lease
+                   ? Prisma.sql`row_number() OVER (ORDER BY COALESCE(t.webhook_url, ${url}::text) IS NULL, c.event_id) <= ${lease.limit}::int
                               AND COALESCE(t.webhook_url, ${url}::text) IS NOT NULL`
-                 : Prisma.sql`false`} AS leased
+                   : Prisma.sql`false`
+               } AS leased
         FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
         ${careful ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins)` : Prisma.sql`WHERE NOT c.seen`}
       ),
@@ -223,7 +246,8 @@ export class InboxRepository {
                                                 'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret))
                 FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
       // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
-      careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch');
+      careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch',
+    );
     return {
       received: input.events.length + input.invalid.length,
       processed: r.processed,
@@ -231,7 +255,12 @@ export class InboxRepository {
       deadLettered: c.invalid.length,
       pending: r.pending,
       noTarget: r.noTarget,
-      leased: (r.leased ?? []).map((n) => ({ ...n, attempts: 1, lease_token: lease!.token, payload: c.payloads[c.ids.indexOf(n.event_id)].toString('utf8') })),
+      leased: (r.leased ?? []).map((n) => ({
+        ...n,
+        attempts: 1,
+        lease_token: lease!.token,
+        payload: c.payloads[c.ids.indexOf(n.event_id)].toString('utf8'),
+      })),
     };
   }
 }

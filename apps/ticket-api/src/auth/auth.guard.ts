@@ -27,7 +27,8 @@ export class ApiKeyGuard implements CanActivate {
     const m = typeof header === 'string' ? /^Bearer\s+(\S{1,512})\s*$/i.exec(header) : null;
     if (!m) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
     // A key that just failed answers from memory; an address that keeps failing stops reaching the database.
-    if (this.limits.isKnownUnknown(m[1])) throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+    if (this.limits.isKnownUnknown(m[1]))
+      throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
     this.limits.admitKeyLookup(req.ip);
     const principal = await this.resolver.resolve(m[1]);
     if (!principal) {

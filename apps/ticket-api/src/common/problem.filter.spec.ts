@@ -5,7 +5,8 @@ import { toProblem } from './problem.filter';
 const logger = createLogger('silent', 'problem-filter-spec');
 // The server ended the session while a statement ran (SQLSTATE 57P01): the statement's outcome is unknown.
 const lost = () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' });
+const refused = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' });
 
 describe('toProblem: database failures', () => {
   it('a database that cannot be reached: 503 database_unavailable with Retry-After', () => {

@@ -18,22 +18,33 @@ export function toProblem(error: unknown, logger: Logger, req?: FastifyRequest):
     return { body: problemBody(error.code, error.message, error.extensions), retryAfter: error.retryAfterSeconds };
   }
   // Nest wraps Fastify's own client errors (body parsing, limits) in an HttpException with the original as cause.
-  const e = (error instanceof HttpException && error.cause instanceof Error ? error.cause : error) as Error & { code?: string; statusCode?: number };
+  const e = (error instanceof HttpException && error.cause instanceof Error ? error.cause : error) as Error & {
+    code?: string;
+    statusCode?: number;
+  };
   const fastify = e?.code ? FASTIFY_ERRORS[e.code] : undefined;
   if (fastify) return { body: fastify(e) };
   if (e instanceof SyntaxError && e.message.includes('JSON')) return { body: problemBody('malformed_json', e.message) };
   if (error instanceof HttpException) {
     const status = error.getStatus();
-    if (status === 404) return { body: problemBody('not_found', `No route ${req?.method ?? ''} ${req?.url ?? ''}`.trim()) };
+    if (status === 404)
+      return { body: problemBody('not_found', `No route ${req?.method ?? ''} ${req?.url ?? ''}`.trim()) };
     if (status === 405) return { body: problemBody('method_not_allowed', error.message) };
     if (status === 413) return { body: problemBody('payload_too_large', 'The request body exceeds the size limit.') };
-    if (status === 415) return { body: problemBody('unsupported_media_type', `${error.message}. Use Content-Type: application/json.`) };
+    if (status === 415)
+      return { body: problemBody('unsupported_media_type', `${error.message}. Use Content-Type: application/json.`) };
     if (status < 500) return { body: problemBody('validation_failed', error.message) };
   }
   // Every other database failure left nothing behind that a retry with the same key cannot settle.
   if (!(error instanceof WriteOutcomeUnknownError) && isDatabaseUnavailable(error)) {
     logger.warn({ err: error, reqId: req?.id }, 'database unavailable');
-    return { body: problemBody('database_unavailable', 'The database did not answer. Retry later with the same Idempotency-Key.'), retryAfter: 2 };
+    return {
+      body: problemBody(
+        'database_unavailable',
+        'The database did not answer. Retry later with the same Idempotency-Key.',
+      ),
+      retryAfter: 2,
+    };
   }
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     // A client error raised by Fastify that we do not map one by one: never report it as a 500.
@@ -41,7 +52,11 @@ export function toProblem(error: unknown, logger: Logger, req?: FastifyRequest):
   }
   const errorId = randomUUID();
   logger.error({ err: error, errorId, reqId: req?.id, method: req?.method, url: req?.url }, 'unhandled error');
-  return { body: problemBody('internal_error', `Unexpected error; reference errorId ${errorId} when reporting it.`, { errorId }) };
+  return {
+    body: problemBody('internal_error', `Unexpected error; reference errorId ${errorId} when reporting it.`, {
+      errorId,
+    }),
+  };
 }
 
 export function sendProblem(reply: FastifyReply, mapped: Mapped): void {

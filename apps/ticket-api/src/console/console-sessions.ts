@@ -39,7 +39,12 @@ export class ConsoleSessions {
     if (!sameSecret(given, this.token)) return undefined;
     this.sweep(now);
     if (this.sessions.size >= this.maxSessions) this.sessions.delete(this.sessions.keys().next().value!);
-    const session = { id: randomBytes(32).toString('base64url'), label: randomBytes(4).toString('hex'), csrf: randomBytes(32).toString('base64url'), expiresAt: now + this.ttlMs };
+    const session = {
+      id: randomBytes(32).toString('base64url'),
+      label: randomBytes(4).toString('hex'),
+      csrf: randomBytes(32).toString('base64url'),
+      expiresAt: now + this.ttlMs,
+    };
     this.sessions.set(session.id, session);
     return session;
   }

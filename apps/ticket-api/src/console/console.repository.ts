@@ -40,7 +40,9 @@ export class ConsoleRepository {
   constructor(private readonly db: Database) {}
 
   async outbox(): Promise<OutboxOverview> {
-    const [counts] = await this.db.prisma.$queryRaw<Array<{ pending: number; age: number | null; dead: number }>>(Prisma.sql`
+    const [counts] = await this.db.prisma.$queryRaw<
+      Array<{ pending: number; age: number | null; dead: number }>
+    >(Prisma.sql`
       SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,
              (SELECT floor(extract(epoch FROM now() - created_at) * 1000)::float8
                 FROM outbox_events WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS age,
@@ -51,7 +53,12 @@ export class ConsoleRepository {
         LEFT JOIN outbox_events o
           ON o.published_at >= m.minute AND o.published_at < m.minute + interval '1 minute'
        GROUP BY m.minute ORDER BY m.minute`);
-    return { pending: counts.pending, oldestPendingAgeMs: Math.max(0, counts.age ?? 0), deadLetters: counts.dead, publishedPerMinute: perMinute };
+    return {
+      pending: counts.pending,
+      oldestPendingAgeMs: Math.max(0, counts.age ?? 0),
+      deadLetters: counts.dead,
+      publishedPerMinute: perMinute,
+    };
   }
 
   async deadLetterCounts(notifierGroup: string): Promise<DeadLetterCounts> {

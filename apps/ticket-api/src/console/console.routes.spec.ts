@@ -16,8 +16,14 @@ function setup() {
   const sessions = new ConsoleSessions(TOKEN, 60_000);
   const acted: Array<{ action: string; req: ActionRequest }> = [];
   const deadLetters = {
-    requeue: async (req: ActionRequest) => (acted.push({ action: 'requeue', req }), [{ kind: req.kind, id: req.filter.id!, outcome: 'requeued' as const, message: 'done' }]),
-    discard: async (req: ActionRequest) => (acted.push({ action: 'discard', req }), [{ kind: req.kind, id: req.filter.id!, outcome: 'discarded' as const, message: 'gone' }]),
+    requeue: async (req: ActionRequest) => (
+      acted.push({ action: 'requeue', req }),
+      [{ kind: req.kind, id: req.filter.id!, outcome: 'requeued' as const, message: 'done' }]
+    ),
+    discard: async (req: ActionRequest) => (
+      acted.push({ action: 'discard', req }),
+      [{ kind: req.kind, id: req.filter.id!, outcome: 'discarded' as const, message: 'gone' }]
+    ),
   } as unknown as DeadLetters;
   const routes = new ConsoleRoutes({
     sessions,
@@ -31,7 +37,15 @@ function setup() {
     outboxRetentionMs: 1,
     log: createLogger('silent', 'console-test'),
   });
-  const call = (r: Partial<ConsoleRequest>) => routes.handle({ method: 'GET', path: '/', query: new URLSearchParams(), form: new URLSearchParams(), address: '10.0.0.1', ...r });
+  const call = (r: Partial<ConsoleRequest>) =>
+    routes.handle({
+      method: 'GET',
+      path: '/',
+      query: new URLSearchParams(),
+      form: new URLSearchParams(),
+      address: '10.0.0.1',
+      ...r,
+    });
   return { sessions, acted, call };
 }
 
@@ -40,7 +54,15 @@ describe('ConsoleRoutes', () => {
     const { call } = setup();
     expect(await call({ path: '/' })).toMatchObject({ status: 303, location: '/login' });
     expect(await call({ path: '/dead-letters' })).toMatchObject({ status: 303, location: '/login' });
-    expect((await call({ method: 'POST', path: '/dead-letters/requeue', form: new URLSearchParams({ kind: 'notification', id: ID }) })).status).toBe(401);
+    expect(
+      (
+        await call({
+          method: 'POST',
+          path: '/dead-letters/requeue',
+          form: new URLSearchParams({ kind: 'notification', id: ID }),
+        })
+      ).status,
+    ).toBe(401);
     expect((await call({ path: '/nope' })).status).toBe(404);
     expect((await call({ method: 'DELETE', path: '/dead-letters' })).status).toBe(405);
   });
@@ -53,20 +75,32 @@ describe('ConsoleRoutes', () => {
     expect(limited.status).toBe(429);
     expect(Number(limited.headers?.['retry-after'])).toBeGreaterThan(0);
     // Another address is not affected.
-    expect(await call({ method: 'POST', path: '/login', address: '10.0.0.2', form: new URLSearchParams({ token: TOKEN }) })).toMatchObject({ status: 303, location: '/' });
+    expect(
+      await call({ method: 'POST', path: '/login', address: '10.0.0.2', form: new URLSearchParams({ token: TOKEN }) }),
+    ).toMatchObject({ status: 303, location: '/' });
   });
 
   it('the right token opens a session', async () => {
     const { call } = setup();
     const r = await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: TOKEN }) });
-    expect(r).toMatchObject({ status: 303, location: '/', setSession: expect.objectContaining({ id: expect.any(String) }) });
+    expect(r).toMatchObject({
+      status: 303,
+      location: '/',
+      setSession: expect.objectContaining({ id: expect.any(String) }),
+    });
   });
 
   it('refuses an action without the session’s CSRF token, and does nothing', async () => {
     const { sessions, acted, call } = setup();
     const s = sessions.logIn(TOKEN)!;
-    for (const form of [{ kind: 'notification', id: ID }, { kind: 'notification', id: ID, csrf: 'guess' }] as Array<Record<string, string>>) {
-      expect((await call({ method: 'POST', path: '/dead-letters/requeue', session: s, form: new URLSearchParams(form) })).status).toBe(403);
+    for (const form of [
+      { kind: 'notification', id: ID },
+      { kind: 'notification', id: ID, csrf: 'guess' },
+    ] as Array<Record<string, string>>) {
+      expect(
+        (await call({ method: 'POST', path: '/dead-letters/requeue', session: s, form: new URLSearchParams(form) }))
+          .status,
+      ).toBe(403);
     }
     expect((await call({ method: 'POST', path: '/logout', session: s, form: new URLSearchParams() })).status).toBe(403);
     expect(acted).toEqual([]);
@@ -76,17 +110,44 @@ describe('ConsoleRoutes', () => {
   it('requeues and discards through the dead-letter code path as console:<session>, then goes back (never off-site)', async () => {
     const { sessions, acted, call } = setup();
     const s = sessions.logIn(TOKEN)!;
-    const post = (path: string, extra: Record<string, string>) => call({ method: 'POST', path, session: s, form: new URLSearchParams({ csrf: s.csrf, kind: 'notification', id: ID, ...extra }) });
-    expect(await post('/dead-letters/requeue', { back: '/dead-letters?kind=notification', note: 'receiver fixed' })).toMatchObject({ status: 303, location: '/dead-letters?kind=notification' });
+    const post = (path: string, extra: Record<string, string>) =>
+      call({
+        method: 'POST',
+        path,
+        session: s,
+        form: new URLSearchParams({ csrf: s.csrf, kind: 'notification', id: ID, ...extra }),
+      });
+    expect(
+      await post('/dead-letters/requeue', { back: '/dead-letters?kind=notification', note: 'receiver fixed' }),
+    ).toMatchObject({ status: 303, location: '/dead-letters?kind=notification' });
     expect(s.flash).toEqual(['requeued: done']);
-    expect(await post('/dead-letters/discard', { back: '//evil.example/x' })).toMatchObject({ status: 303, location: '/' });
+    expect(await post('/dead-letters/discard', { back: '//evil.example/x' })).toMatchObject({
+      status: 303,
+      location: '/',
+    });
     // A browser drops a tab (`/<TAB>/evil` would be `//evil`); a newline cannot go into a Location header.
     for (const back of ['/\t/evil.example/x', '/x\ny', '/x\u007f']) {
       expect(await post('/dead-letters/discard', { back })).toMatchObject({ status: 303, location: '/' });
     }
     expect(acted).toEqual([
-      { action: 'requeue', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: 'receiver fixed' }, dryRun: false } },
-      ...Array.from({ length: 4 }, () => ({ action: 'discard', req: { kind: 'notification', filter: { id: ID, limit: 1 }, actor: { by: `console:${s.label}`, note: null }, dryRun: false } })),
+      {
+        action: 'requeue',
+        req: {
+          kind: 'notification',
+          filter: { id: ID, limit: 1 },
+          actor: { by: `console:${s.label}`, note: 'receiver fixed' },
+          dryRun: false,
+        },
+      },
+      ...Array.from({ length: 4 }, () => ({
+        action: 'discard',
+        req: {
+          kind: 'notification',
+          filter: { id: ID, limit: 1 },
+          actor: { by: `console:${s.label}`, note: null },
+          dryRun: false,
+        },
+      })),
     ]);
     expect((await post('/dead-letters/requeue', { kind: 'everything' })).status).toBe(400);
     expect((await post('/dead-letters/requeue', { id: 'not-a-uuid' })).status).toBe(400);
@@ -96,15 +157,23 @@ describe('ConsoleRoutes', () => {
   it('a field PostgreSQL cannot store (NUL) is a 400 before any query', async () => {
     const { sessions, call } = setup();
     const s = sessions.logIn(TOKEN)!;
-    expect((await call({ path: '/tickets', session: s, query: new URLSearchParams({ q: 'a\u0000b' }) })).status).toBe(400);
-    expect((await call({ path: '/dead-letters', session: s, query: new URLSearchParams({ tenant: '\u0000' }) })).status).toBe(400);
-    expect((await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: '\u0000' }) })).status).toBe(400);
+    expect((await call({ path: '/tickets', session: s, query: new URLSearchParams({ q: 'a\u0000b' }) })).status).toBe(
+      400,
+    );
+    expect(
+      (await call({ path: '/dead-letters', session: s, query: new URLSearchParams({ tenant: '\u0000' }) })).status,
+    ).toBe(400);
+    expect(
+      (await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: '\u0000' }) })).status,
+    ).toBe(400);
   });
 
   it('log-out ends the session and clears the cookie', async () => {
     const { sessions, call } = setup();
     const s = sessions.logIn(TOKEN)!;
-    expect(await call({ method: 'POST', path: '/logout', session: s, form: new URLSearchParams({ csrf: s.csrf }) })).toMatchObject({ status: 303, location: '/login', setSession: null });
+    expect(
+      await call({ method: 'POST', path: '/logout', session: s, form: new URLSearchParams({ csrf: s.csrf }) }),
+    ).toMatchObject({ status: 303, location: '/login', setSession: null });
     expect(sessions.get(s.id)).toBeUndefined();
   });
 });

@@ -52,8 +52,9 @@ const see = (location: string): ConsoleReply => ({ status: 303, location });
  * control character (a browser drops a tab, so `/<TAB>/evil.com` would be `//evil.com`; a newline
  * cannot be put in a Location header at all).
  */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
-const localPath = (p: string | null) => (p && p.startsWith('/') && !p.startsWith('//') && !p.includes('\\') && !/[\x00-\x1f\x7f]/.test(p) ? p : '/');
+const localPath = (p: string | null) =>
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+  p && p.startsWith('/') && !p.startsWith('//') && !p.includes('\\') && !/[\x00-\x1f\x7f]/.test(p) ? p : '/';
 
 /**
  * The console's routes (a thin edge: validate, call one reader or the dead-letter code path of the
@@ -72,16 +73,39 @@ export class ConsoleRoutes {
     }
     if (key === 'GET /login') return req.session ? see('/') : { status: 200, body: loginPage() };
     if (key === 'POST /login') return this.logIn(req);
-    const known = ['GET /', 'GET /tickets', 'GET /dead-letters', 'GET /dead-letters/show', 'POST /logout', 'POST /dead-letters/requeue', 'POST /dead-letters/discard'];
+    const known = [
+      'GET /',
+      'GET /tickets',
+      'GET /dead-letters',
+      'GET /dead-letters/show',
+      'POST /logout',
+      'POST /dead-letters/requeue',
+      'POST /dead-letters/discard',
+    ];
     if (!known.includes(key)) {
       const other = known.some((k) => k.endsWith(` ${req.path}`)) || req.path === '/login';
-      return other ? { status: 405, body: messagePage('Method not allowed', `${req.method} is not allowed on ${req.path}.`) } : { status: 404, body: messagePage('Not found', `There is no page ${req.path}.`, req.session) };
+      return other
+        ? { status: 405, body: messagePage('Method not allowed', `${req.method} is not allowed on ${req.path}.`) }
+        : { status: 404, body: messagePage('Not found', `There is no page ${req.path}.`, req.session) };
     }
     const s = req.session;
-    if (!s) return req.method === 'GET' ? see('/login') : { status: 401, body: loginPage('Your session has ended (or you never logged in): log in again.') };
+    if (!s)
+      return req.method === 'GET'
+        ? see('/login')
+        : { status: 401, body: loginPage('Your session has ended (or you never logged in): log in again.') };
     if (req.method === 'POST' && !this.d.sessions.csrfOk(s, req.form.get('csrf') ?? undefined)) {
-      this.d.log.warn({ session: s.label, path: req.path, address: req.address }, 'console: POST without a valid CSRF token refused');
-      return { status: 403, body: messagePage('Refused', 'This form did not come from a page of this console (its CSRF token is missing or wrong). Reload the page and try again.', s) };
+      this.d.log.warn(
+        { session: s.label, path: req.path, address: req.address },
+        'console: POST without a valid CSRF token refused',
+      );
+      return {
+        status: 403,
+        body: messagePage(
+          'Refused',
+          'This form did not come from a page of this console (its CSRF token is missing or wrong). Reload the page and try again.',
+          s,
+        ),
+      };
     }
     switch (key) {
       case 'GET /':
@@ -104,7 +128,11 @@ export class ConsoleRoutes {
   private logIn(req: ConsoleRequest): ConsoleReply {
     const budget = this.d.loginFailures.peek(req.address);
     if (!budget.ok) {
-      return { status: 429, headers: { 'retry-after': String(budget.retryAfterSeconds) }, body: loginPage(`Too many wrong tokens from your address: wait ${budget.retryAfterSeconds} s.`) };
+      return {
+        status: 429,
+        headers: { 'retry-after': String(budget.retryAfterSeconds) },
+        body: loginPage(`Too many wrong tokens from your address: wait ${budget.retryAfterSeconds} s.`),
+      };
     }
     const session = this.d.sessions.logIn(req.form.get('token') ?? '');
     if (!session) {
@@ -125,7 +153,14 @@ export class ConsoleRoutes {
       this.d.repo.deadLetterCounts(this.d.groups.notifier),
       this.d.repo.latestReconcileRun(),
     ]);
-    return { outbox, notifier: { groupId: this.d.groups.notifier, ...notifier }, lag, outcomes, deadLetters, reconcile };
+    return {
+      outbox,
+      notifier: { groupId: this.d.groups.notifier, ...notifier },
+      lag,
+      outcomes,
+      deadLetters,
+      reconcile,
+    };
   }
 
   private async tickets(req: ConsoleRequest, s: ConsoleSession): Promise<ConsoleReply> {
@@ -149,11 +184,29 @@ export class ConsoleRoutes {
   private async deadLetterShow(req: ConsoleRequest, s: ConsoleSession): Promise<ConsoleReply> {
     const kind = this.kindOf(req.query.get('kind'));
     const id = req.query.get('id') ?? '';
-    if (!kind || !UUID.test(id)) return { status: 400, body: messagePage('Bad request', 'A dead letter is named by kind (outbox, consumer, notification) and id (a uuid).', s) };
+    if (!kind || !UUID.test(id))
+      return {
+        status: 400,
+        body: messagePage(
+          'Bad request',
+          'A dead letter is named by kind (outbox, consumer, notification) and id (a uuid).',
+          s,
+        ),
+      };
     const detail = await this.d.deadLetters.show(id, kind);
     if (!detail) return { status: 404, body: messagePage('Not found', `No ${kind} dead letter ${id}.`, s) };
     // A dry run reads only and records nothing: what a requeue would do now.
-    const dry = detail.item.state === 'dead' ? (await this.d.deadLetters.requeue({ kind, filter: { id, limit: 1 }, actor: { by: actorOf(s), note: null }, dryRun: true }))[0] : undefined;
+    const dry =
+      detail.item.state === 'dead'
+        ? (
+            await this.d.deadLetters.requeue({
+              kind,
+              filter: { id, limit: 1 },
+              actor: { by: actorOf(s), note: null },
+              dryRun: true,
+            })
+          )[0]
+        : undefined;
     return { status: 200, body: deadLetterPage(detail, dry, s) };
   }
 
@@ -161,11 +214,23 @@ export class ConsoleRoutes {
   private async act(req: ConsoleRequest, s: ConsoleSession, action: 'requeue' | 'discard'): Promise<ConsoleReply> {
     const kind = this.kindOf(req.form.get('kind'));
     const id = req.form.get('id') ?? '';
-    if (!kind || !UUID.test(id)) return { status: 400, body: messagePage('Bad request', 'A dead letter is named by kind (outbox, consumer, notification) and id (a uuid).', s) };
+    if (!kind || !UUID.test(id))
+      return {
+        status: 400,
+        body: messagePage(
+          'Bad request',
+          'A dead letter is named by kind (outbox, consumer, notification) and id (a uuid).',
+          s,
+        ),
+      };
     const note = req.form.get('note')?.trim().slice(0, 500) || null;
     const request = { kind, filter: { id, limit: 1 }, actor: { by: actorOf(s), note }, dryRun: false };
-    const results = action === 'requeue' ? await this.d.deadLetters.requeue(request) : await this.d.deadLetters.discard(request);
-    this.d.log.info({ session: s.label, action, kind, id, outcomes: results.map((r) => r.outcome) }, `console: dead letter ${action}`);
+    const results =
+      action === 'requeue' ? await this.d.deadLetters.requeue(request) : await this.d.deadLetters.discard(request);
+    this.d.log.info(
+      { session: s.label, action, kind, id, outcomes: results.map((r) => r.outcome) },
+      `console: dead letter ${action}`,
+    );
     s.flash = results.length ? results.map((r) => `${r.outcome}: ${r.message}`) : [`nothing to ${action}`];
     return see(localPath(req.form.get('back')));
   }

@@ -71,25 +71,43 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
     if (!c.token) return;
     const { kafka, notifier, edge } = this.config;
     this.sessions = new ConsoleSessions(c.token, c.sessionTtlMs);
-    this.lag = new ConsumerLag(createKafkaClient({ brokers: kafka.brokers, clientId: `${kafka.clientId}-console` }), kafka.topic);
+    this.lag = new ConsumerLag(
+      createKafkaClient({ brokers: kafka.brokers, clientId: `${kafka.clientId}-console` }),
+      kafka.topic,
+    );
     this.republisher = kafkaRepublisher(kafka.brokers, `${kafka.clientId}-console`);
     const sampler = new IdempotencySampler(this.metrics.registry, Math.ceil(3_600_000 / c.sampleIntervalMs));
     await sampler.sample();
-    this.sampleTimer = setInterval(() => void sampler.sample().catch((err) => this.log.warn({ err }, 'console: sampling the idempotency outcomes failed')), c.sampleIntervalMs);
+    this.sampleTimer = setInterval(
+      () =>
+        void sampler
+          .sample()
+          .catch((err) => this.log.warn({ err }, 'console: sampling the idempotency outcomes failed')),
+      c.sampleIntervalMs,
+    );
     this.sampleTimer.unref();
     this.routes = new ConsoleRoutes({
       sessions: this.sessions,
       loginFailures: new TokenBuckets(c.loginFailures.perSecond, c.loginFailures.burst),
       repo: this.repo,
       timeline: this.timeline,
-      deadLetters: new DeadLetters(this.db.prisma, (this.consumerDeadLetters = new ConsumerDeadLetters({ databaseUrl: this.config.database.url, republisher: this.republisher }))),
+      deadLetters: new DeadLetters(
+        this.db.prisma,
+        (this.consumerDeadLetters = new ConsumerDeadLetters({
+          databaseUrl: this.config.database.url,
+          republisher: this.republisher,
+        })),
+      ),
       lag: this.lag,
       sampler,
       groups: { notifier: notifier.groupId, all: [...new Set([notifier.groupId, this.config.stats.groupId])] },
       outboxRetentionMs: this.config.relay.retentionMs,
       log: this.log,
     });
-    const server = createServer({ requestTimeout: edge.requestTimeoutMs, headersTimeout: edge.headersTimeoutMs, keepAliveTimeout: 5_000 }, (req, res) => void this.serve(req, res));
+    const server = createServer(
+      { requestTimeout: edge.requestTimeoutMs, headersTimeout: edge.headersTimeoutMs, keepAliveTimeout: 5_000 },
+      (req, res) => void this.serve(req, res),
+    );
     try {
       await listen(server, { variable: 'ADMIN_PORT', hostVariable: 'ADMIN_HOST', port: c.port, host: c.host });
     } catch (err) {
@@ -122,16 +140,35 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
       const url = requestUrl(req.url);
       session = this.sessions!.get(cookie(req.headers.cookie, SESSION_COOKIE));
       const form = req.method === 'POST' ? await readForm(req) : new URLSearchParams();
-      reply = await this.routes!.handle({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, form, session, address });
+      reply = await this.routes!.handle({
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: url.searchParams,
+        form,
+        session,
+        address,
+      });
     } catch (err) {
-      if (err instanceof RequestProblem) reply = { status: err.status, body: messagePage('Bad request', err.message, session) };
+      if (err instanceof RequestProblem)
+        reply = { status: err.status, body: messagePage('Bad request', err.message, session) };
       else if (isDatabaseUnavailable(err)) {
         this.log.warn({ err }, 'console: the database is unavailable');
-        reply = { status: 503, headers: { 'retry-after': '2' }, body: messagePage('Database unavailable', 'The database does not answer; try again in a moment (the API log has the details).', session) };
+        reply = {
+          status: 503,
+          headers: { 'retry-after': '2' },
+          body: messagePage(
+            'Database unavailable',
+            'The database does not answer; try again in a moment (the API log has the details).',
+            session,
+          ),
+        };
       } else {
         const errorId = randomUUID();
         this.log.error({ err, errorId, path: req.url }, 'console: unexpected error');
-        reply = { status: 500, body: messagePage('Something failed', `Unexpected error ${errorId} (the API log has the details).`, session) };
+        reply = {
+          status: 500,
+          body: messagePage('Something failed', `Unexpected error ${errorId} (the API log has the details).`, session),
+        };
       }
     }
     try {
@@ -159,7 +196,9 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
   private sessionCookie(req: IncomingMessage, s: ConsoleSession | null): string {
     const mode = this.config.console.cookieSecure;
     const secure = mode === 'always' || (mode === 'auto' && overHttps(req));
-    const value = s ? `${SESSION_COOKIE}=${s.id}; Max-Age=${Math.floor((s.expiresAt - Date.now()) / 1000)}` : `${SESSION_COOKIE}=; Max-Age=0`;
+    const value = s
+      ? `${SESSION_COOKIE}=${s.id}; Max-Age=${Math.floor((s.expiresAt - Date.now()) / 1000)}`
+      : `${SESSION_COOKIE}=; Max-Age=0`;
     return `${value}; Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
   }
 }

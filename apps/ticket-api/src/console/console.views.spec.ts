@@ -21,12 +21,68 @@ describe('console pages escape data from agents and receivers', () => {
   it('the ticket timeline', () => {
     const page = timelinePage(
       {
-        ticket: { id: ID, tenant: EVIL, title: EVIL, status: 'open', priority: 'normal', externalRef: EVIL, idempotencyKey: EVIL, createdAt: at, cancelledAt: null },
-        keys: [{ key: EVIL, operation: 'create', outcome: 'created', responseStatus: 201, createdAt: at, replayUntil: at, expiresAt: at }],
-        outbox: [{ seq: '1', eventId: ID, eventType: EVIL, createdAt: at, publishedAt: at, attempts: 1, lastError: EVIL, traceparent: EVIL, dead: true, deadAt: at }],
-        inbox: [{ groupId: EVIL, eventId: ID, eventType: EVIL, topic: EVIL, partition: 0, offset: '7', duplicates: 0, receivedAt: at }],
+        ticket: {
+          id: ID,
+          tenant: EVIL,
+          title: EVIL,
+          status: 'open',
+          priority: 'normal',
+          externalRef: EVIL,
+          idempotencyKey: EVIL,
+          createdAt: at,
+          cancelledAt: null,
+        },
+        keys: [
+          {
+            key: EVIL,
+            operation: 'create',
+            outcome: 'created',
+            responseStatus: 201,
+            createdAt: at,
+            replayUntil: at,
+            expiresAt: at,
+          },
+        ],
+        outbox: [
+          {
+            seq: '1',
+            eventId: ID,
+            eventType: EVIL,
+            createdAt: at,
+            publishedAt: at,
+            attempts: 1,
+            lastError: EVIL,
+            traceparent: EVIL,
+            dead: true,
+            deadAt: at,
+          },
+        ],
+        inbox: [
+          {
+            groupId: EVIL,
+            eventId: ID,
+            eventType: EVIL,
+            topic: EVIL,
+            partition: 0,
+            offset: '7',
+            duplicates: 0,
+            receivedAt: at,
+          },
+        ],
         notifications: [
-          { id: ID, groupId: EVIL, eventId: ID, eventType: EVIL, status: 'dead', attempts: 1, targetUrl: EVIL, lastError: EVIL, createdAt: at, deliveredAt: null, attemptLog: [{ attemptNo: 1, statusCode: 400, error: EVIL, durationMs: 3, at: at.toISOString() }] },
+          {
+            id: ID,
+            groupId: EVIL,
+            eventId: ID,
+            eventType: EVIL,
+            status: 'dead',
+            attempts: 1,
+            targetUrl: EVIL,
+            lastError: EVIL,
+            createdAt: at,
+            deliveredAt: null,
+            attemptLog: [{ attemptNo: 1, statusCode: 400, error: EVIL, durationMs: 3, at: at.toISOString() }],
+          },
         ],
         actions: [{ kind: 'notification', action: 'requeue', targetId: EVIL, actor: EVIL, note: EVIL, at }],
       },
@@ -39,19 +95,80 @@ describe('console pages escape data from agents and receivers', () => {
   });
 
   it('the lookup, the dead letters and the overview', () => {
-    expectInert(lookupPage(EVIL, [{ id: ID, tenant: EVIL, title: EVIL, status: 'open', priority: 'normal', externalRef: null, idempotencyKey: null, createdAt: at, cancelledAt: null }], session));
-    const item = { kind: 'notification' as const, id: ID, state: 'dead' as const, tenant: EVIL, ticketId: ID, eventId: ID, eventType: EVIL, reason: EVIL, attempts: 1, deadAt: at, where: EVIL };
+    expectInert(
+      lookupPage(
+        EVIL,
+        [
+          {
+            id: ID,
+            tenant: EVIL,
+            title: EVIL,
+            status: 'open',
+            priority: 'normal',
+            externalRef: null,
+            idempotencyKey: null,
+            createdAt: at,
+            cancelledAt: null,
+          },
+        ],
+        session,
+      ),
+    );
+    const item = {
+      kind: 'notification' as const,
+      id: ID,
+      state: 'dead' as const,
+      tenant: EVIL,
+      ticketId: ID,
+      eventId: ID,
+      eventType: EVIL,
+      reason: EVIL,
+      attempts: 1,
+      deadAt: at,
+      where: EVIL,
+    };
     expectInert(deadLettersPage([item], { kind: 'notification', tenant: EVIL, all: false }, session));
-    expectInert(deadLetterPage({ item, content: { title: EVIL }, attempts: [{ attemptNo: 1, statusCode: 400, error: EVIL, at }], history: [{ action: 'requeue', actor: EVIL, note: EVIL, detail: {}, at }] }, { kind: 'notification', id: ID, outcome: 'would-requeue', message: EVIL }, session));
+    expectInert(
+      deadLetterPage(
+        {
+          item,
+          content: { title: EVIL },
+          attempts: [{ attemptNo: 1, statusCode: 400, error: EVIL, at }],
+          history: [{ action: 'requeue', actor: EVIL, note: EVIL, detail: {}, at }],
+        },
+        { kind: 'notification', id: ID, outcome: 'would-requeue', message: EVIL },
+        session,
+      ),
+    );
     expectInert(
       overviewPage(
         {
           outbox: { pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, publishedPerMinute: [{ minute: at, count: 2 }] },
           notifier: { groupId: EVIL, pending: 0, oldestDueAgeMs: 0 },
-          lag: { ok: true, topic: EVIL, groups: [{ groupId: EVIL, state: EVIL, members: 0, totalLag: 1, partitions: [{ partition: 0, committed: null, high: '1', lag: 1 }] }] },
+          lag: {
+            ok: true,
+            topic: EVIL,
+            groups: [
+              {
+                groupId: EVIL,
+                state: EVIL,
+                members: 0,
+                totalLag: 1,
+                partitions: [{ partition: 0, committed: null, high: '1', lag: 1 }],
+              },
+            ],
+          },
           outcomes: { state: 'ok', outcomes: [EVIL], minutes: [{ at, counts: { [EVIL]: 1 } }] },
           deadLetters: { outbox: 0, consumer: 0, notification: 0 },
-          reconcile: { id: '1', trigger: EVIL, startedAt: at, finishedAt: at, ticketsChecked: 1, duplicateTickets: 0, findings: [{ check: EVIL, count: 1, sample: [EVIL], advice: EVIL }] },
+          reconcile: {
+            id: '1',
+            trigger: EVIL,
+            startedAt: at,
+            finishedAt: at,
+            ticketsChecked: 1,
+            duplicateTickets: 0,
+            findings: [{ check: EVIL, count: 1, sample: [EVIL], advice: EVIL }],
+          },
         },
         session,
       ),
@@ -64,7 +181,14 @@ describe('console pages escape data from agents and receivers', () => {
         outbox: { pending: 0, oldestPendingAgeMs: 0, deadLetters: 0, publishedPerMinute: [] },
         notifier: { groupId: 'g', pending: 0, oldestDueAgeMs: 0 },
         lag: { ok: false, topic: 't', error: 'x' },
-        outcomes: { state: 'ok', outcomes: ['new', 'replay'], minutes: [{ at, counts: { new: 2, replay: 1 } }, { at, counts: { new: 1, replay: 0 } }] },
+        outcomes: {
+          state: 'ok',
+          outcomes: ['new', 'replay'],
+          minutes: [
+            { at, counts: { new: 2, replay: 1 } },
+            { at, counts: { new: 1, replay: 0 } },
+          ],
+        },
         deadLetters: { outbox: 0, consumer: 0, notification: 0 },
         reconcile: null,
       },

@@ -58,7 +58,10 @@ export class ConsumerLag {
       return a;
     })();
     const admin = await this.admin;
-    const [bounds, described] = await Promise.all([admin.fetchTopicOffsets(this.topic), admin.describeGroups(groupIds)]);
+    const [bounds, described] = await Promise.all([
+      admin.fetchTopicOffsets(this.topic),
+      admin.describeGroups(groupIds),
+    ]);
     return Promise.all(
       groupIds.map(async (groupId) => {
         const [committed] = await admin.fetchOffsets({ groupId, topics: [this.topic] });
@@ -68,11 +71,22 @@ export class ConsumerLag {
             const has = c !== undefined && c !== '-1';
             const from = BigInt(has ? c : b.low);
             const lag = BigInt(b.high) - from;
-            return { partition: b.partition, committed: has ? c : null, high: b.high, lag: Number(lag > 0n ? lag : 0n) };
+            return {
+              partition: b.partition,
+              committed: has ? c : null,
+              high: b.high,
+              lag: Number(lag > 0n ? lag : 0n),
+            };
           })
           .sort((a, b) => a.partition - b.partition);
         const g = described.groups.find((x) => x.groupId === groupId);
-        return { groupId, state: g?.state ?? 'Unknown', members: g?.members.length ?? 0, totalLag: partitions.reduce((s, p) => s + p.lag, 0), partitions };
+        return {
+          groupId,
+          state: g?.state ?? 'Unknown',
+          members: g?.members.length ?? 0,
+          totalLag: partitions.reduce((s, p) => s + p.lag, 0),
+          partitions,
+        };
       }),
     );
   }
@@ -80,7 +94,10 @@ export class ConsumerLag {
   private bounded<T>(p: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the broker did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the broker did not answer within ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
     });
     return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
   }

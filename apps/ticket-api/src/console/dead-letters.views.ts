@@ -12,7 +12,11 @@ function actions(i: DeadLetterItem, session: ConsoleSession, back: string): Safe
   return html`${postForm('/dead-letters/requeue', session, fields, 'Requeue')} ${postForm('/dead-letters/discard', session, fields, 'Discard')}`;
 }
 
-export function deadLettersPage(items: DeadLetterItem[], filter: { kind?: string; tenant?: string; all: boolean }, session: ConsoleSession): string {
+export function deadLettersPage(
+  items: DeadLetterItem[],
+  filter: { kind?: string; tenant?: string; all: boolean },
+  session: ConsoleSession,
+): string {
   const back = `/dead-letters?${new URLSearchParams(Object.entries({ kind: filter.kind ?? '', tenant: filter.tenant ?? '', all: filter.all ? '1' : '' }).filter(([, v]) => v)).toString()}`;
   const form = html`<section><form method="get" action="/dead-letters">
 <label>kind <select name="kind"><option value="">every kind</option>${KINDS.map((k) => html`<option value="${k}"${k === filter.kind ? html` selected` : html``}>${k}</option>`)}</select></label>
@@ -34,7 +38,8 @@ export function deadLetterPage(d: DeadLetterDetail, dryRun: ActionResult | undef
   const back = `/dead-letters/show?kind=${i.kind}&id=${i.id}`;
   const attempts = d.attempts?.length
     ? html`<h2>Attempts</h2><table><tr><th>#</th><th>at</th><th>status</th><th>error</th></tr>${d.attempts.map(
-        (a) => html`<tr><td>${a.attemptNo}</td><td>${fmtTime(a.at)}</td><td>${a.statusCode ?? '-'}</td><td>${a.error ?? ''}</td></tr>`,
+        (a) =>
+          html`<tr><td>${a.attemptNo}</td><td>${fmtTime(a.at)}</td><td>${a.statusCode ?? '-'}</td><td>${a.error ?? ''}</td></tr>`,
       )}</table>`
     : html``;
   const history = d.history.length

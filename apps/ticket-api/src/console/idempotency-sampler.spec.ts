@@ -10,7 +10,12 @@ describe('IdempotencySampler', () => {
 
   it('charts per-interval deltas by outcome, the running interval last, keeping `keep` intervals', async () => {
     const registry = new Registry();
-    const c = new Counter({ name: IDEMPOTENCY_OUTCOMES_METRIC, help: 'h', labelNames: ['outcome'], registers: [registry] });
+    const c = new Counter({
+      name: IDEMPOTENCY_OUTCOMES_METRIC,
+      help: 'h',
+      labelNames: ['outcome'],
+      registers: [registry],
+    });
     const sampler = new IdempotencySampler(registry, 2);
     c.inc({ outcome: 'new' }, 5);
     await sampler.sample(0);

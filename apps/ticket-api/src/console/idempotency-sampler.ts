@@ -10,7 +10,8 @@ export interface OutcomeMinute {
   counts: Record<string, number>;
 }
 
-export type OutcomeHistory = { state: 'missing'; metric: string } | { state: 'ok'; outcomes: string[]; minutes: OutcomeMinute[] };
+export type OutcomeHistory =
+  { state: 'missing'; metric: string } | { state: 'ok'; outcomes: string[]; minutes: OutcomeMinute[] };
 
 interface Sample {
   at: number;

@@ -26,7 +26,8 @@ const STYLE_SAFE = new SafeHtml(STYLE);
 /** Security headers of every console answer: no script at all, no framing, nothing cached. */
 export const PAGE_HEADERS: Record<string, string> = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
@@ -34,8 +35,16 @@ export const PAGE_HEADERS: Record<string, string> = {
 };
 
 /** A POST form with the session's CSRF token and the given hidden fields. */
-export function postForm(action: string, session: ConsoleSession, fields: Record<string, string>, label: string, extra: SafeHtml = html``): SafeHtml {
-  return html`<form class="inline" method="post" action="${action}"><input type="hidden" name="csrf" value="${session.csrf}">${Object.entries(fields).map(
+export function postForm(
+  action: string,
+  session: ConsoleSession,
+  fields: Record<string, string>,
+  label: string,
+  extra: SafeHtml = html``,
+): SafeHtml {
+  return html`<form class="inline" method="post" action="${action}"><input type="hidden" name="csrf" value="${session.csrf}">${Object.entries(
+    fields,
+  ).map(
     ([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`,
   )}${extra}<button type="submit">${label}</button></form>`;
 }
@@ -44,11 +53,14 @@ export function page(title: string, session: ConsoleSession | undefined, body: S
   const nav = session
     ? html`<a href="/">Overview</a><a href="/dead-letters">Dead letters</a><a href="/tickets">Ticket lookup</a>${postForm('/logout', session, {}, 'Log out')}`
     : html``;
-  const flash = session?.flash?.length ? html`<div class="flash" role="status">${session.flash.map((f) => html`<div>${f}</div>`)}</div>` : html``;
+  const flash = session?.flash?.length
+    ? html`<div class="flash" role="status">${session.flash.map((f) => html`<div>${f}</div>`)}</div>`
+    : html``;
   if (session) session.flash = undefined;
   return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title} · tickets ops console</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>${STYLE_SAFE}</style></head>
-<body><header><strong>tickets ops console</strong>${nav}</header><main>${flash}<h1>${title}</h1>${body}</main></body></html>`.value;
+<body><header><strong>tickets ops console</strong>${nav}</header><main>${flash}<h1>${title}</h1>${body}</main></body></html>`
+    .value;
 }
 
 export function loginPage(message?: string): string {
@@ -65,5 +77,13 @@ export function messagePage(title: string, message: string, session?: ConsoleSes
   return page(title, session, html`<section><p>${message}</p><p><a href="/">Back to the overview</a></p></section>`);
 }
 
-export const fmtMs = (ms: number) => (ms < 1_000 ? `${Math.round(ms)} ms` : ms < 120_000 ? `${(ms / 1_000).toFixed(1)} s` : ms < 7_200_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`);
-export const fmtTime = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').replace('Z', ' UTC') : '-');
+export const fmtMs = (ms: number) =>
+  ms < 1_000
+    ? `${Math.round(ms)} ms`
+    : ms < 120_000
+      ? `${(ms / 1_000).toFixed(1)} s`
+      : ms < 7_200_000
+        ? `${Math.round(ms / 60_000)} min`
+        : `${(ms / 3_600_000).toFixed(1)} h`;
+export const fmtTime = (d: Date | string | null | undefined) =>
+  d ? new Date(d).toISOString().replace('T', ' ').replace('Z', ' UTC') : '-';

@@ -17,9 +17,13 @@ export interface Overview {
 
 const COLORS = ['#1a7f37', '#0969da', '#bf8700', '#cf222e', '#8250df', '#57606a', '#1b7c83', '#e16f24'];
 const hhmm = (d: Date) => d.toISOString().slice(11, 16);
-const tile = (label: string, value: SafeHtml | string | number, cls = '') => html`<div class="tile"><span class="muted">${label}</span><b class="${cls}">${value}</b></div>`;
+const tile = (label: string, value: SafeHtml | string | number, cls = '') =>
+  html`<div class="tile"><span class="muted">${label}</span><b class="${cls}">${value}</b></div>`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const ticketLink = (id: string) => (UUID.test(id) ? html`<a class="mono" href="/tickets?q=${encodeURIComponent(id)}">${id}</a>` : html`<span class="mono">${id}</span>`);
+const ticketLink = (id: string) =>
+  UUID.test(id)
+    ? html`<a class="mono" href="/tickets?q=${encodeURIComponent(id)}">${id}</a>`
+    : html`<span class="mono">${id}</span>`;
 
 function outboxPanel(o: OutboxOverview, n: Overview['notifier']): SafeHtml {
   const lagCls = o.oldestPendingAgeMs > 60_000 ? 'bad' : o.oldestPendingAgeMs > 5_000 ? 'warn' : 'ok';
@@ -36,7 +40,8 @@ ${tile(`webhooks pending (${n.groupId})`, n.pending)}${tile('oldest due webhook 
 }
 
 function lagPanel(r: LagReport): SafeHtml {
-  if (!r.ok) return html`<section id="consumer-lag"><h2>Consumer lag (topic ${r.topic})</h2><p class="bad">Cannot read the offsets from Kafka: ${r.error}</p></section>`;
+  if (!r.ok)
+    return html`<section id="consumer-lag"><h2>Consumer lag (topic ${r.topic})</h2><p class="bad">Cannot read the offsets from Kafka: ${r.error}</p></section>`;
   const groups = r.groups.map((g) => {
     const cls = g.state === 'Stable' ? 'ok' : 'warn';
     const running = g.members ? `${g.members} member(s)` : 'no consumer running';
@@ -63,7 +68,8 @@ ${barChart({ title: 'Idempotency outcomes per sample interval', columns: h.minut
 }
 
 function deadLettersPanel(d: DeadLetterCounts, notifierGroup: string): SafeHtml {
-  const link = (kind: string, n: number) => html`<a href="/dead-letters?kind=${kind}" class="${n ? 'bad' : 'ok'}">${n}</a>`;
+  const link = (kind: string, n: number) =>
+    html`<a href="/dead-letters?kind=${kind}" class="${n ? 'bad' : 'ok'}">${n}</a>`;
   return html`<section id="dead-letters"><h2>Waiting for an operator</h2><div class="tiles">${tile('outbox dead letters', link('outbox', d.outbox))}${tile('consumer dead letters', link('consumer', d.consumer))}${tile(`dead notifications (${notifierGroup})`, link('notification', d.notification))}</div></section>`;
 }
 
@@ -72,7 +78,8 @@ function reconcilePanel(r: ReconcileRunRow | null): SafeHtml {
   const rate = r.ticketsChecked ? ((r.duplicateTickets / r.ticketsChecked) * 100).toFixed(3) : '0.000';
   const findings = r.findings.length
     ? html`<table><tr><th>check</th><th>count</th><th>sample</th><th>what to do</th></tr>${r.findings.map(
-        (f) => html`<tr><td>${f.check}</td><td class="bad">${f.count}</td><td>${f.sample.slice(0, 5).map((s) => html`${ticketLink(s)}<br>`)}</td><td>${f.advice}</td></tr>`,
+        (f) =>
+          html`<tr><td>${f.check}</td><td class="bad">${f.count}</td><td>${f.sample.slice(0, 5).map((s) => html`${ticketLink(s)}<br>`)}</td><td>${f.advice}</td></tr>`,
       )}</table>`
     : html`<p class="ok">Nothing found.</p>`;
   return html`<section id="reconcile"><h2>Last reconciliation</h2><p>Run ${r.id} (${r.trigger}), finished ${fmtTime(r.finishedAt)} after ${fmtMs(new Date(r.finishedAt).getTime() - new Date(r.startedAt).getTime())}: ${r.ticketsChecked} ticket(s) checked, ${r.duplicateTickets} duplicate(s) (${rate} %).</p>${findings}</section>`;
@@ -80,5 +87,9 @@ function reconcilePanel(r: ReconcileRunRow | null): SafeHtml {
 
 export function overviewPage(o: Overview, session: ConsoleSession): string {
   const lookup = html`<section><form method="get" action="/tickets"><label>Where is the event for ticket <input type="search" name="q" placeholder="ticket id, idempotency key, externalRef, event or notification id" required></label> <button type="submit">Look up</button></form></section>`;
-  return page('Overview', session, html`${lookup}${deadLettersPanel(o.deadLetters, o.notifier.groupId)}${outboxPanel(o.outbox, o.notifier)}${lagPanel(o.lag)}${outcomesPanel(o.outcomes)}${reconcilePanel(o.reconcile)}`);
+  return page(
+    'Overview',
+    session,
+    html`${lookup}${deadLettersPanel(o.deadLetters, o.notifier.groupId)}${outboxPanel(o.outbox, o.notifier)}${lagPanel(o.lag)}${outcomesPanel(o.outcomes)}${reconcilePanel(o.reconcile)}`,
+  );
 }

@@ -39,9 +39,14 @@ export function barChart(c: BarChart): SafeHtml {
   // Up to six labels along the x axis, evenly spread.
   const every = Math.max(1, Math.ceil(c.columns.length / 6));
   const labels = c.columns.map((col, i) =>
-    i % every === 0 ? html`<text x="${(pad.left + i * step + step / 2).toFixed(1)}" y="${height - 6}" text-anchor="middle">${col.label}</text>` : html``,
+    i % every === 0
+      ? html`<text x="${(pad.left + i * step + step / 2).toFixed(1)}" y="${height - 6}" text-anchor="middle">${col.label}</text>`
+      : html``,
   );
-  const legend = c.series.length > 1 ? html`<p class="legend">${c.series.map((s) => html`<span><i style="background:${s.color}"></i>${s.name}</span> `)}</p>` : html``;
+  const legend =
+    c.series.length > 1
+      ? html`<p class="legend">${c.series.map((s) => html`<span><i style="background:${s.color}"></i>${s.name}</span> `)}</p>`
+      : html``;
   return html`<figure class="chart"><svg role="img" aria-label="${c.title}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}">
 <title>${c.title}</title>
 <line x1="${pad.left}" y1="${pad.top + plotH}" x2="${width - pad.right}" y2="${pad.top + plotH}" stroke="#999"/>

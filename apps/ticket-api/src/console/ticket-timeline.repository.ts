@@ -60,7 +60,13 @@ export interface NotificationRow {
   lastError: string | null;
   createdAt: Date;
   deliveredAt: Date | null;
-  attemptLog: Array<{ attemptNo: number; statusCode: number | null; error: string | null; durationMs: number; at: string }>;
+  attemptLog: Array<{
+    attemptNo: number;
+    statusCode: number | null;
+    error: string | null;
+    durationMs: number;
+    at: string;
+  }>;
 }
 
 export interface ActionRow {

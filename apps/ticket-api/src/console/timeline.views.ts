@@ -10,31 +10,65 @@ interface Step {
   cls?: 'good' | 'fail';
 }
 
-const traceIdOf = (traceparent: string | null) => /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent ?? '')?.[1] ?? null;
+const traceIdOf = (traceparent: string | null) =>
+  /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent ?? '')?.[1] ?? null;
 
 /** Every recorded moment of the ticket, in time order: the request, each event's way, each delivery attempt, each operator action. */
 function steps(t: TicketTimelineRows, retentionNote: string): Step[] {
-  const s: Step[] = [{ at: t.ticket.createdAt, what: html`ticket created (${t.ticket.status === 'cancelled' ? 'later cancelled' : t.ticket.status})` }];
-  for (const k of t.keys) s.push({ at: k.createdAt, what: html`idempotency key <code>${k.key}</code> stored (${k.operation}, ${k.outcome}, HTTP ${k.responseStatus})` });
+  const s: Step[] = [
+    {
+      at: t.ticket.createdAt,
+      what: html`ticket created (${t.ticket.status === 'cancelled' ? 'later cancelled' : t.ticket.status})`,
+    },
+  ];
+  for (const k of t.keys)
+    s.push({
+      at: k.createdAt,
+      what: html`idempotency key <code>${k.key}</code> stored (${k.operation}, ${k.outcome}, HTTP ${k.responseStatus})`,
+    });
   for (const o of t.outbox) {
-    s.push({ at: o.createdAt, what: html`outbox row seq ${o.seq}: <code>${o.eventType}</code> event <code>${o.eventId}</code>` });
+    s.push({
+      at: o.createdAt,
+      what: html`outbox row seq ${o.seq}: <code>${o.eventType}</code> event <code>${o.eventId}</code>`,
+    });
     // published_at is set after the broker's ack, so a fast consumer may record the event first.
-    if (o.publishedAt) s.push({ at: o.publishedAt, what: html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s); marked after the broker's ack)`, cls: 'good' });
+    if (o.publishedAt)
+      s.push({
+        at: o.publishedAt,
+        what: html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s); marked after the broker's ack)`,
+        cls: 'good',
+      });
     if (o.dead) s.push({ at: o.deadAt!, what: html`dead-lettered by the relay: ${o.lastError}`, cls: 'fail' });
   }
-  if (!t.outbox.length) s.push({ at: t.ticket.createdAt, what: html`<span class="warn">no outbox row: ${retentionNote}</span>` });
+  if (!t.outbox.length)
+    s.push({ at: t.ticket.createdAt, what: html`<span class="warn">no outbox row: ${retentionNote}</span>` });
   for (const i of t.inbox) {
     const dup = i.duplicates ? html`, ${i.duplicates} redelivery(ies) skipped` : html``;
-    s.push({ at: i.receivedAt, what: html`consumed by group <code>${i.groupId}</code>: <code>${i.eventType}</code> at ${i.topic}[${i.partition}]@${i.offset}${dup}`, cls: 'good' });
+    s.push({
+      at: i.receivedAt,
+      what: html`consumed by group <code>${i.groupId}</code>: <code>${i.eventType}</code> at ${i.topic}[${i.partition}]@${i.offset}${dup}`,
+      cls: 'good',
+    });
   }
   for (const n of t.notifications) {
-    s.push({ at: n.createdAt, what: html`notification <code>${n.id}</code> (${n.groupId}) to ${n.targetUrl ?? '(no webhook target: skipped)'}` });
+    s.push({
+      at: n.createdAt,
+      what: html`notification <code>${n.id}</code> (${n.groupId}) to ${n.targetUrl ?? '(no webhook target: skipped)'}`,
+    });
     for (const a of n.attemptLog) {
       const ok = a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300;
-      s.push({ at: new Date(a.at), what: html`webhook attempt ${a.attemptNo}: ${a.statusCode ?? 'no response'}${a.error ? html` (${a.error})` : html``}, ${a.durationMs} ms`, cls: ok ? 'good' : 'fail' });
+      s.push({
+        at: new Date(a.at),
+        what: html`webhook attempt ${a.attemptNo}: ${a.statusCode ?? 'no response'}${a.error ? html` (${a.error})` : html``}, ${a.durationMs} ms`,
+        cls: ok ? 'good' : 'fail',
+      });
     }
   }
-  for (const a of t.actions) s.push({ at: a.at, what: html`${a.action} of ${a.kind} <code>${a.targetId}</code> by ${a.actor}${a.note ? html` (${a.note})` : html``}` });
+  for (const a of t.actions)
+    s.push({
+      at: a.at,
+      what: html`${a.action} of ${a.kind} <code>${a.targetId}</code> by ${a.actor}${a.note ? html` (${a.note})` : html``}`,
+    });
   return s.sort((a, b) => new Date(a.at).getTime() - new Date(b.at).getTime());
 }
 
@@ -47,25 +81,37 @@ function eventWaterfall(t: TicketTimelineRows): SafeHtml {
   const rows = t.outbox
     .filter((o) => o.publishedAt)
     .map((o) => {
-      const read = t.inbox.filter((i) => i.eventId === o.eventId).sort((a, b) => ms(a.receivedAt) - ms(b.receivedAt))[0];
+      const read = t.inbox
+        .filter((i) => i.eventId === o.eventId)
+        .sort((a, b) => ms(a.receivedAt) - ms(b.receivedAt))[0];
       // The mark (published_at) follows the ack: an event already consumed was published by then.
       const published = read ? Math.min(ms(o.publishedAt!), ms(read.receivedAt)) : ms(o.publishedAt!);
       const spans = [{ name: 'outbox → published', fromMs: ms(o.createdAt), toMs: published, color: STAGES.outbox }];
-      if (read) spans.push({ name: 'published → consumed', fromMs: published, toMs: ms(read.receivedAt), color: STAGES.kafka });
+      if (read)
+        spans.push({ name: 'published → consumed', fromMs: published, toMs: ms(read.receivedAt), color: STAGES.kafka });
       const ok = t.notifications
         .filter((n) => n.eventId === o.eventId)
         .flatMap((n) => n.attemptLog.filter((a) => a.statusCode !== null && a.statusCode >= 200 && a.statusCode < 300))
         .sort((a, b) => ms(a.at) - ms(b.at))[0];
-      if (read && ok) spans.push({ name: 'consumed → webhook delivered', fromMs: ms(read.receivedAt), toMs: ms(ok.at), color: STAGES.webhook });
+      if (read && ok)
+        spans.push({
+          name: 'consumed → webhook delivered',
+          fromMs: ms(read.receivedAt),
+          toMs: ms(ok.at),
+          color: STAGES.webhook,
+        });
       return { label: o.eventType, spans };
     });
   return rows.length ? waterfall({ title: 'Where the time went, per event', rows }) : html``;
 }
 
 function notificationsTable(t: TicketTimelineRows, session: ConsoleSession): SafeHtml {
-  if (!t.notifications.length) return html`<p class="muted">No notification yet (the event was not consumed, or no consumer group has it).</p>`;
+  if (!t.notifications.length)
+    return html`<p class="muted">No notification yet (the event was not consumed, or no consumer group has it).</p>`;
   return html`<table><tr><th>notification (webhook-id)</th><th>group</th><th>event</th><th>status</th><th>attempts</th><th>last error</th><th></th></tr>${t.notifications.map(
-    (n) => html`<tr><td class="mono">${n.id}</td><td>${n.groupId}</td><td>${n.eventType}</td><td class="${n.status === 'delivered' ? 'ok' : n.status === 'dead' ? 'bad' : ''}">${n.status}</td><td>${n.attempts}</td><td>${n.lastError ?? ''}</td>
+    (
+      n,
+    ) => html`<tr><td class="mono">${n.id}</td><td>${n.groupId}</td><td>${n.eventType}</td><td class="${n.status === 'delivered' ? 'ok' : n.status === 'dead' ? 'bad' : ''}">${n.status}</td><td>${n.attempts}</td><td>${n.lastError ?? ''}</td>
 <td>${n.status === 'dead' ? postForm('/dead-letters/requeue', session, { kind: 'notification', id: n.id, back: `/tickets?q=${t.ticket.id}` }, 'Requeue') : html``}</td></tr>`,
   )}</table>`;
 }
@@ -75,7 +121,8 @@ export function timelinePage(t: TicketTimelineRows, session: ConsoleSession, ret
   const first = new Date(t.ticket.createdAt).getTime();
   const kafka = t.inbox.length
     ? html`<table><tr><th>group</th><th>event</th><th>topic</th><th>partition</th><th>offset</th><th>received</th></tr>${t.inbox.map(
-        (i) => html`<tr><td>${i.groupId}</td><td class="mono">${i.eventId}</td><td>${i.topic}</td><td>${i.partition}</td><td>${i.offset}</td><td>${fmtTime(i.receivedAt)}</td></tr>`,
+        (i) =>
+          html`<tr><td>${i.groupId}</td><td class="mono">${i.eventId}</td><td>${i.topic}</td><td>${i.partition}</td><td>${i.offset}</td><td>${fmtTime(i.receivedAt)}</td></tr>`,
       )}</table>`
     : html`<p class="muted">No consumer group has recorded an event of this ticket (not published yet, or the consumer is behind: see the consumer lag).</p>`;
   return page(
@@ -88,7 +135,8 @@ export function timelinePage(t: TicketTimelineRows, session: ConsoleSession, ret
 <tr><th>trace id</th><td class="mono" id="trace-id">${trace ?? '(not known: the outbox row is gone)'}</td><th>created</th><td>${fmtTime(t.ticket.createdAt)}</td></tr>
 </table></section>
 <section id="timeline"><h2>Timeline</h2>${eventWaterfall(t)}<ol class="timeline">${steps(t, retentionNote).map(
-      (s) => html`<li class="${s.cls ?? ''}"><span class="muted">${fmtTime(s.at)} (+${fmtMs(new Date(s.at).getTime() - first)})</span><br>${s.what}</li>`,
+      (s) =>
+        html`<li class="${s.cls ?? ''}"><span class="muted">${fmtTime(s.at)} (+${fmtMs(new Date(s.at).getTime() - first)})</span><br>${s.what}</li>`,
     )}</ol></section>
 <section id="kafka"><h2>Kafka (as recorded by the consumers' inbox)</h2>${kafka}</section>
 <section id="notifications"><h2>Webhook notifications</h2>${notificationsTable(t, session)}</section>`,
@@ -101,7 +149,8 @@ export function lookupPage(q: string, found: TicketRow[], session: ConsoleSessio
     ? html``
     : found.length
       ? html`<section><table><tr><th>ticket</th><th>tenant</th><th>title</th><th>created</th></tr>${found.map(
-          (t) => html`<tr><td><a class="mono" href="/tickets?q=${t.id}">${t.id}</a></td><td>${t.tenant}</td><td>${t.title}</td><td>${fmtTime(t.createdAt)}</td></tr>`,
+          (t) =>
+            html`<tr><td><a class="mono" href="/tickets?q=${t.id}">${t.id}</a></td><td>${t.tenant}</td><td>${t.title}</td><td>${fmtTime(t.createdAt)}</td></tr>`,
         )}</table></section>`
       : html`<section><p>No ticket has the id, idempotency key, externalRef, event id or notification id <code>${q}</code>.</p></section>`;
   return page('Ticket lookup', session, html`${form}${result}`);

@@ -26,13 +26,25 @@ export class EdgeLimits {
   /** Throws 429 rate_limited when the tenant is over its rate. */
   admitTenant(tenantId: string): void {
     const t = this.tenants.take(tenantId);
-    if (!t.ok) throw new DomainError('rate_limited', 'Your tenant is over its request rate (RATE_LIMIT_PER_SECOND).', {}, t.retryAfterSeconds);
+    if (!t.ok)
+      throw new DomainError(
+        'rate_limited',
+        'Your tenant is over its request rate (RATE_LIMIT_PER_SECOND).',
+        {},
+        t.retryAfterSeconds,
+      );
   }
 
   /** Throws 429 rate_limited when this address has used up its failed-lookup budget. */
   admitKeyLookup(address: string): void {
     const t = this.failures.peek(address);
-    if (!t.ok) throw new DomainError('rate_limited', 'Too many failed API-key lookups from your address.', {}, t.retryAfterSeconds);
+    if (!t.ok)
+      throw new DomainError(
+        'rate_limited',
+        'Too many failed API-key lookups from your address.',
+        {},
+        t.retryAfterSeconds,
+      );
   }
 
   /** Whether `secret` failed a lookup within AUTH_NEGATIVE_CACHE_TTL (only failed secrets are held). */

@@ -28,7 +28,10 @@ export async function drainHttp(app: NestFastifyApplication, graceMs: number): P
   // Connection: close; closing idle ones again keeps that window short.
   const sweep = setInterval(() => server.closeIdleConnections(), 100);
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = await Promise.race([closed.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+  const timedOut = await Promise.race([
+    closed.then(() => false),
+    new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
+  ]);
   clearInterval(sweep);
   clearTimeout(timer);
   let cutConnections = 0;
@@ -58,7 +61,11 @@ export function installGracefulShutdown(app: NestFastifyApplication, graceMs: nu
     const relayStopped = app.get(RelayService).stop();
     void drainHttp(app, graceMs)
       .then(async (drain) => {
-        if (drain.cutConnections) log.warn({ ...drain }, `requests still running after SHUTDOWN_GRACE: ${drain.cutConnections} connections cut`);
+        if (drain.cutConnections)
+          log.warn(
+            { ...drain },
+            `requests still running after SHUTDOWN_GRACE: ${drain.cutConnections} connections cut`,
+          );
         else log.info({ ...drain }, 'HTTP drained: every request in flight answered');
         await relayStopped;
         await app.close();

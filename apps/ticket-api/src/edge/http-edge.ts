@@ -13,7 +13,8 @@ type AdapterOptions = NonNullable<ConstructorParameters<typeof FastifyAdapter>[0
 
 /** The docs page is one self-contained document: inline CSS, no script, no frame, links to itself only. */
 const HTML_SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
 };
@@ -39,7 +40,10 @@ export function edgeServerOptions(config: AppConfig, logger: Logger): AdapterOpt
       headersTimeout: headersTimeoutMs,
       // Node checks the two timeouts every 30 s by default, which would let a stalled client live 30 s
       // past its limit; a quarter of the shorter limit keeps the overshoot small at negligible cost.
-      connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(Math.min(requestTimeoutMs, headersTimeoutMs) / 4))),
+      connectionsCheckingInterval: Math.max(
+        100,
+        Math.min(30_000, Math.floor(Math.min(requestTimeoutMs, headersTimeoutMs) / 4)),
+      ),
       // Node answers a missing Host with an empty 400; installEdgeHooks answers it with a problem.
       requireHostHeader: false,
     },
@@ -49,7 +53,8 @@ export function edgeServerOptions(config: AppConfig, logger: Logger): AdapterOpt
       if (res?.headersSent) return void socket.destroy();
       socket.end(rawProblemResponse(clientErrorProblem(err)));
     },
-    frameworkErrors: (err: Error, req: FastifyRequest, reply: FastifyReply) => sendProblem(reply, toProblem(err, logger, req)),
+    frameworkErrors: (err: Error, req: FastifyRequest, reply: FastifyReply) =>
+      sendProblem(reply, toProblem(err, logger, req)),
   } as AdapterOptions;
 }
 
@@ -76,7 +81,13 @@ export function installEdgeHooks(fastify: FastifyInstance): void {
   // Node answers any Expect other than 100-continue with an empty 417 unless someone listens.
   fastify.server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     const body = JSON.stringify(problemBody('expectation_failed', 'Only Expect: 100-continue is supported.'));
-    res.writeHead(417, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff', connection: 'close' }).end(body);
+    res
+      .writeHead(417, {
+        'content-type': 'application/problem+json',
+        'x-content-type-options': 'nosniff',
+        connection: 'close',
+      })
+      .end(body);
   });
 
   // Node hands CONNECT (proxy tunnels) to 'connect' listeners and, without one, drops the socket unanswered.
@@ -92,7 +103,10 @@ export function installEdgeHooks(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', async (req, reply) => {
     if (drain.closing) {
       reply.header('Connection', 'close');
-      sendProblem(reply, { body: problemBody('shutting_down', 'This API process is shutting down; send the request again.'), retryAfter: 1 });
+      sendProblem(reply, {
+        body: problemBody('shutting_down', 'This API process is shutting down; send the request again.'),
+        retryAfter: 1,
+      });
       return reply;
     }
     if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor === 1 && !req.headers.host) {

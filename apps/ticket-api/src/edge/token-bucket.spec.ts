@@ -17,7 +17,11 @@ describe('TokenBuckets', () => {
     expect(b.take('a', 0).ok).toBe(false);
     expect(b.take('b', 0).ok).toBe(true);
     // An hour idle still gives only `burst` tokens.
-    expect([b.take('a', 3_600_000), b.take('a', 3_600_000), b.take('a', 3_600_000)].map((t) => t.ok)).toEqual([true, true, false]);
+    expect([b.take('a', 3_600_000), b.take('a', 3_600_000), b.take('a', 3_600_000)].map((t) => t.ok)).toEqual([
+      true,
+      true,
+      false,
+    ]);
   });
 
   it('rounds Retry-After up to whole seconds at slow rates', () => {

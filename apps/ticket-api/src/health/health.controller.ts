@@ -42,7 +42,11 @@ export class HealthController {
         .code(503)
         .header('Retry-After', '2')
         .type('application/problem+json')
-        .send(problemBody('database_unavailable', 'The database check failed; see the API log.', { checks: { database: 'down' } }));
+        .send(
+          problemBody('database_unavailable', 'The database check failed; see the API log.', {
+            checks: { database: 'down' },
+          }),
+        );
     }
   }
 

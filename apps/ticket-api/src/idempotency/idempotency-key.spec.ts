@@ -67,7 +67,13 @@ describe('differingFields', () => {
     expect(
       differingFields(
         { title: 'a', priority: 'normal', requester: { name: 'x', email: 'a@b.c' }, metadata: { k: 1 } },
-        { title: 'b', priority: 'normal', requester: { name: 'x', email: 'z@b.c' }, metadata: { k: 2 }, externalRef: 'r' },
+        {
+          title: 'b',
+          priority: 'normal',
+          requester: { name: 'x', email: 'z@b.c' },
+          metadata: { k: 2 },
+          externalRef: 'r',
+        },
       ),
     ).toEqual(['externalRef', 'metadata', 'requester.email', 'title']);
   });

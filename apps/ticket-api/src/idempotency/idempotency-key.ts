@@ -10,7 +10,10 @@ const PRINTABLE = /^[\x20-\x7e]{1,255}$/;
  */
 export function parseIdempotencyKey(header: string | string[] | undefined): string {
   if (header === undefined || header === '') {
-    throw new DomainError('idempotency_key_missing', 'Send an Idempotency-Key header: one key per intent, reused on every retry.');
+    throw new DomainError(
+      'idempotency_key_missing',
+      'Send an Idempotency-Key header: one key per intent, reused on every retry.',
+    );
   }
   if (Array.isArray(header)) throw invalid('send exactly one Idempotency-Key header');
   if (header.startsWith('"')) {
@@ -31,7 +34,8 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
     }
     throw invalid('the quoted key has no closing quote');
   }
-  if (!BARE.test(header)) throw invalid('the key must be 1-255 printable ASCII characters (quote it if it contains spaces)');
+  if (!BARE.test(header))
+    throw invalid('the key must be 1-255 printable ASCII characters (quote it if it contains spaces)');
   return header;
 }
 
@@ -65,7 +69,9 @@ export function canonicalJson(value: unknown): string {
 /** The request fingerprint stored with a key: operation + target + the validated, normalised body. */
 export function fingerprint(operation: string, normalisedRequest: unknown): string {
   // One update of the same bytes as operation, '\n', body in three: the same digest, fewer native calls.
-  return createHash('sha256').update(`${operation}\n${canonicalJson(normalisedRequest)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${operation}\n${canonicalJson(normalisedRequest)}`)
+    .digest('hex');
 }
 
 /** Dotted paths of the fields that differ between two normalised requests (top level and one level down). */
@@ -85,4 +91,5 @@ export function differingFields(before: Record<string, unknown>, after: Record<s
   return out;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);

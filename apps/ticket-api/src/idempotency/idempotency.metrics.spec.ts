@@ -40,14 +40,27 @@ describe('tickets_idempotency_outcomes_total, counted by IdempotentCommandRunner
   it('in_use (409), reused (422) and expired (410); the cancel path counts too', async () => {
     const { create, cancel, registry } = ticketCommands(store);
     store.heldLocks.add(InMemoryStore.id(TENANT, 'busy'));
-    await expect(create.execute(command('busy', { title: 'x' }))).rejects.toMatchObject({ code: 'idempotency_key_in_use' });
+    await expect(create.execute(command('busy', { title: 'x' }))).rejects.toMatchObject({
+      code: 'idempotency_key_in_use',
+    });
     const first = await create.execute(command('k1', { title: 'one' }));
-    await expect(create.execute(command('k1', { title: 'other' }))).rejects.toMatchObject({ code: 'idempotency_key_reused' });
+    await expect(create.execute(command('k1', { title: 'other' }))).rejects.toMatchObject({
+      code: 'idempotency_key_reused',
+    });
     store.keys.get(InMemoryStore.id(TENANT, 'k1'))!.replayUntil = new Date(Date.now() - 1);
     const later = ticketCommands(store);
-    await expect(later.create.execute(command('k1', { title: 'one' }))).rejects.toMatchObject({ code: 'idempotency_key_expired' });
+    await expect(later.create.execute(command('k1', { title: 'one' }))).rejects.toMatchObject({
+      code: 'idempotency_key_expired',
+    });
     expect(await outcomes(later.registry)).toEqual({ expired: 1 });
-    await cancel.execute({ tenantId: TENANT, ticketId: first.answer.ticketId, idempotencyKey: 'c1', input: {}, traceparent: 'x', correlationId: 'r' } as never);
+    await cancel.execute({
+      tenantId: TENANT,
+      ticketId: first.answer.ticketId,
+      idempotencyKey: 'c1',
+      input: {},
+      traceparent: 'x',
+      correlationId: 'r',
+    } as never);
     expect(await outcomes(registry)).toEqual({ in_use: 1, new: 2, reused: 1 });
   });
 
@@ -73,7 +86,8 @@ describe('tickets_idempotency_keys_in_flight', () => {
         return 7;
       },
     });
-    const scrape = async () => (await registry.getSingleMetric('tickets_idempotency_keys_in_flight')!.get()).values[0]?.value;
+    const scrape = async () =>
+      (await registry.getSingleMetric('tickets_idempotency_keys_in_flight')!.get()).values[0]?.value;
     jest.useFakeTimers();
     try {
       expect(await scrape()).toBe(7);
@@ -97,6 +111,8 @@ describe('the replay cache gauges', () => {
     const first = await create.execute(command('k1', { title: 'one' }));
     const second = await create.execute(command('k2', { title: 'a longer title' }));
     expect(await value('tickets_idempotency_replay_cache_entries')).toBe(2);
-    expect(await value('tickets_idempotency_replay_cache_body_chars')).toBe(first.answer.body.length + second.answer.body.length);
+    expect(await value('tickets_idempotency_replay_cache_body_chars')).toBe(
+      first.answer.body.length + second.answer.body.length,
+    );
   });
 });

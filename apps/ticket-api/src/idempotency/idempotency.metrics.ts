@@ -4,7 +4,14 @@ import type { KeyStatus } from './key-status.use-case';
 
 /** What a keyed request came to, as counted: bounded, never per tenant. */
 export type IdempotencyOutcome = 'new' | 'replay' | 'in_use' | 'reused' | 'expired' | 'deduplicated';
-export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = ['new', 'replay', 'in_use', 'reused', 'expired', 'deduplicated'];
+export const IDEMPOTENCY_OUTCOMES: readonly IdempotencyOutcome[] = [
+  'new',
+  'replay',
+  'in_use',
+  'reused',
+  'expired',
+  'deduplicated',
+];
 
 /** The refusals of a keyed request, by the problem code IdempotentCommandRunner throws. */
 const REFUSALS: Partial<Record<string, IdempotencyOutcome>> = {
@@ -39,7 +46,10 @@ export class IdempotencyMetrics {
       labelNames: ['outcome'],
       registers,
     });
-    this.outcomes = Object.fromEntries(IDEMPOTENCY_OUTCOMES.map((o) => [o, outcomes.labels(o)])) as Record<IdempotencyOutcome, Counter.Internal>;
+    this.outcomes = Object.fromEntries(IDEMPOTENCY_OUTCOMES.map((o) => [o, outcomes.labels(o)])) as Record<
+      IdempotencyOutcome,
+      Counter.Internal
+    >;
     const status = new Counter({
       name: 'tickets_idempotency_status_queries_total',
       help: 'GET /v1/idempotency-keys/{key} answers by state (what callers ask after a timeout; many means the create timeout is too short)',
@@ -47,7 +57,10 @@ export class IdempotencyMetrics {
       registers,
     });
     const states: StatusState[] = ['processing', 'completed', 'expired', 'not_found'];
-    this.statusQueries = Object.fromEntries(states.map((s) => [s, status.labels(s)])) as Record<StatusState, Counter.Internal>;
+    this.statusQueries = Object.fromEntries(states.map((s) => [s, status.labels(s)])) as Record<
+      StatusState,
+      Counter.Internal
+    >;
     if (!inFlight) return;
     let last: { at: number; value: number } | undefined;
     let reading: Promise<void> | undefined;

@@ -15,11 +15,17 @@ import { PurgeService } from './purge.service';
   imports: [AuthModule],
   controllers: [IdempotencyController],
   providers: [
-    { provide: IdempotencyKeysRepository, useFactory: (db: Database) => new IdempotencyKeysRepository(db.prisma), inject: [Database] },
+    {
+      provide: IdempotencyKeysRepository,
+      useFactory: (db: Database) => new IdempotencyKeysRepository(db.prisma),
+      inject: [Database],
+    },
     {
       provide: IdempotencyMetrics,
       useFactory: (metrics: Metrics, keys: IdempotencyKeysRepository, config: AppConfig) =>
-        new IdempotencyMetrics(metrics.registry, { countKeysInFlight: () => keys.countKeysInFlight([config.relay.lockKey]) }),
+        new IdempotencyMetrics(metrics.registry, {
+          countKeysInFlight: () => keys.countKeysInFlight([config.relay.lockKey]),
+        }),
       inject: [Metrics, IdempotencyKeysRepository, APP_CONFIG],
     },
     IdempotentCommandRunner,

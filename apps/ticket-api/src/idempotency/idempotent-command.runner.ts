@@ -70,7 +70,8 @@ export class IdempotentCommandRunner {
       const scope: KeyScope = { now, keyFor: (answer) => this.keyFor(cmd, print, now, answer) };
       let step: StatementAttempt<O>;
       try {
-        step = 'statement' in plan ? await plan.statement(scope) : await this.inTransaction(cmd, scope, plan.transaction);
+        step =
+          'statement' in plan ? await plan.statement(scope) : await this.inTransaction(cmd, scope, plan.transaction);
       } catch (e) {
         // Lost a race the statement's snapshot could not see (same key, or same externalRef under another
         // key): nothing was written; run it again to find the winner.
@@ -123,7 +124,12 @@ export class IdempotentCommandRunner {
    * its answer (this request's own, or another request's with the same key). Not committed: 503, nothing
    * was written. Undecided in time: WriteOutcomeUnknownError, which the problem filter answers with a 500.
    */
-  private async settle<O extends string>(cmd: KeyedCommand, print: string, now: Date, original: unknown): Promise<KeyedResult<O>> {
+  private async settle<O extends string>(
+    cmd: KeyedCommand,
+    print: string,
+    now: Date,
+    original: unknown,
+  ): Promise<KeyedResult<O>> {
     const deadline = Date.now() + this.config.idempotency.settleTimeoutMs;
     for (let delay = 100; ; delay = Math.min(400, delay * 2)) {
       const left = deadline - Date.now();
@@ -134,7 +140,9 @@ export class IdempotentCommandRunner {
       } catch (e) {
         // 55P03: the write still holds the key's lock; a database failure: not reachable yet. Either: again.
         if (sqlState(e) !== '55P03' && databaseFailure(e) === undefined) throw new WriteOutcomeUnknownError(original);
-        await new Promise((r) => setTimeout(r, Math.min(Math.max(0, deadline - Date.now()), delay / 2 + Math.random() * (delay / 2))));
+        await new Promise((r) =>
+          setTimeout(r, Math.min(Math.max(0, deadline - Date.now()), delay / 2 + Math.random() * (delay / 2))),
+        );
         continue;
       }
       if (!prior) {
@@ -154,7 +162,12 @@ export class IdempotentCommandRunner {
 
   /** Called only once the answer's key row is committed. */
   private remember(cmd: KeyedCommand, print: string, answer: CommandAnswer, replayUntil: Date): void {
-    this.cache.remember(cmd.tenantId, cmd.key, { operation: cmd.operation, fingerprint: print, answer, replayUntil: replayUntil.getTime() });
+    this.cache.remember(cmd.tenantId, cmd.key, {
+      operation: cmd.operation,
+      fingerprint: print,
+      answer,
+      replayUntil: replayUntil.getTime(),
+    });
   }
 
   private inUse(): DomainError {

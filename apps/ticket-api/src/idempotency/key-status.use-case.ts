@@ -34,7 +34,15 @@ export class KeyStatusUseCase {
   private async lookUp(tenantId: string, key: string): Promise<KeyStatus> {
     const first = await this.keys.findKey(tenantId, key);
     if (!first && (await this.keys.isKeyInFlight(tenantId, key))) {
-      return { key, state: 'processing', ticketId: null, operation: null, createdAt: null, replayUntil: null, expiresAt: null };
+      return {
+        key,
+        state: 'processing',
+        ticketId: null,
+        operation: null,
+        createdAt: null,
+        replayUntil: null,
+        expiresAt: null,
+      };
     }
     // Read again: the request may have committed between the two looks.
     const stored = first ?? (await this.keys.findKey(tenantId, key));

@@ -28,7 +28,8 @@ export class PurgeService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private tick(): void {
     if (this.running) return;
-    this.running = this.keys.purge()
+    this.running = this.keys
+      .purge()
       .then((r) => {
         if (r.keysDeleted || r.responsesCleared) this.logger.info({ ...r }, 'idempotency purge');
       })

@@ -31,7 +31,13 @@ export class ResponseCache {
   }
 
   /** The stored answer when `fingerprint` matches a live entry; otherwise undefined (ask the database). */
-  answer(tenantId: string, key: string, operation: string, fingerprint: string, now = Date.now()): CommandAnswer | undefined {
+  answer(
+    tenantId: string,
+    key: string,
+    operation: string,
+    fingerprint: string,
+    now = Date.now(),
+  ): CommandAnswer | undefined {
     const id = `${tenantId}\n${key}`;
     const entry = this.entries.get(id);
     if (!entry) return undefined;

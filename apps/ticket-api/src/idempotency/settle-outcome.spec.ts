@@ -7,7 +7,8 @@ import { InMemoryStore, testConfig, ticketCommands } from '../../test/in-memory-
 // outcome is unknown to the API until it looks at the key on a fresh connection.
 const TENANT = '00000000-0000-4000-8000-000000000002';
 const lost = () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' });
+const unreachable = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', syscall: 'connect' });
 const lockTimeout = () => Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
 
 const command = (key: string): CreateCommand => ({

@@ -8,7 +8,13 @@ import type { CommandAnswer } from './keyed-command.types';
  * replay window), 422 naming the differing fields (different request), or 410 naming the ticket the
  * key made (past the replay window).
  */
-export function answerFromStoreOrReject(prior: StoredKey, operation: string, print: string, request: Record<string, unknown>, now: Date): CommandAnswer {
+export function answerFromStoreOrReject(
+  prior: StoredKey,
+  operation: string,
+  print: string,
+  request: Record<string, unknown>,
+  now: Date,
+): CommandAnswer {
   if (prior.operation !== operation || prior.fingerprint !== print) {
     const fields = prior.operation === operation ? differingFields(prior.requestBody, request) : ['(operation)'];
     throw new DomainError(

@@ -10,7 +10,12 @@ import { Database } from './database';
 @Module({})
 export class CoreModule {
   static forRoot(config: AppConfig, logger: Logger): DynamicModule {
-    const providers = [{ provide: APP_CONFIG, useValue: config }, { provide: LOGGER, useValue: logger }, Database, Metrics];
+    const providers = [
+      { provide: APP_CONFIG, useValue: config },
+      { provide: LOGGER, useValue: logger },
+      Database,
+      Metrics,
+    ];
     return { module: CoreModule, providers, exports: providers };
   }
 }

@@ -17,7 +17,10 @@ export class Database implements OnApplicationShutdown {
   constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(LOGGER) logger: Logger) {
     const log = logger.child({ component: 'database' });
     const clients = createDatabaseClients(config.database.url, config.database.poolMax, 'ticket-api', (err) =>
-      log.warn({ err: err.message }, 'an idle database connection was closed by the server; the next statement opens a new one'),
+      log.warn(
+        { err: err.message },
+        'an idle database connection was closed by the server; the next statement opens a new one',
+      ),
     );
     this.prisma = clients.prisma;
     this.query = clients.query;

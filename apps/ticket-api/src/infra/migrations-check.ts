@@ -20,7 +20,9 @@ function migrationsDir(from = __dirname): string | undefined {
  */
 export async function pendingMigrations(prisma: PrismaClient, dir = migrationsDir()): Promise<string[]> {
   if (!dir) return [];
-  const wanted = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  const wanted = readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name);
   const applied = (await new MigrationsRepository(prisma).applied()) ?? []; // no _prisma_migrations table: nothing applied
   return wanted.filter((m) => !applied.includes(m)).sort();
 }

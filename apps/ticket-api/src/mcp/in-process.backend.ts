@@ -3,7 +3,14 @@ import { z } from 'zod';
 import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 import type { Logger } from '@tickets/logger';
-import { PermanentError, RetryableError, UnknownOutcomeError, type Problem, type RequestStatus, type Ticket } from '@tickets/agent-client';
+import {
+  PermanentError,
+  RetryableError,
+  UnknownOutcomeError,
+  type Problem,
+  type RequestStatus,
+  type Ticket,
+} from '@tickets/agent-client';
 import type { CancelToolResult, CreateToolResult, TicketToolsBackend, ToolRead, ToolWrite } from '@tickets/mcp-server';
 import { toProblem } from '../common/problem.filter';
 import { parseOrThrow } from '../common/validation';
@@ -52,8 +59,17 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
     const { result, attempts } = await this.keyed(write, () =>
       this.deps.create.execute({ ...this.command(write), input: parseOrThrow(CreateTicketInput, input) }),
     );
-    const outcome = result.fromStore ? 'replayed' : result.answer.outcome === 'deduplicated' ? 'deduplicated' : 'created';
-    return { outcome, ticket: JSON.parse(result.answer.body) as Ticket, idempotencyKey: write.idempotencyKey, attempts };
+    const outcome = result.fromStore
+      ? 'replayed'
+      : result.answer.outcome === 'deduplicated'
+        ? 'deduplicated'
+        : 'created';
+    return {
+      outcome,
+      ticket: JSON.parse(result.answer.body) as Ticket,
+      idempotencyKey: write.idempotencyKey,
+      attempts,
+    };
   }
 
   async cancelTicket(ticketId: string, reason: string | undefined, write: ToolWrite): Promise<CancelToolResult> {
@@ -64,12 +80,20 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
         input: parseOrThrow(CancelTicketInput, reason === undefined ? {} : { reason }),
       }),
     );
-    return { outcome: result.fromStore ? 'replayed' : 'cancelled', ticket: JSON.parse(result.answer.body) as Ticket, idempotencyKey: write.idempotencyKey, attempts };
+    return {
+      outcome: result.fromStore ? 'replayed' : 'cancelled',
+      ticket: JSON.parse(result.answer.body) as Ticket,
+      idempotencyKey: write.idempotencyKey,
+      attempts,
+    };
   }
 
   getTicket(ticketId: string, _read: ToolRead): Promise<Ticket | null> {
     return this.mapped(undefined, async () => {
-      const row = await this.deps.tickets.findTicket(this.caller.tenantId, parseOrThrow(TicketId, ticketId, 'ticket id'));
+      const row = await this.deps.tickets.findTicket(
+        this.caller.tenantId,
+        parseOrThrow(TicketId, ticketId, 'ticket id'),
+      );
       return row ? toTicket(row) : null;
     });
   }
@@ -86,7 +110,14 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
     return this.mapped(undefined, async () => {
       try {
         const s = await this.deps.keyStatus.execute(this.caller.tenantId, parseIdempotencyKey(idempotencyKey));
-        return { key: s.key, state: s.state, ticketId: s.ticketId, response: s.response, createdAt: s.createdAt, expiresAt: s.expiresAt };
+        return {
+          key: s.key,
+          state: s.state,
+          ticketId: s.ticketId,
+          response: s.response,
+          createdAt: s.createdAt,
+          expiresAt: s.expiresAt,
+        };
       } catch (e) {
         if (e instanceof DomainError && e.code === 'idempotency_key_not_found') {
           return { key: idempotencyKey, state: 'unknown', ticketId: null, createdAt: null, expiresAt: null };
@@ -97,7 +128,12 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
   }
 
   private command(write: ToolWrite) {
-    return { tenantId: this.caller.tenantId, idempotencyKey: write.idempotencyKey, traceparent: this.caller.traceparent, correlationId: this.caller.correlationId };
+    return {
+      tenantId: this.caller.tenantId,
+      idempotencyKey: write.idempotencyKey,
+      traceparent: this.caller.traceparent,
+      correlationId: this.caller.correlationId,
+    };
   }
 
   /**
@@ -105,7 +141,10 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
    * Retry-After and runs it again, for up to MCP_TOOL_DEADLINE, so a retry that overtakes its first
    * call returns that call's ticket instead of an error.
    */
-  private async keyed(write: ToolWrite, run: () => Promise<WriteResult>): Promise<{ result: WriteResult; attempts: number }> {
+  private async keyed(
+    write: ToolWrite,
+    run: () => Promise<WriteResult>,
+  ): Promise<{ result: WriteResult; attempts: number }> {
     const deadline = Date.now() + this.deps.toolDeadlineMs;
     let attempts = 0;
     return this.mapped(write, async () => {
@@ -116,7 +155,10 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
           this.deps.countWrite(result);
           return { result, attempts };
         } catch (e) {
-          const waitMs = e instanceof DomainError && e.code === 'idempotency_key_in_use' ? (e.retryAfterSeconds ?? 1) * 1000 : undefined;
+          const waitMs =
+            e instanceof DomainError && e.code === 'idempotency_key_in_use'
+              ? (e.retryAfterSeconds ?? 1) * 1000
+              : undefined;
           if (waitMs === undefined || Date.now() + waitMs > deadline || write.signal?.aborted) throw e;
           await sleep(waitMs);
         }
@@ -135,7 +177,12 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
       const init = { code: body.code, message: body.detail, status: body.status, problem, cause: error };
       // A write that failed in a way that may have committed (a 500): the outcome is unknown, the same key settles it.
       if (write && body.status >= 500 && body.status !== 503) {
-        throw new UnknownOutcomeError({ ...init, idempotencyKey: write.idempotencyKey, intentId: write.intentId, attempts: 1 });
+        throw new UnknownOutcomeError({
+          ...init,
+          idempotencyKey: write.idempotencyKey,
+          intentId: write.intentId,
+          attempts: 1,
+        });
       }
       if (body.retryable) {
         throw new RetryableError({

@@ -17,16 +17,16 @@ export class McpOriginGuard implements CanActivate {
     const origin = ctx.switchToHttp().getRequest<FastifyRequest>().headers.origin;
     if (origin === undefined) return true;
     if (!originAllowed(origin, this.config.mcp)) {
-      throw new DomainError('origin_not_allowed', `Origin ${JSON.stringify(origin)} may not use /mcp (MCP_ALLOWED_ORIGINS).`);
+      throw new DomainError(
+        'origin_not_allowed',
+        `Origin ${JSON.stringify(origin)} may not use /mcp (MCP_ALLOWED_ORIGINS).`,
+      );
     }
-    ctx
-      .switchToHttp()
-      .getResponse<FastifyReply>()
-      .headers({
-        'Access-Control-Allow-Origin': origin,
-        Vary: 'Origin',
-        'Access-Control-Expose-Headers': 'X-Request-Id, Retry-After, WWW-Authenticate',
-      });
+    ctx.switchToHttp().getResponse<FastifyReply>().headers({
+      'Access-Control-Allow-Origin': origin,
+      Vary: 'Origin',
+      'Access-Control-Expose-Headers': 'X-Request-Id, Retry-After, WWW-Authenticate',
+    });
     return true;
   }
 }

@@ -5,8 +5,15 @@ describe('/mcp Origin check', () => {
   const listed = { allowLoopbackOrigins: false, allowedOrigins: ['https://agents.example.com'], toolDeadlineMs: 1 };
 
   it('by default allows pages on loopback hosts only', () => {
-    for (const o of ['http://localhost:6274', 'http://127.0.0.1', 'https://[::1]:8443']) expect(originAllowed(o, loopbackOnly)).toBe(true);
-    for (const o of ['https://evil.example', 'http://localhost.evil.example', 'http://127.0.0.1.nip.io', 'null', 'file://']) {
+    for (const o of ['http://localhost:6274', 'http://127.0.0.1', 'https://[::1]:8443'])
+      expect(originAllowed(o, loopbackOnly)).toBe(true);
+    for (const o of [
+      'https://evil.example',
+      'http://localhost.evil.example',
+      'http://127.0.0.1.nip.io',
+      'null',
+      'file://',
+    ]) {
       expect(originAllowed(o, loopbackOnly)).toBe(false);
     }
   });

@@ -10,7 +10,9 @@ import { McpOriginGuard } from './mcp-origin.guard';
 import { McpHttpService } from './mcp-http.service';
 
 /** One JSON-RPC message per POST (the 2025-06-18 revision dropped batches): the rate limit counts every tool call. */
-const JsonRpcMessage = z.looseObject({ jsonrpc: z.literal('2.0', { message: 'must be "2.0": send one JSON-RPC message per POST' }) });
+const JsonRpcMessage = z.looseObject({
+  jsonrpc: z.literal('2.0', { message: 'must be "2.0": send one JSON-RPC message per POST' }),
+});
 
 const STATELESS =
   'This MCP endpoint is stateless: POST one JSON-RPC message per request. There is no server-to-client stream (GET) and no session to end (DELETE).';
@@ -26,7 +28,12 @@ export class McpController {
 
   @Post()
   @UseGuards(McpOriginGuard, ApiKeyGuard)
-  async post(@CurrentPrincipal() principal: Principal, @Body() body: unknown, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async post(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: unknown,
+    @Req() req: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     requireAccept(req.headers.accept);
     const message = parseOrThrow(JsonRpcMessage, Array.isArray(body) ? { batch: true } : body);
     await this.mcp.handle(req, reply, message, {
@@ -67,6 +74,9 @@ export class McpController {
 function requireAccept(accept: string | undefined): void {
   const types = (accept ?? '').split(',').map((t) => t.split(';')[0].trim().toLowerCase());
   if (!types.includes('application/json') || !types.includes('text/event-stream')) {
-    throw new DomainError('not_acceptable', 'Send Accept: application/json, text/event-stream (the MCP Streamable HTTP transport answers with either).');
+    throw new DomainError(
+      'not_acceptable',
+      'Send Accept: application/json, text/event-stream (the MCP Streamable HTTP transport answers with either).',
+    );
   }
 }

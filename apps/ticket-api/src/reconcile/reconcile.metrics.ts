@@ -36,10 +36,26 @@ export class ReconcileMetrics {
           if (run) this.set(value(run));
         },
       });
-    gauge('tickets_reconcile_last_run_timestamp_seconds', 'When the newest reconciliation run (scheduled or CLI) finished, Unix seconds', (r) => r.finishedAt.getTime() / 1000);
-    gauge('tickets_reconcile_tickets_checked', 'Tickets created inside the newest run\'s window (RECONCILE_WINDOW)', (r) => r.ticketsChecked);
-    gauge('tickets_reconcile_duplicate_tickets', 'Tickets of the newest run\'s window duplicating an earlier one (same externalRef in the tenant, or same intent)', (r) => r.duplicateTickets);
-    gauge('tickets_reconcile_duplicate_creation_ratio', 'Duplicate tickets / tickets checked in the newest run (ideal 0; alert above 0.001)', duplicateCreationRatio);
+    gauge(
+      'tickets_reconcile_last_run_timestamp_seconds',
+      'When the newest reconciliation run (scheduled or CLI) finished, Unix seconds',
+      (r) => r.finishedAt.getTime() / 1000,
+    );
+    gauge(
+      'tickets_reconcile_tickets_checked',
+      "Tickets created inside the newest run's window (RECONCILE_WINDOW)",
+      (r) => r.ticketsChecked,
+    );
+    gauge(
+      'tickets_reconcile_duplicate_tickets',
+      "Tickets of the newest run's window duplicating an earlier one (same externalRef in the tenant, or same intent)",
+      (r) => r.duplicateTickets,
+    );
+    gauge(
+      'tickets_reconcile_duplicate_creation_ratio',
+      'Duplicate tickets / tickets checked in the newest run (ideal 0; alert above 0.001)',
+      duplicateCreationRatio,
+    );
     new Gauge({
       name: 'tickets_reconcile_findings',
       help: 'Offending rows per check in the newest reconciliation run (0: the check agreed)',

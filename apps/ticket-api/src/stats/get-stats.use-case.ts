@@ -26,9 +26,14 @@ export class GetStatsUseCase {
     const byPriority = Object.fromEntries(PRIORITIES.map((p) => [p, 0])) as TicketStats['byPriority'];
     for (const r of rows.counts) {
       if (r.dimension === 'status' && r.value in byStatus) byStatus[r.value as keyof typeof byStatus] = Number(r.count);
-      if (r.dimension === 'priority' && r.value in byPriority) byPriority[r.value as keyof typeof byPriority] = Number(r.count);
+      if (r.dimension === 'priority' && r.value in byPriority)
+        byPriority[r.value as keyof typeof byPriority] = Number(r.count);
     }
-    const perDay = rows.days.map((d) => ({ day: d.day.toISOString().slice(0, 10), created: Number(d.created), cancelled: Number(d.cancelled) }));
+    const perDay = rows.days.map((d) => ({
+      day: d.day.toISOString().slice(0, 10),
+      created: Number(d.created),
+      cancelled: Number(d.cancelled),
+    }));
     return { source: this.groupId, byStatus, byPriority, perDay };
   }
 }

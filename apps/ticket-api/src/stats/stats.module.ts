@@ -11,6 +11,10 @@ import { STATS_GROUP } from './stats.tokens';
 @Module({
   imports: [AuthModule],
   controllers: [StatsController],
-  providers: [StatsRepository, GetStatsUseCase, { provide: STATS_GROUP, useFactory: (config: AppConfig) => config.stats.groupId, inject: [APP_CONFIG] }],
+  providers: [
+    StatsRepository,
+    GetStatsUseCase,
+    { provide: STATS_GROUP, useFactory: (config: AppConfig) => config.stats.groupId, inject: [APP_CONFIG] },
+  ],
 })
 export class StatsModule {}

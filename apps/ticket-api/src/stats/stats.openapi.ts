@@ -20,7 +20,10 @@ export const STATS_OPENAPI_PATHS = {
                 type: 'object',
                 required: ['source', 'byStatus', 'byPriority', 'perDay'],
                 properties: {
-                  source: { type: 'string', description: 'The consumer group that keeps this projection (STATS_GROUP_ID)' },
+                  source: {
+                    type: 'string',
+                    description: 'The consumer group that keeps this projection (STATS_GROUP_ID)',
+                  },
                   byStatus: counts(STATUSES),
                   byPriority: counts(PRIORITIES),
                   perDay: {
@@ -28,7 +31,11 @@ export const STATS_OPENAPI_PATHS = {
                     items: {
                       type: 'object',
                       required: ['day', 'created', 'cancelled'],
-                      properties: { day: { type: 'string', format: 'date' }, created: { type: 'integer' }, cancelled: { type: 'integer' } },
+                      properties: {
+                        day: { type: 'string', format: 'date' },
+                        created: { type: 'integer' },
+                        cancelled: { type: 'integer' },
+                      },
                     },
                   },
                 },
@@ -36,7 +43,10 @@ export const STATS_OPENAPI_PATHS = {
             },
           },
         },
-        '401': { description: 'unauthorized', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+        '401': {
+          description: 'unauthorized',
+          content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+        },
       },
     },
   },

@@ -32,13 +32,19 @@ describe('CancelTicketUseCase (fake repositories, no database)', () => {
   });
 
   it('first cancel: 200 with the cancelled ticket, one ticket.cancelled.v1 event, the key recorded', async () => {
-    const { answer, fromStore } = await ticketCommands(store).cancel.execute(cancelCommand('c1', ticketId, { reason: 'duplicate' }));
+    const { answer, fromStore } = await ticketCommands(store).cancel.execute(
+      cancelCommand('c1', ticketId, { reason: 'duplicate' }),
+    );
     expect(fromStore).toBe(false);
     expect(answer).toMatchObject({ outcome: 'cancelled', status: 200, ticketId });
     expect(JSON.parse(answer.body)).toMatchObject({ id: ticketId, status: 'cancelled' });
     expect(store.tickets.get(ticketId)?.status).toBe('cancelled');
     expect(cancelledEvents().map((e) => e.ticketId)).toEqual([ticketId]);
-    expect(store.storedKey(TENANT, 'c1')).toMatchObject({ operation: 'ticket.cancel', outcome: 'cancelled', responseBody: answer.body });
+    expect(store.storedKey(TENANT, 'c1')).toMatchObject({
+      operation: 'ticket.cancel',
+      outcome: 'cancelled',
+      responseBody: answer.body,
+    });
   });
 
   it('already cancelled, under a new key: 200 with the ticket as it is, no second event', async () => {
@@ -56,7 +62,9 @@ describe('CancelTicketUseCase (fake repositories, no database)', () => {
     expect(commands.relay.wakes).toBe(1);
     await commands.cancel.execute(cancelCommand('c1', ticketId));
     await commands.cancel.execute(cancelCommand('c2', ticketId));
-    await expect(commands.cancel.execute(cancelCommand('c3', UNKNOWN))).rejects.toMatchObject({ code: 'ticket_not_found' });
+    await expect(commands.cancel.execute(cancelCommand('c3', UNKNOWN))).rejects.toMatchObject({
+      code: 'ticket_not_found',
+    });
     expect(commands.relay.wakes).toBe(1);
   });
 
@@ -78,7 +86,9 @@ describe('CancelTicketUseCase (fake repositories, no database)', () => {
 
   it('key in flight: 409 idempotency_key_in_use; key of a create reused for a cancel: 422', async () => {
     store.heldLocks.add(InMemoryStore.id(TENANT, 'c1'));
-    await expect(ticketCommands(store).cancel.execute(cancelCommand('c1', ticketId))).rejects.toMatchObject({ code: 'idempotency_key_in_use' });
+    await expect(ticketCommands(store).cancel.execute(cancelCommand('c1', ticketId))).rejects.toMatchObject({
+      code: 'idempotency_key_in_use',
+    });
     await expect(ticketCommands(store).cancel.execute(cancelCommand('create-1', ticketId))).rejects.toMatchObject({
       code: 'idempotency_key_reused',
       extensions: { differingFields: ['(operation)'] },

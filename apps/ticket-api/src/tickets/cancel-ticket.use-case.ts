@@ -39,9 +39,17 @@ export class CancelTicketUseCase {
       {
         transaction: async (tx, { now }): Promise<CommandAnswer<TicketOutcome>> => {
           const current = await this.tickets.findTicket(cmd.tenantId, cmd.ticketId, tx, true);
-          if (!current) throw new DomainError('ticket_not_found', `No ticket ${cmd.ticketId} in your tenant.`, { ticketId: cmd.ticketId });
+          if (!current)
+            throw new DomainError('ticket_not_found', `No ticket ${cmd.ticketId} in your tenant.`, {
+              ticketId: cmd.ticketId,
+            });
           if (current.status === 'cancelled') {
-            return { outcome: 'already_cancelled', status: 200, body: JSON.stringify(toTicket(current)), ticketId: cmd.ticketId };
+            return {
+              outcome: 'already_cancelled',
+              status: 200,
+              body: JSON.stringify(toTicket(current)),
+              ticketId: cmd.ticketId,
+            };
           }
           const row = await this.tickets.markCancelled(tx, cmd.tenantId, cmd.ticketId, now);
           const event: TicketCancelledV1 = {
@@ -55,7 +63,13 @@ export class CancelTicketUseCase {
             data: toTicket(row),
           };
           const headers = JSON.stringify({ traceparent: cmd.traceparent, 'correlation-id': cmd.correlationId });
-          await this.tickets.enqueueEvent(tx, cmd.tenantId, cmd.ticketId, { eventId: event.id, eventType: event.type, payload: JSON.stringify(event), headers }, now);
+          await this.tickets.enqueueEvent(
+            tx,
+            cmd.tenantId,
+            cmd.ticketId,
+            { eventId: event.id, eventType: event.type, payload: JSON.stringify(event), headers },
+            now,
+          );
           return { outcome: 'cancelled', status: 200, body: JSON.stringify(toTicket(row)), ticketId: cmd.ticketId };
         },
       },

@@ -48,7 +48,12 @@ export class CreateTicketUseCase {
             updatedAt: now,
           };
           const ticket = toTicket(row);
-          const answer: CommandAnswer<TicketOutcome> = { outcome: 'created', status: 201, body: JSON.stringify(ticket), ticketId: row.id };
+          const answer: CommandAnswer<TicketOutcome> = {
+            outcome: 'created',
+            status: 201,
+            body: JSON.stringify(ticket),
+            ticketId: row.id,
+          };
           const event: TicketCreatedV1 = {
             id: randomUUID(),
             type: TICKET_CREATED_V1,

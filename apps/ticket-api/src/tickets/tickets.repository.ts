@@ -40,12 +40,17 @@ export class TicketsRepository {
    * hot path of every create and of every replay the in-process cache cannot answer. Its text must stay
    * static (every value a parameter); a change of the text needs a new name (`ticket_create_v<n>`).
    */
-  async tryCreate(attempt: { row: TicketRow & { tenantId: string; idempotencyKey: string }; key: NewKey; event: NewEvent }): Promise<CreateAttempt> {
+  async tryCreate(attempt: {
+    row: TicketRow & { tenantId: string; idempotencyKey: string };
+    key: NewKey;
+    event: NewEvent;
+  }): Promise<CreateAttempt> {
     const { row, key, event } = attempt;
     // ISO text rather than Date objects: pg's local-time formatting of a Date showed in the profile.
     const createdAt = row.createdAt.toISOString();
     const updatedAt = row.updatedAt === row.createdAt ? createdAt : row.updatedAt.toISOString();
-    const rows = await this.db.query<{ written: number; duplicate_id: string | null } & KeyGuardRow>(Prisma.sql`
+    const rows = await this.db.query<{ written: number; duplicate_id: string | null } & KeyGuardRow>(
+      Prisma.sql`
       WITH ${Keys.keyGuardCtes(row.tenantId, key.key)},
       duplicate AS MATERIALIZED (
         SELECT id FROM tickets
@@ -74,12 +79,19 @@ export class TicketsRepository {
       SELECT ((SELECT count(*) FROM new_ticket) + (SELECT count(*) FROM new_key) + (SELECT count(*) FROM new_event))::int AS written,
              (SELECT id FROM duplicate LIMIT 1)::text AS duplicate_id,
              ${Keys.keyGuardColumns()}
-      FROM (SELECT 1) AS one ${Keys.keyGuardJoin()}`, 'ticket_create_v1');
+      FROM (SELECT 1) AS one ${Keys.keyGuardJoin()}`,
+      'ticket_create_v1',
+    );
     const result = rows[0];
     return { guard: Keys.readKeyGuard(result), created: result.written === 3, duplicateTicketId: result.duplicate_id };
   }
 
-  async findTicket(tenantId: string, id: string, tx: Tx | PrismaClient = this.prisma, forUpdate = false): Promise<TicketRow | null> {
+  async findTicket(
+    tenantId: string,
+    id: string,
+    tx: Tx | PrismaClient = this.prisma,
+    forUpdate = false,
+  ): Promise<TicketRow | null> {
     const rows = await tx.$queryRaw<TicketRow[]>(Prisma.sql`
       SELECT ${TICKET_COLUMNS} FROM tickets WHERE tenant_id = ${tenantId}::uuid AND id = ${id}::uuid
       ${forUpdate ? Prisma.sql`FOR UPDATE` : Prisma.empty}`);

@@ -28,10 +28,10 @@ export const COMMON: Options = {
 };
 
 export const COMMON_HELP = [
-  '  --database-url <url>   the consumer\'s PostgreSQL (default: DATABASE_URL)',
+  "  --database-url <url>   the consumer's PostgreSQL (default: DATABASE_URL)",
   '  --brokers <a:9092,..>  Kafka bootstrap brokers (default: KAFKA_BROKERS)',
   '  --topic <topic>        the events topic (default: TICKET_EVENTS_TOPIC, else ticket-events)',
-  '  --schema <name>        schema of the kit\'s tables (default: EVENT_CONSUMER_SCHEMA, else ticket_events)',
+  "  --schema <name>        schema of the kit's tables (default: EVENT_CONSUMER_SCHEMA, else ticket_events)",
   '  -h, --help             this help',
 ];
 
@@ -45,7 +45,12 @@ export interface Command {
 
 export function parse(command: Command, argv: string[]): { values: Values; positionals: string[] } {
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { ...COMMON, ...command.options },
+      allowPositionals: true,
+      strict: true,
+    });
     return { values: values as Values, positionals };
   } catch (e) {
     throw new Usage(`${(e as Error).message.split('\n')[0]}. Run \`${BIN} ${command.name} --help\`.`);
@@ -69,10 +74,18 @@ export function target(values: Values, need: { database?: boolean; brokers?: boo
   const databaseUrl = (values['database-url'] as string | undefined) ?? env.databaseUrl;
   const brokersText = values.brokers as string | undefined;
   const brokers = brokersText ? brokersOf(brokersText) : env.brokers;
-  if (need.database && !databaseUrl) throw new Usage('no database: pass --database-url postgresql://user@host:5432/db or set DATABASE_URL');
-  if (need.database && databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Usage(`--database-url / DATABASE_URL is not a postgresql:// URL`);
-  if (need.brokers && !brokers?.length) throw new Usage('no Kafka brokers: pass --brokers host:9092 or set KAFKA_BROKERS');
-  return { databaseUrl: databaseUrl ?? '', brokers: brokers ?? [], topic: (values.topic as string | undefined) ?? env.topic, schema: (values.schema as string | undefined) ?? env.schema };
+  if (need.database && !databaseUrl)
+    throw new Usage('no database: pass --database-url postgresql://user@host:5432/db or set DATABASE_URL');
+  if (need.database && databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new Usage(`--database-url / DATABASE_URL is not a postgresql:// URL`);
+  if (need.brokers && !brokers?.length)
+    throw new Usage('no Kafka brokers: pass --brokers host:9092 or set KAFKA_BROKERS');
+  return {
+    databaseUrl: databaseUrl ?? '',
+    brokers: brokers ?? [],
+    topic: (values.topic as string | undefined) ?? env.topic,
+    schema: (values.schema as string | undefined) ?? env.schema,
+  };
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -97,12 +110,20 @@ export function timeBound(text: string, flag: string): Date {
 export function explain(err: unknown, t?: Partial<Target>): string {
   const e = err as { code?: string; name?: string; message?: string };
   const msg = e?.message ?? String(err);
-  if (e?.code === 'ECONNREFUSED' || e?.code === 'ENOTFOUND' || e?.code === '3D000' || e?.code === '28P01' || e?.code === '28000') {
+  if (
+    e?.code === 'ECONNREFUSED' ||
+    e?.code === 'ENOTFOUND' ||
+    e?.code === '3D000' ||
+    e?.code === '28P01' ||
+    e?.code === '28000'
+  ) {
     const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
     return `cannot use PostgreSQL at ${host} (${e.code}: ${msg}): check --database-url / DATABASE_URL and that the server is up`;
   }
-  if (/^KafkaJS/.test(e?.name ?? '')) return `Kafka at ${t?.brokers?.join(',') ?? '?'} failed (${e.name}: ${msg}): check --brokers / KAFKA_BROKERS and that the broker is up`;
-  if (e?.code === '42P01' || e?.code === '3F000') return `${msg}: the kit's tables are missing; run \`${BIN} migrate\` first`;
+  if (/^KafkaJS/.test(e?.name ?? ''))
+    return `Kafka at ${t?.brokers?.join(',') ?? '?'} failed (${e.name}: ${msg}): check --brokers / KAFKA_BROKERS and that the broker is up`;
+  if (e?.code === '42P01' || e?.code === '3F000')
+    return `${msg}: the kit's tables are missing; run \`${BIN} migrate\` first`;
   return msg;
 }
 

@@ -1,6 +1,10 @@
 import { userInfo } from 'node:os';
 import { ConsumerDeadLetters } from '../dead-letters/consumer-dead-letters';
-import type { ConsumerDeadLetterFilter, ConsumerDeadLetterItem, KitActionResult } from '../dead-letters/consumer-dead-letters.types';
+import type {
+  ConsumerDeadLetterFilter,
+  ConsumerDeadLetterItem,
+  KitActionResult,
+} from '../dead-letters/consumer-dead-letters.types';
 import { kafkaRepublisher } from '../dead-letters/message-republisher';
 import { BIN, EXIT, Usage, target, timeBound, type Command } from './bin-support';
 
@@ -9,7 +13,15 @@ type Action = (typeof ACTIONS)[number];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const line = (i: ConsumerDeadLetterItem) =>
-  [i.id, i.state.padEnd(9), i.deadAt.toISOString(), `ticket=${i.ticketId ?? '-'}`, i.eventType ?? '-', `(${i.where})`, `reason: ${i.reason}`].join('  ');
+  [
+    i.id,
+    i.state.padEnd(9),
+    i.deadAt.toISOString(),
+    `ticket=${i.ticketId ?? '-'}`,
+    i.eventType ?? '-',
+    `(${i.where})`,
+    `reason: ${i.reason}`,
+  ].join('  ');
 
 function osUser(): string {
   try {
@@ -21,7 +33,7 @@ function osUser(): string {
 
 export const deadLettersCommand: Command = {
   name: 'dead-letters',
-  summary: "list, show, requeue or discard the messages a consumer group dead-lettered",
+  summary: 'list, show, requeue or discard the messages a consumer group dead-lettered',
   help: [
     'ticket-events dead-letters list --group <group> [--ticket <id>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
     'ticket-events dead-letters show --id <id> [--json]',
@@ -39,7 +51,7 @@ export const deadLettersCommand: Command = {
     '',
     '  --group <group>        the consumer group (required, except for show)',
     '  --id <id>              one dead letter',
-    "  --ticket <id>          only those whose message key is this ticket",
+    '  --ticket <id>          only those whose message key is this ticket',
     '  --reason <text>        only those whose reason contains this, any case',
     '  --since, --until       an ISO-8601 time or a duration back from now (24h, 7d)',
     '  --limit <n>            at most this many, 1-1000 (default 50)',
@@ -65,18 +77,26 @@ export const deadLettersCommand: Command = {
   },
   async run(values, positionals, io) {
     const [action, ...extra] = positionals as [Action, ...string[]];
-    if (!ACTIONS.includes(action) || extra.length) throw new Usage(`the action is one of ${ACTIONS.join(', ')}${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`);
+    if (!ACTIONS.includes(action) || extra.length)
+      throw new Usage(
+        `the action is one of ${ACTIONS.join(', ')}${positionals.length ? `, not "${positionals.join(' ')}"` : ''}`,
+      );
     for (const name of ['id', 'ticket'] as const) {
       const v = values[name];
       if (typeof v === 'string' && !UUID.test(v)) throw new Usage(`--${name} must be a uuid, got "${v}"`);
     }
     const group = values.group as string | undefined;
     if (action === 'show' && !values.id) throw new Usage('show needs --id <id> (the id in the first column of list)');
-    if (action !== 'show' && !group) throw new Usage(`${action} needs --group <group>: the consumer group whose dead letters to ${action}`);
+    if (action !== 'show' && !group)
+      throw new Usage(`${action} needs --group <group>: the consumer group whose dead letters to ${action}`);
     const selected = ['id', 'ticket', 'reason', 'since', 'until'].some((n) => values[n] !== undefined);
-    if ((action === 'requeue' || action === 'discard') && !selected) throw new Usage(`${action} needs --id <id>, or at least one of --ticket, --reason, --since, --until to choose the dead letters`);
+    if ((action === 'requeue' || action === 'discard') && !selected)
+      throw new Usage(
+        `${action} needs --id <id>, or at least one of --ticket, --reason, --since, --until to choose the dead letters`,
+      );
     const limit = values.limit === undefined ? 50 : Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new Usage(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw new Usage(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
     const filter: ConsumerDeadLetterFilter = {
       groupId: group,
       id: values.id as string | undefined,
@@ -109,11 +129,18 @@ export const deadLettersCommand: Command = {
         else {
           io.out(line(d.item));
           io.out(`content: ${JSON.stringify(d.content)}`);
-          for (const h of d.history) io.out(`${h.action} by ${h.actor} at ${h.at.toISOString()}${h.note ? ` (${h.note})` : ''}: ${JSON.stringify(h.detail)}`);
+          for (const h of d.history)
+            io.out(
+              `${h.action} by ${h.actor} at ${h.at.toISOString()}${h.note ? ` (${h.note})` : ''}: ${JSON.stringify(h.detail)}`,
+            );
         }
         return EXIT.ok;
       }
-      const req = { filter, actor: { by: (values.by as string | undefined) ?? osUser(), note: (values.note as string | undefined) ?? null }, dryRun: values['dry-run'] === true };
+      const req = {
+        filter,
+        actor: { by: (values.by as string | undefined) ?? osUser(), note: (values.note as string | undefined) ?? null },
+        dryRun: values['dry-run'] === true,
+      };
       const results: KitActionResult[] = action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
       if (json) io.out(JSON.stringify({ dryRun: req.dryRun, results }));
       else if (!results.length) io.out('dead-letters: none match; nothing done');

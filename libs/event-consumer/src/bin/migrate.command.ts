@@ -8,7 +8,7 @@ export const migrateCommand: Command = {
     'ticket-events migrate [--database-url <url>] [--schema ticket_events]',
     '',
     "Creates the kit's tables (inbox_events, consumer_dead_letters, replays, replay_partitions,",
-    'dead_letter_actions) in their own schema of the consumer\'s database, or upgrades them to this',
+    "dead_letter_actions) in their own schema of the consumer's database, or upgrades them to this",
     "kit's version. Each step is applied once, in its own transaction, and recorded in",
     '<schema>.kit_migrations (version, name, checksum). Safe to run from every replica at start: they',
     'take turns on an advisory lock, and a second run changes nothing. Needs CREATE on the database.',
@@ -18,7 +18,10 @@ export const migrateCommand: Command = {
   async run(values, _positionals, io) {
     const t = target(values, { database: true });
     const r = await migrate({ databaseUrl: t.databaseUrl, schema: t.schema });
-    if (r.applied.length) io.out(`migrated schema ${r.schema} to version ${r.version}: applied ${r.applied.map((a) => `${a.version} ${a.name}`).join(', ')}`);
+    if (r.applied.length)
+      io.out(
+        `migrated schema ${r.schema} to version ${r.version}: applied ${r.applied.map((a) => `${a.version} ${a.name}`).join(', ')}`,
+      );
     else io.out(`schema ${r.schema} is up to date (version ${r.version}); nothing to do`);
     return EXIT.ok;
   },

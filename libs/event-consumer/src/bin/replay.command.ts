@@ -16,13 +16,13 @@ export const replayCommand: Command = {
   summary: "move a consumer group's offsets back so it re-reads the topic (each event still applied once)",
   help: [
     'ticket-events replay --group <group> --from earliest|<ISO-8601 time> [--partition <n>] [--no-pause [--wait]] [--follow] [--timeout 30m]',
-    'ticket-events replay --group <group> --follow        (follow the group\'s latest replay)',
+    "ticket-events replay --group <group> --follow        (follow the group's latest replay)",
     '',
     "Moves the group's committed offsets back, records the replay in the kit's tables, and with --follow",
     'stays until the members have re-read every message that existed at replay time, then reports how',
     'many were re-read and how many were skipped as already processed (no second effect).',
-    'Kafka moves only an empty group\'s offsets. A group with live members is asked to pause (through the',
-    'kit\'s replay_pauses table, which every member reads): each member finishes and commits its chunk,',
+    "Kafka moves only an empty group's offsets. A group with live members is asked to pause (through the",
+    "kit's replay_pauses table, which every member reads): each member finishes and commits its chunk,",
     'leaves the group, and rejoins by itself once the offsets moved. No consumer is stopped by hand.',
     'With --no-pause a group with live members is refused (exit 3), or with --wait waited for until empty.',
     '',
@@ -50,18 +50,38 @@ export const replayCommand: Command = {
     const group = values.group as string | undefined;
     if (!group) throw new Usage('--group <group> is required: the consumer group to rewind');
     const from = values.from as string | undefined;
-    if (from !== undefined && !isReplayStart(from)) throw new Usage(`--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "${from}"`);
+    if (from !== undefined && !isReplayStart(from))
+      throw new Usage(`--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "${from}"`);
     const follow = values.follow === true;
-    if (from === undefined && !follow) throw new Usage('--from earliest|<time> is required (or --follow alone to follow the latest replay)');
+    if (from === undefined && !follow)
+      throw new Usage('--from earliest|<time> is required (or --follow alone to follow the latest replay)');
     const p = values.partition as string | undefined;
-    if (p !== undefined && !/^\d+$/.test(p)) throw new Usage(`--partition must be a partition number (0, 1, ...), got "${p}"`);
+    if (p !== undefined && !/^\d+$/.test(p))
+      throw new Usage(`--partition must be a partition number (0, 1, ...), got "${p}"`);
     const timeoutMs = duration((values.timeout as string | undefined) ?? '30m', '--timeout');
     const t = target(values, { database: true, brokers: true });
     const result = await replayTopic(
-      { group, topic: t.topic, from, partition: p === undefined ? undefined : Number(p), pause: values['no-pause'] !== true, wait: values.wait === true, follow, timeoutMs },
-      { databaseUrl: t.databaseUrl, schema: t.schema, kafka: { brokers: t.brokers, clientId: `${BIN}-replay` }, out: io.out },
+      {
+        group,
+        topic: t.topic,
+        from,
+        partition: p === undefined ? undefined : Number(p),
+        pause: values['no-pause'] !== true,
+        wait: values.wait === true,
+        follow,
+        timeoutMs,
+      },
+      {
+        databaseUrl: t.databaseUrl,
+        schema: t.schema,
+        kafka: { brokers: t.brokers, clientId: `${BIN}-replay` },
+        out: io.out,
+      },
     );
-    if (result.outcome === 'started') io.out(`the group's consumers re-read from there (running ones rejoin by themselves); follow the replay with: ${BIN} replay --group ${group} --topic ${t.topic} --follow`);
+    if (result.outcome === 'started')
+      io.out(
+        `the group's consumers re-read from there (running ones rejoin by themselves); follow the replay with: ${BIN} replay --group ${group} --topic ${t.topic} --follow`,
+      );
     return EXIT_OF[result.outcome];
   },
 };

@@ -29,7 +29,9 @@ export async function main(argv: string[], io: Io): Promise<number> {
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
-    io.err(`${BIN}: unknown command "${name}"; the commands are ${COMMANDS.map((c) => c.name).join(', ')}. Run \`${BIN} --help\`.`);
+    io.err(
+      `${BIN}: unknown command "${name}"; the commands are ${COMMANDS.map((c) => c.name).join(', ')}. Run \`${BIN} --help\`.`,
+    );
     return EXIT.usage;
   }
   let parsed: ReturnType<typeof parse>;
@@ -56,7 +58,10 @@ export async function main(argv: string[], io: Io): Promise<number> {
 }
 
 if (require.main === module) {
-  void main(process.argv.slice(2), { out: (l) => process.stdout.write(`${l}\n`), err: (l) => process.stderr.write(`${l}\n`) }).then((code) => {
+  void main(process.argv.slice(2), {
+    out: (l) => process.stdout.write(`${l}\n`),
+    err: (l) => process.stderr.write(`${l}\n`),
+  }).then((code) => {
     process.exitCode = code;
   });
 }

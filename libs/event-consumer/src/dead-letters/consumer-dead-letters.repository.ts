@@ -1,6 +1,11 @@
 import type { Pool, PoolClient } from 'pg';
 import type { KitTables } from '../kit-schema';
-import type { ConsumerAuditEntry, ConsumerDeadLetterFilter, ConsumerDeadLetterItem, KitActor } from './consumer-dead-letters.types';
+import type {
+  ConsumerAuditEntry,
+  ConsumerDeadLetterFilter,
+  ConsumerDeadLetterItem,
+  KitActor,
+} from './consumer-dead-letters.types';
 
 const UUID_RE = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
@@ -63,7 +68,10 @@ export class ConsumerDeadLettersRepository {
 
   /** The stored message of one dead letter. */
   async content(id: string): Promise<Record<string, unknown>> {
-    const r = await this.pool.query(`SELECT key, value, headers, resolved_at AS "resolvedAt" FROM ${this.t.deadLetters} WHERE id = $1::uuid`, [id]);
+    const r = await this.pool.query(
+      `SELECT key, value, headers, resolved_at AS "resolvedAt" FROM ${this.t.deadLetters} WHERE id = $1::uuid`,
+      [id],
+    );
     return r.rows[0] ?? {};
   }
 
@@ -87,7 +95,14 @@ export class ConsumerDeadLettersRepository {
   }
 
   /** Marks a dead letter requeued or discarded and audits it, inside the caller's transaction. */
-  async resolve(tx: PoolClient, row: ConsumerDeadRow, action: 'requeue' | 'discard', actor: KitActor, eventId: string | null, detail: object): Promise<void> {
+  async resolve(
+    tx: PoolClient,
+    row: ConsumerDeadRow,
+    action: 'requeue' | 'discard',
+    actor: KitActor,
+    eventId: string | null,
+    detail: object,
+  ): Promise<void> {
     await tx.query(
       `WITH resolved AS (
          UPDATE ${this.t.deadLetters} SET resolution = $2, resolved_at = now()
@@ -97,13 +112,25 @@ export class ConsumerDeadLettersRepository {
        INSERT INTO ${this.t.actions} (dead_letter_id, group_id, action, ticket_id, event_id, dead_reason, actor, note, detail)
        SELECT r.id, r.group_id, $3, CASE WHEN r.key ~* $4 THEN r.key::uuid END, $5::uuid, r.reason, $6, $7, $8::jsonb
          FROM resolved r`,
-      [row.id, action === 'requeue' ? 'requeued' : 'discarded', action, UUID_RE, eventId, actor.by, actor.note, JSON.stringify(detail)],
+      [
+        row.id,
+        action === 'requeue' ? 'requeued' : 'discarded',
+        action,
+        UUID_RE,
+        eventId,
+        actor.by,
+        actor.note,
+        JSON.stringify(detail),
+      ],
     );
   }
 
   /** A dead letter's resolution and last action (reads only); null when there is no such row. */
   async state(id: string): Promise<CurrentState | null> {
-    const r = await this.pool.query<{ resolution: string | null }>(`SELECT resolution FROM ${this.t.deadLetters} WHERE id = $1::uuid`, [id]);
+    const r = await this.pool.query<{ resolution: string | null }>(
+      `SELECT resolution FROM ${this.t.deadLetters} WHERE id = $1::uuid`,
+      [id],
+    );
     if (!r.rows[0]) return null;
     const last = await this.pool.query<{ action: string; actor: string; at: Date }>(
       `SELECT action, actor, created_at AS at FROM ${this.t.actions} WHERE dead_letter_id = $1::uuid ORDER BY created_at DESC LIMIT 1`,

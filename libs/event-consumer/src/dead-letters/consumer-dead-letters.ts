@@ -1,11 +1,18 @@
 import { Pool, type PoolClient } from 'pg';
 import { KitTables } from '../kit-schema';
 import { ConsumerDeadLettersRepository, type CurrentState } from './consumer-dead-letters.repository';
-import type { ConsumerActionRequest, ConsumerDeadLetterDetail, ConsumerDeadLetterFilter, ConsumerDeadLetterItem, KitActionResult } from './consumer-dead-letters.types';
+import type {
+  ConsumerActionRequest,
+  ConsumerDeadLetterDetail,
+  ConsumerDeadLetterFilter,
+  ConsumerDeadLetterItem,
+  KitActionResult,
+} from './consumer-dead-letters.types';
 import type { MessageRepublisher } from './message-republisher';
 import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
 
-const since = (s: CurrentState) => (s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '');
+const since = (s: CurrentState) =>
+  s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '';
 
 export interface ConsumerDeadLettersOptions {
   /** The consumer's database; or `pool`, one of the caller's. */
@@ -33,7 +40,8 @@ export class ConsumerDeadLetters {
   constructor(o: ConsumerDeadLettersOptions) {
     if (!o.pool && !o.databaseUrl) throw new Error('ConsumerDeadLetters needs a databaseUrl or a pool');
     this.ownPool = !o.pool;
-    this.pool = o.pool ?? new Pool({ connectionString: o.databaseUrl, max: 2, application_name: 'ticket-events-dead-letters' });
+    this.pool =
+      o.pool ?? new Pool({ connectionString: o.databaseUrl, max: 2, application_name: 'ticket-events-dead-letters' });
     if (this.ownPool) this.pool.on('error', () => undefined);
     this.repo = new ConsumerDeadLettersRepository(this.pool, new KitTables(o.schema));
     this.republisher = o.republisher;
@@ -101,15 +109,30 @@ export class ConsumerDeadLetters {
       if (!row) return null;
       const value = storedBytes(row.value);
       const invalid = stillInvalid(value);
-      if (invalid) return r('refused', `consumer dead letter ${id} still does not parse (${invalid}): the consumer would dead-letter it again; discard it`);
+      if (invalid)
+        return r(
+          'refused',
+          `consumer dead letter ${id} still does not parse (${invalid}): the consumer would dead-letter it again; discard it`,
+        );
       const where = `${row.topic} with key ${row.key ?? '(none)'}`;
-      if (req.dryRun) return r('would-requeue', `would produce the stored message (event ${eventIdOf(value)}) to ${where}`);
+      if (req.dryRun)
+        return r('would-requeue', `would produce the stored message (event ${eventIdOf(value)}) to ${where}`);
       if (!this.republisher) throw new Error('requeuing a consumer dead letter needs the Kafka producer (brokers)');
-      const headers = Object.fromEntries(Object.entries(row.headers ?? {}).map(([k, v]) => [k, storedBytes(v) ?? Buffer.alloc(0)]));
+      const headers = Object.fromEntries(
+        Object.entries(row.headers ?? {}).map(([k, v]) => [k, storedBytes(v) ?? Buffer.alloc(0)]),
+      );
       const at = await this.republisher.send({ topic: row.topic, key: storedBytes(row.key), value: value!, headers });
-      const detail = { topic: row.topic, partition: at.partition, offset: at.offset, from: { groupId: row.groupId, partition: row.partition, offset: row.offset } };
+      const detail = {
+        topic: row.topic,
+        partition: at.partition,
+        offset: at.offset,
+        from: { groupId: row.groupId, partition: row.partition, offset: row.offset },
+      };
       await this.repo.resolve(tx, row, 'requeue', req.actor, eventIdOf(value), detail);
-      return r('requeued', `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`);
+      return r(
+        'requeued',
+        `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`,
+      );
     });
     return done ?? this.notDead(id);
   }
@@ -128,6 +151,12 @@ export class ConsumerDeadLetters {
 
   private async notDead(id: string): Promise<KitActionResult> {
     const state = await this.repo.state(id);
-    return { id, outcome: 'not-dead', message: state ? `consumer dead letter ${id} is ${state.state}${since(state)}; nothing done` : `no consumer dead letter ${id}` };
+    return {
+      id,
+      outcome: 'not-dead',
+      message: state
+        ? `consumer dead letter ${id} is ${state.state}${since(state)}; nothing done`
+        : `no consumer dead letter ${id}`,
+    };
   }
 }

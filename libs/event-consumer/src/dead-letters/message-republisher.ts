@@ -23,10 +23,16 @@ export function kafkaRepublisher(brokers: string[], clientId: string): MessageRe
   return {
     async send(m) {
       if (!producer) {
-        producer = new Kafka({ brokers, clientId, logLevel: logLevel.NOTHING }).producer({ allowAutoTopicCreation: false });
+        producer = new Kafka({ brokers, clientId, logLevel: logLevel.NOTHING }).producer({
+          allowAutoTopicCreation: false,
+        });
         await producer.connect();
       }
-      const [meta] = await producer.send({ topic: m.topic, acks: -1, messages: [{ key: m.key, value: m.value, headers: m.headers }] });
+      const [meta] = await producer.send({
+        topic: m.topic,
+        acks: -1,
+        messages: [{ key: m.key, value: m.value, headers: m.headers }],
+      });
       return { partition: meta.partition, offset: meta.baseOffset ?? meta.offset ?? '?' };
     },
     async close() {

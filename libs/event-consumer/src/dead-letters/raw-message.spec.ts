@@ -5,10 +5,12 @@ import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
 const event = ticketCreated(randomUUID());
 
 describe('storedBytes', () => {
-  it('decodes the consumer\'s storage format: UTF-8 text, or base64:<...>', () => {
+  it("decodes the consumer's storage format: UTF-8 text, or base64:<...>", () => {
     expect(storedBytes(null)).toBeNull();
     expect(storedBytes('héllo')).toEqual(Buffer.from('héllo', 'utf8'));
-    expect(storedBytes(`base64:${Buffer.from([0xff, 0x00, 0x01]).toString('base64')}`)).toEqual(Buffer.from([0xff, 0x00, 0x01]));
+    expect(storedBytes(`base64:${Buffer.from([0xff, 0x00, 0x01]).toString('base64')}`)).toEqual(
+      Buffer.from([0xff, 0x00, 0x01]),
+    );
   });
 });
 
@@ -33,6 +35,8 @@ describe('stillInvalid', () => {
   });
 
   it('names the first schema problem', () => {
-    expect(stillInvalid(Buffer.from(JSON.stringify({ ...event, type: 'ticket.exploded.v1' })))).toMatch(/^not a TicketEvent \(/);
+    expect(stillInvalid(Buffer.from(JSON.stringify({ ...event, type: 'ticket.exploded.v1' })))).toMatch(
+      /^not a TicketEvent \(/,
+    );
   });
 });

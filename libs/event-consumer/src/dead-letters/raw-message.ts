@@ -29,7 +29,9 @@ export function stillInvalid(value: Buffer | null): string | null {
   }
   if (JSON.stringify(json).includes('\\u0000')) return 'holds a NUL character';
   const parsed = TicketEvent.safeParse(json);
-  return parsed.success ? null : `not a TicketEvent (${parsed.error.issues[0]?.path.join('.') || 'root'}: ${parsed.error.issues[0]?.message})`;
+  return parsed.success
+    ? null
+    : `not a TicketEvent (${parsed.error.issues[0]?.path.join('.') || 'root'}: ${parsed.error.issues[0]?.message})`;
 }
 
 /** The event id of a valid TicketEvent message (for the audit), else null. */

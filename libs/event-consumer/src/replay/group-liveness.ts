@@ -8,7 +8,13 @@ export type GroupLiveness = 'empty' | 'busy' | 'timeout';
  * --no-pause (group-pause.ts asks members to leave otherwise): without `wait` a busy group is refused at once, naming its members; with `wait` this polls describeGroups until it is empty.
  * Reads the broker only; no database.
  */
-export async function awaitEmptyGroup(admin: Admin, groupId: string, wait: boolean, timing: ReplayTiming, out: (line: string) => void): Promise<GroupLiveness> {
+export async function awaitEmptyGroup(
+  admin: Admin,
+  groupId: string,
+  wait: boolean,
+  timing: ReplayTiming,
+  out: (line: string) => void,
+): Promise<GroupLiveness> {
   const t0 = Date.now();
   let last = '';
   let lastAt = 0;

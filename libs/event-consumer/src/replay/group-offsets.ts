@@ -5,7 +5,12 @@ import type { ReplayPartitionPlan, ReplayRepository } from './replay.repository'
  * What admin.setOffsets does (join the empty group with a paused consumer, seek, which commits, leave),
  * but with a short fetch wait: kafkajs' own admin consumer waits out a full 5 s idle fetch.
  */
-async function commitGroupOffsets(kafka: Kafka, groupId: string, topic: string, plan: ReplayPartitionPlan[]): Promise<void> {
+async function commitGroupOffsets(
+  kafka: Kafka,
+  groupId: string,
+  topic: string,
+  plan: ReplayPartitionPlan[],
+): Promise<void> {
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100, allowAutoTopicCreation: false });
   await consumer.connect();
   try {
@@ -54,7 +59,9 @@ export async function moveOffsets(
   const all = await planOffsets(admin, topic, from);
   const plan = req.partition === undefined ? all : all.filter((p) => p.partition === req.partition);
   if (plan.length === 0) {
-    out(`replay: topic ${topic} has no partition ${req.partition} (partitions 0-${all.length - 1}); nothing was changed`);
+    out(
+      `replay: topic ${topic} has no partition ${req.partition} (partitions 0-${all.length - 1}); nothing was changed`,
+    );
     return undefined;
   }
   const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
@@ -62,11 +69,15 @@ export async function moveOffsets(
   try {
     await commitGroupOffsets(kafka, group, topic, plan);
     const [after] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-    const wrong = plan.find((p) => after?.partitions.find((c) => c.partition === p.partition)?.offset !== p.start.toString());
+    const wrong = plan.find(
+      (p) => after?.partitions.find((c) => c.partition === p.partition)?.offset !== p.start.toString(),
+    );
     if (wrong) throw new Error(`partition ${wrong.partition} is not at offset ${wrong.start} after the commit`);
   } catch (e) {
     await repo.finish(id, 'failed');
-    out(`replay: could not move the offsets of group ${group} (${(e as Error).message}); did a consumer join meanwhile? Nothing was changed.`);
+    out(
+      `replay: could not move the offsets of group ${group} (${(e as Error).message}); did a consumer join meanwhile? Nothing was changed.`,
+    );
     return undefined;
   }
   const total = plan.reduce((a, p) => a + (p.end - p.start), 0n);
@@ -74,7 +85,9 @@ export async function moveOffsets(
   out(`replay ${id}: group ${group} on ${where} moved to ${from}; ${total} message(s) to re-read`);
   for (const p of plan) {
     const was = committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? '-1';
-    out(`  partition ${p.partition}: offset ${was === '-1' ? '(none)' : was} -> ${p.start} (${p.end - p.start} to re-read, up to ${p.end})`);
+    out(
+      `  partition ${p.partition}: offset ${was === '-1' ? '(none)' : was} -> ${p.start} (${p.end - p.start} to re-read, up to ${p.end})`,
+    );
   }
   return id;
 }

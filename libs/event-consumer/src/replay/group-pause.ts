@@ -21,7 +21,8 @@ export interface PauseHold {
 export type PauseOutcome = { paused: true; hold: PauseHold } | { paused: false; outcome: 'group-busy' | 'timeout' };
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-export const memberNames = (g: GroupDescription | undefined) => (g?.members ?? []).map((m) => `${m.clientId}@${m.clientHost}`).join(', ');
+export const memberNames = (g: GroupDescription | undefined) =>
+  (g?.members ?? []).map((m) => `${m.clientId}@${m.clientHost}`).join(', ');
 
 /**
  * Asks the live members of a group built on the consumer kit to leave it (replay_pauses in the kit's
@@ -40,7 +41,13 @@ export async function pauseGroup(
 ): Promise<PauseOutcome> {
   const repo = new GroupPauseRepository(tables);
   const requestId = randomUUID();
-  const claim = await repo.request(pool, group.groupId, requestId, `replay on ${hostname()} (pid ${process.pid})`, settings.leaseMs);
+  const claim = await repo.request(
+    pool,
+    group.groupId,
+    requestId,
+    `replay on ${hostname()} (pid ${process.pid})`,
+    settings.leaseMs,
+  );
   if (!claim.claimed) {
     out(
       `replay: group ${group.groupId} is already paused by another replay (${claim.holder.requestedBy}, request in force until ${claim.holder.expiresAt.toISOString()}).\n` +
@@ -49,25 +56,41 @@ export async function pauseGroup(
     return { paused: false, outcome: 'group-busy' };
   }
   let lost = false;
-  const renewal = setInterval(() => {
-    repo
-      .renew(pool, group.groupId, requestId, settings.leaseMs)
-      .then((ok) => {
-        if (!ok && !lost) out(`replay: the pause request of group ${group.groupId} is gone (deleted by hand?): its members may rejoin before the offsets move`);
-        lost ||= !ok;
-      })
-      .catch((err) => out(`replay: could not renew the pause of group ${group.groupId} (${(err as Error).message}); retrying`));
-  }, Math.max(100, Math.floor(settings.leaseMs / 3)));
+  const renewal = setInterval(
+    () => {
+      repo
+        .renew(pool, group.groupId, requestId, settings.leaseMs)
+        .then((ok) => {
+          if (!ok && !lost)
+            out(
+              `replay: the pause request of group ${group.groupId} is gone (deleted by hand?): its members may rejoin before the offsets move`,
+            );
+          lost ||= !ok;
+        })
+        .catch((err) =>
+          out(`replay: could not renew the pause of group ${group.groupId} (${(err as Error).message}); retrying`),
+        );
+    },
+    Math.max(100, Math.floor(settings.leaseMs / 3)),
+  );
   const hold: PauseHold = {
     release: async () => {
       clearInterval(renewal);
-      await repo.release(pool, group.groupId, requestId).catch((err) => out(`replay: could not release the pause of group ${group.groupId} (${(err as Error).message}); its members rejoin when it expires`));
+      await repo
+        .release(pool, group.groupId, requestId)
+        .catch((err) =>
+          out(
+            `replay: could not release the pause of group ${group.groupId} (${(err as Error).message}); its members rejoin when it expires`,
+          ),
+        );
     },
   };
 
   const t0 = Date.now();
   const deadline = Math.min(timing.deadline, t0 + settings.waitMs);
-  out(`asking ${plural(group.members.length, 'member')} of ${group.groupId} to pause (${memberNames(group)}): each finishes and commits its chunk in progress, then leaves the group`);
+  out(
+    `asking ${plural(group.members.length, 'member')} of ${group.groupId} to pause (${memberNames(group)}): each finishes and commits its chunk in progress, then leaves the group`,
+  );
   let shownAt = t0;
   for (;;) {
     const g = (await admin.describeGroups([group.groupId])).groups[0];
@@ -86,7 +109,9 @@ export async function pauseGroup(
       return { paused: false, outcome: 'timeout' };
     }
     if (Date.now() - shownAt >= 5_000) {
-      out(`still waiting for ${plural(left, 'member')} of ${group.groupId} to leave (${memberNames(g)}), ${seconds(Date.now() - t0)}`);
+      out(
+        `still waiting for ${plural(left, 'member')} of ${group.groupId} to leave (${memberNames(g)}), ${seconds(Date.now() - t0)}`,
+      );
       shownAt = Date.now();
     }
     await sleep(Math.min(timing.pollMs, 200));
@@ -94,7 +119,13 @@ export async function pauseGroup(
 }
 
 /** After the pause: waits (bounded) until as many members as before are back, and says so. */
-export async function awaitRejoin(admin: Admin, groupId: string, expected: number, waitMs: number, out: (line: string) => void): Promise<void> {
+export async function awaitRejoin(
+  admin: Admin,
+  groupId: string,
+  expected: number,
+  waitMs: number,
+  out: (line: string) => void,
+): Promise<void> {
   const t0 = Date.now();
   for (;;) {
     const n = (await admin.describeGroups([groupId])).groups[0]?.members.length ?? 0;
@@ -103,7 +134,9 @@ export async function awaitRejoin(admin: Admin, groupId: string, expected: numbe
       return;
     }
     if (Date.now() - t0 > waitMs) {
-      out(`${n} of ${expected} members back in group ${groupId} after ${seconds(Date.now() - t0)}; the others join when they start again (the replay goes on meanwhile)`);
+      out(
+        `${n} of ${expected} members back in group ${groupId} after ${seconds(Date.now() - t0)}; the others join when they start again (the replay goes on meanwhile)`,
+      );
       return;
     }
     await sleep(200);

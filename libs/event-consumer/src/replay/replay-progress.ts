@@ -24,7 +24,13 @@ export function replayReport(p: ReplayProgress, elapsedMs: number): string {
  * Polls the replay's counters and the group's committed offsets until every partition has passed its end
  * offset, printing progress, then the report; marks the replay completed (own statement).
  */
-export async function followReplay(admin: Admin, repo: ReplayRepository, id: string, timing: ReplayTiming, out: (line: string) => void): Promise<FollowOutcome> {
+export async function followReplay(
+  admin: Admin,
+  repo: ReplayRepository,
+  id: string,
+  timing: ReplayTiming,
+  out: (line: string) => void,
+): Promise<FollowOutcome> {
   const first = await repo.progress(id);
   if (!first) throw new Error(`replay ${id} not found`);
   let last = '';
@@ -34,7 +40,8 @@ export async function followReplay(admin: Admin, repo: ReplayRepository, id: str
     // before the offset commit, so counters read after offsets that passed the end offsets are final.
     // (Read the other way round, a commit landing between the two reads reports stale counters.)
     const [committed] = await admin.fetchOffsets({ groupId: first.groupId, topics: [first.topic] });
-    const offsetOf = (partition: number) => BigInt(committed?.partitions.find((c) => c.partition === partition)?.offset ?? '-1');
+    const offsetOf = (partition: number) =>
+      BigInt(committed?.partitions.find((c) => c.partition === partition)?.offset ?? '-1');
     const p = await repo.progress(id);
     if (!p) throw new Error(`replay ${id} not found`);
     if (p.status === 'superseded' || p.status === 'failed') {
@@ -48,7 +55,9 @@ export async function followReplay(admin: Admin, repo: ReplayRepository, id: str
       last = line;
       lastAt = Date.now();
     } else if (Date.now() - lastAt > 10_000) {
-      out(`${line} (no progress for ${seconds(Date.now() - lastAt)}: are the consumers of group ${p.groupId} running?)`);
+      out(
+        `${line} (no progress for ${seconds(Date.now() - lastAt)}: are the consumers of group ${p.groupId} running?)`,
+      );
       lastAt = Date.now();
     }
     if (done) {

@@ -38,8 +38,16 @@ export class ReplayRepository {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      await client.query(`UPDATE ${this.t.replays} SET status = 'superseded', finished_at = now() WHERE group_id = $1 AND topic = $2 AND status = 'running'`, [groupId, topic]);
-      await client.query(`INSERT INTO ${this.t.replays} (id, group_id, topic, from_spec) VALUES ($1, $2, $3, $4)`, [id, groupId, topic, fromSpec]);
+      await client.query(
+        `UPDATE ${this.t.replays} SET status = 'superseded', finished_at = now() WHERE group_id = $1 AND topic = $2 AND status = 'running'`,
+        [groupId, topic],
+      );
+      await client.query(`INSERT INTO ${this.t.replays} (id, group_id, topic, from_spec) VALUES ($1, $2, $3, $4)`, [
+        id,
+        groupId,
+        topic,
+        fromSpec,
+      ]);
       await client.query(
         `INSERT INTO ${this.t.replayPartitions} (replay_id, partition, start_offset, end_offset, last_offset)
          SELECT $1, p, s, e, s - 1 FROM unnest($2::int[], $3::int8[], $4::int8[]) AS x(p, s, e)`,
@@ -62,20 +70,34 @@ export class ReplayRepository {
 
   /** The latest replay of a group (and topic), for `--follow` without `--from`. */
   async latest(groupId: string, topic: string): Promise<string | undefined> {
-    const r = await this.pool.query<{ id: string }>(`SELECT id FROM ${this.t.replays} WHERE group_id = $1 AND topic = $2 ORDER BY started_at DESC LIMIT 1`, [groupId, topic]);
+    const r = await this.pool.query<{ id: string }>(
+      `SELECT id FROM ${this.t.replays} WHERE group_id = $1 AND topic = $2 ORDER BY started_at DESC LIMIT 1`,
+      [groupId, topic],
+    );
     return r.rows[0]?.id;
   }
 
   /** One read (the replay with its partitions). */
   async progress(id: string): Promise<ReplayProgress | undefined> {
-    const r = await this.pool.query<{ id: string; group_id: string; topic: string; from_spec: string; status: string; started_at: Date }>(
-      `SELECT id, group_id, topic, from_spec, status, started_at FROM ${this.t.replays} WHERE id = $1`,
-      [id],
-    );
+    const r = await this.pool.query<{
+      id: string;
+      group_id: string;
+      topic: string;
+      from_spec: string;
+      status: string;
+      started_at: Date;
+    }>(`SELECT id, group_id, topic, from_spec, status, started_at FROM ${this.t.replays} WHERE id = $1`, [id]);
     const row = r.rows[0];
     if (!row) return undefined;
     const parts = (
-      await this.pool.query<{ partition: number; start_offset: string; end_offset: string; reread: number; skipped: number; invalid: number }>(
+      await this.pool.query<{
+        partition: number;
+        start_offset: string;
+        end_offset: string;
+        reread: number;
+        skipped: number;
+        invalid: number;
+      }>(
         `SELECT partition, start_offset::text, end_offset::text, reread, skipped, invalid FROM ${this.t.replayPartitions} WHERE replay_id = $1 ORDER BY partition`,
         [id],
       )
@@ -92,7 +114,11 @@ export class ReplayRepository {
       reread: sum((p) => p.reread),
       skipped: sum((p) => p.skipped),
       invalid: sum((p) => p.invalid),
-      partitions: parts.map((p) => ({ partition: p.partition, start: BigInt(p.start_offset), end: BigInt(p.end_offset) })),
+      partitions: parts.map((p) => ({
+        partition: p.partition,
+        start: BigInt(p.start_offset),
+        end: BigInt(p.end_offset),
+      })),
     };
   }
 }

@@ -18,18 +18,28 @@ const progress = (p: Partial<ReplayProgress>): ReplayProgress => ({
 });
 
 describe('replay start', () => {
-  it.each(['earliest', '2026-11-30', '2026-11-30T08:00:00Z', '2026-11-30T08:00:00.123+01:00', '2026-11-30T08:00Z'])('accepts %s', (from) => {
-    expect(isReplayStart(from)).toBe(true);
-  });
-  it.each(['latest', 'yesterday', '', '30/11/2026', '2026-13-01T00:00:00Z', '2026-11-30 08:00'])('refuses %j', (from) => {
-    expect(isReplayStart(from)).toBe(false);
-  });
+  it.each(['earliest', '2026-11-30', '2026-11-30T08:00:00Z', '2026-11-30T08:00:00.123+01:00', '2026-11-30T08:00Z'])(
+    'accepts %s',
+    (from) => {
+      expect(isReplayStart(from)).toBe(true);
+    },
+  );
+  it.each(['latest', 'yesterday', '', '30/11/2026', '2026-13-01T00:00:00Z', '2026-11-30 08:00'])(
+    'refuses %j',
+    (from) => {
+      expect(isReplayStart(from)).toBe(false);
+    },
+  );
 });
 
 describe('replay progress and report', () => {
   it('splits what was re-read into skipped, new and invalid', () => {
-    expect(progressLine(progress({ reread: 8, skipped: 5, invalid: 1 }))).toBe('re-read 8/10 (80%), skipped 5 as already processed, 2 new, 1 invalid');
-    expect(progressLine(progress({ total: 0 }))).toBe('re-read 0/0 (100%), skipped 0 as already processed, 0 new, 0 invalid');
+    expect(progressLine(progress({ reread: 8, skipped: 5, invalid: 1 }))).toBe(
+      're-read 8/10 (80%), skipped 5 as already processed, 2 new, 1 invalid',
+    );
+    expect(progressLine(progress({ total: 0 }))).toBe(
+      're-read 0/0 (100%), skipped 0 as already processed, 0 new, 0 invalid',
+    );
   });
 
   it('reports re-read vs skipped at the end', () => {

@@ -49,7 +49,10 @@ export type ReplayOutcome =
 
 /** `from` is 'earliest' or an ISO-8601 date or time (offset optional). */
 export function isReplayStart(from: string): boolean {
-  return from === 'earliest' || (/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(from) && !Number.isNaN(Date.parse(from)));
+  return (
+    from === 'earliest' ||
+    (/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(from) && !Number.isNaN(Date.parse(from)))
+  );
 }
 
 /**
@@ -81,7 +84,15 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
       const members = live?.members.length ?? 0;
       let hold: PauseHold | undefined;
       if (members > 0 && req.pause !== false) {
-        const paused = await pauseGroup(admin, pool, tables, live, { leaseMs: req.pauseLeaseMs ?? 15_000, waitMs: req.pauseWaitMs ?? 120_000 }, timing, out);
+        const paused = await pauseGroup(
+          admin,
+          pool,
+          tables,
+          live,
+          { leaseMs: req.pauseLeaseMs ?? 15_000, waitMs: req.pauseWaitMs ?? 120_000 },
+          timing,
+          out,
+        );
         if (!paused.paused) return { outcome: paused.outcome };
         hold = paused.hold;
       } else {
@@ -89,11 +100,22 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
         if (liveness !== 'empty') return { outcome: liveness === 'busy' ? 'group-busy' : 'timeout' };
       }
       try {
-        replayId = await moveOffsets(kafka, admin, repo, { group, topic, from: req.from, partition: req.partition }, out);
+        replayId = await moveOffsets(
+          kafka,
+          admin,
+          repo,
+          { group, topic, from: req.from, partition: req.partition },
+          out,
+        );
       } finally {
         await hold?.release();
       }
-      if (hold) out(replayId ? `offsets moved; members rejoining (pause of ${group} released)` : `members rejoining (pause of ${group} released)`);
+      if (hold)
+        out(
+          replayId
+            ? `offsets moved; members rejoining (pause of ${group} released)`
+            : `members rejoining (pause of ${group} released)`,
+        );
       if (!replayId) return { outcome: 'failed' };
       if (hold && req.follow) await awaitRejoin(admin, group, members, 30_000, out);
       if (!req.follow) return { outcome: 'started', replayId };

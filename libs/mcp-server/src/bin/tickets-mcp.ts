@@ -3,6 +3,8 @@
 import { runStdioServer } from '../stdio-server';
 
 runStdioServer().catch((error: unknown) => {
-  process.stderr.write(`tickets-mcp: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `tickets-mcp: fatal: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });
