@@ -8,7 +8,7 @@
 //   hand  kafkajs eachBatch (autoCommit off, eachBatchAutoResolve off), per chunk of 500: JSON + zod
 //         parse, BEGIN, inbox insert (ON CONFLICT DO NOTHING RETURNING), one effect row per new event
 //         (unnest), COMMIT, resolveOffset, commit last + 1; binary array parameters and named
-//         statements, as the kit uses (libs/db pg-binary), so the gap is the kit's own work;
+//         statements, as the kit uses (the kit's pg-binary), so the gap is the kit's own work;
 //   kit   TicketEventsServer (Nest microservice) with one @OnTicketEventBatch handler doing the same
 //         effect insert, chunk 500;
 // and once: kit with an @OnTicketEvent handler (one INSERT per event: the per-event form's cost).
@@ -21,7 +21,7 @@ import { NestFactory } from '@nestjs/core';
 import { Kafka, logLevel, type Admin, type Message } from 'kafkajs';
 import { Pool } from 'pg';
 import { loadConfig } from '@tickets/config';
-import { int8Array, textArray, uuidArray } from '@tickets/db';
+import { int8Array, textArray, uuidArray } from '@tickets/event-consumer';
 import { benchTicketCreated } from './support/ticket-event';
 import { TicketCreatedV1, TicketEvent } from '@tickets/contracts';
 import {

@@ -4,13 +4,13 @@
 // DO NOTHING) and a pending notification (the message text as payload, the target resolved from the
 // tenant or the default URL) for each event id really inserted, then resolveOffset and the offset
 // commit (last + 1). Binary array parameters and a named statement, as the notifier uses
-// (libs/db pg-binary), so what is left between the two is the notifier's own work: the kit's
+// (the kit's pg-binary), so what is left between the two is the notifier's own work: the kit's
 // envelope checks, repeats folded, ids sorted, dead letters and replay counters in the statement,
 // metrics, Nest.
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { Pool } from 'pg';
 import { TicketEvent } from '@tickets/contracts';
-import { int8Array, textArray, uuidArray } from '@tickets/db';
+import { int8Array, textArray, uuidArray } from '@tickets/event-consumer';
 
 /** The application_name of its connections (the bench reads their CPU). */
 export const HAND_NOTIFIER_APPLICATION_NAME = 'bench-hand-notifier';

@@ -3,7 +3,7 @@
 // rebalance can cause), which takes the statement's careful path.
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { boolArray, int4Array, int8Array, textArray, uuidArray } from '@tickets/db';
+import { boolArray, int4Array, int8Array, textArray, uuidArray } from '@tickets/event-consumer';
 import { TicketEvent } from '@tickets/contracts';
 import type { InvalidMessage } from '@tickets/event-consumer';
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
-import { Prisma, int8Array, textArray, uuidArray } from '@tickets/db';
+import { Prisma } from '@tickets/db';
+import { int8Array, textArray, uuidArray } from '@tickets/event-consumer';
 import type { CountDelta, DayDelta } from './stats-projection';
 
 const byKey =

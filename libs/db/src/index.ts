@@ -10,4 +10,3 @@ export {
   type DatabasePhase,
 } from './db-errors';
 export { TrackedPool, TrackedClient } from './tracked-pool';
-export { uuidArray, textArray, int8Array, int4Array, boolArray } from './pg-binary';

@@ -10,6 +10,8 @@ export { TicketEventContext, TicketEventBatchContext, type OwnInboxResult } from
 export type { InvalidMessage } from './envelope-parser';
 export { KitSchemaOutdated } from './kit-schema.repository';
 export { MetricsPortError } from './metrics-endpoint';
+// Binary array parameters for a handler's bulk statements (`unnest($1::uuid[], ...)` over a whole batch).
+export { uuidArray, textArray, int8Array, int4Array, boolArray } from './pg-binary';
 // Nest's parameter decorators, so that a consumer needs no other import for its handlers.
 export { Ctx, Payload } from '@nestjs/microservices';
 // The event types of the shared contracts, as handlers receive them.

@@ -1,5 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
-import { Prisma, int4Array, int8Array, sqlState, textArray, uuidArray } from '@tickets/db';
+import { Prisma, sqlState } from '@tickets/db';
+import { int4Array, int8Array, textArray, uuidArray } from '@tickets/event-consumer';
 import type { InvalidMessage, TicketEvent } from '@tickets/event-consumer';
 import type { ClaimedNotification, HandOverLease } from '@tickets/notifications';
 
