@@ -2,7 +2,7 @@
 // a ticket created over HTTP and read its timeline (key, outbox row, Kafka partition and offset, webhook
 // attempts, trace id), requeue a dead notification from the dead-letter page and see it delivered once,
 // and a form posted from another page (same site and cross-site) changes nothing. Screenshots of the
-// pages go to .tmp/screenshots/, and to docs/img/ (the README's) with UPDATE_SCREENSHOTS=1.
+// pages go to .tmp/screenshots/, and to docs/img/ (docs/console.md's) with UPDATE_SCREENSHOTS=1.
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

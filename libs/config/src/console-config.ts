@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { durationEnv as duration } from './env-schemas';
 
 /**
- * The ops console: a second listener of the API process (README, "Operating it"). Off unless ADMIN_TOKEN is
+ * The ops console: a second listener of the API process (docs/console.md). Off unless ADMIN_TOKEN is
  * set; then on ADMIN_HOST:ADMIN_PORT, loopback only by default.
  */
 export const ConsoleEnvSchema = z.object({

@@ -35,8 +35,7 @@ class RequestProblem extends Error {
 
 /**
  * The ops console: a second HTTP listener of the API process (ADMIN_HOST:ADMIN_PORT, loopback by
- * default), started only when ADMIN_TOKEN is set. Server-rendered HTML, no script; see README,
- * "Operating it".
+ * default), started only when ADMIN_TOKEN is set. Server-rendered HTML, no script; see docs/console.md.
  */
 @Injectable()
 export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationShutdown {
