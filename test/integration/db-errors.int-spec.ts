@@ -43,7 +43,7 @@ it('an idle connection the server closes does not crash the process, whether Pri
     for (const first of ['query', 'prisma'] as const) {
       const app = `db-errors-idle-${first}`;
       const closed: Error[] = [];
-      const clients = createDatabaseClients(TEST_DATABASE_URL, 1, app, (err) => closed.push(err));
+      const clients = createDatabaseClients(TEST_DATABASE_URL, 1, app, { onIdleError: (err) => closed.push(err) });
       try {
         // Before Prisma has connected, its adapter has put no listener on the pool: only the pool's own one catches the error.
         if (first === 'query') await clients.query(Prisma.sql`SELECT 1`);

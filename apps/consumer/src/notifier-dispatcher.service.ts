@@ -23,7 +23,10 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
   private readonly dispatcher?: WebhookDispatcher;
 
   constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger, registry?: Registry) {
-    this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer');
+    // Fixed plans: the inbox statement and the dispatcher's read by key (FIXED_PLANS_OPTION, libs/db).
+    this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer', {
+      fixedPlans: true,
+    });
     this.dispatcher = dispatch
       ? new WebhookDispatcher({
           ...config.notifier,

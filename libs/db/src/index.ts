@@ -1,4 +1,13 @@
-export { createDatabaseClients, createPrismaClient, Prisma, PrismaClient, type DatabaseClients } from './prisma';
+export {
+  createDatabaseClients,
+  createPrismaClient,
+  FIXED_PLANS_OPTION,
+  withSessionOption,
+  Prisma,
+  PrismaClient,
+  type DatabaseClients,
+  type DatabaseClientOptions,
+} from './prisma';
 export {
   sqlState,
   isUniqueViolation,

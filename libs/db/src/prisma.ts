@@ -27,6 +27,41 @@ function statementNames(): (query: { sql: string }) => string {
   };
 }
 
+/**
+ * The planner setting of the hot paths' sessions (the API's and the notifier's pools): no sequential
+ * scan where an index can answer. Their statements are named, so each connection plans them once as a
+ * generic plan after five runs and keeps that plan until the table's statistics change. On a fresh
+ * database the tables are empty when that happens, and the planner picked a hash join over a
+ * sequential scan for key lookups (the dispatcher's record statement read 835 buffers per call until
+ * autovacuum's first ANALYZE, docs/benchmarks.md). Every statement of these paths reads by key, so with
+ * this setting the plan is the index lookup whatever the statistics say. A statement without a usable
+ * index still scans the table (the setting only prices the sequential scan out of a choice).
+ */
+export const FIXED_PLANS_OPTION = '-c enable_seqscan=off';
+
+/**
+ * `url` with `option` appended to its `options` startup parameter (kept after the URL's own), so every
+ * connection of a pool starts with it, no statement needed. A string that is not a URL is returned as it is.
+ */
+export function withSessionOption(url: string, option: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  const own = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', [own, option].filter(Boolean).join(' '));
+  return parsed.toString();
+}
+
+export interface DatabaseClientOptions {
+  /** Told of each idle connection the server closed (the API logs it). */
+  onIdleError?: (err: Error) => void;
+  /** Sessions start with FIXED_PLANS_OPTION (the hot paths: the API, the notifier). */
+  fixedPlans?: boolean;
+}
+
 /** A Prisma client, and one-statement queries on the same pool without Prisma's query layer. */
 export interface DatabaseClients {
   prisma: PrismaClient;
@@ -40,6 +75,13 @@ export interface DatabaseClients {
    * and its prepared-statement name is `name`, saving the text's concatenation and hashing per call.
    */
   query<T>(sql: Prisma.Sql, name?: string): Promise<T[]>;
+  /**
+   * Opens up to `connections` of the pool's connections at once and gives them back: a process that
+   * warms its pool at start does not pay for tens of connection set-ups (a backend fork each) in its
+   * first burst of requests. Resolves with how many opened; never rejects (a database that is away is
+   * reported by the statements that follow).
+   */
+  warm(connections: number): Promise<number>;
   /** Disconnects Prisma and ends the pool (`prisma.$disconnect()` alone leaves it open when only `query` used it). */
   close(): Promise<void>;
 }
@@ -55,11 +97,12 @@ export function createDatabaseClients(
   url: string,
   poolMax: number,
   applicationName = 'tickets',
-  onIdleError?: (err: Error) => void,
+  options: DatabaseClientOptions = {},
 ): DatabaseClients {
+  const { onIdleError, fixedPlans = false } = options;
   const pool = new TrackedPool(
     {
-      connectionString: url,
+      connectionString: fixedPlans ? withSessionOption(url, FIXED_PLANS_OPTION) : url,
       max: poolMax,
       application_name: applicationName,
       connectionTimeoutMillis: 5_000,
@@ -82,6 +125,19 @@ export function createDatabaseClients(
       const res = await pool.query({ name: name ?? names({ sql: text }), text, values: sql.values });
       return res.rows as T[];
     },
+    warm: async (connections: number) => {
+      const opened = await Promise.allSettled(
+        Array.from({ length: Math.min(connections, poolMax) }, () => pool.connect()),
+      );
+      let n = 0;
+      for (const r of opened) {
+        if (r.status === 'fulfilled') {
+          r.value.release();
+          n++;
+        }
+      }
+      return n;
+    },
     close: async () => {
       await prisma.$disconnect();
       if (!pool.ending) await pool.end();
@@ -89,6 +145,11 @@ export function createDatabaseClients(
   };
 }
 
-export function createPrismaClient(url: string, poolMax: number, applicationName = 'tickets'): PrismaClient {
-  return createDatabaseClients(url, poolMax, applicationName).prisma;
+export function createPrismaClient(
+  url: string,
+  poolMax: number,
+  applicationName = 'tickets',
+  options: DatabaseClientOptions = {},
+): PrismaClient {
+  return createDatabaseClients(url, poolMax, applicationName, options).prisma;
 }
