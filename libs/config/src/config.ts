@@ -67,6 +67,8 @@ const EnvSchema = z.object({
   RELAY_POLL_INTERVAL: duration('1s'),
   /** A process that wrote outbox rows NOTIFYs relays in other processes at most once per this interval (outside its transactions). */
   RELAY_NOTIFY_INTERVAL: duration('10ms'),
+  /** After a wake-up, the relay waits this long before claiming, so one round carries the rows of several creates (0: claim at once). */
+  RELAY_LINGER: duration('5ms'),
   /** Cap of the relay's full-jitter backoff for rows the broker rejects (outage retries are capped at RELAY_TUNING.outageRetryMaxMs). */
   RELAY_RETRY_MAX_DELAY: duration('30s'),
   /** Attempts before an outbox row the broker rejects is moved to outbox_dead_letters. */
@@ -230,6 +232,7 @@ export interface AppConfig {
     batchSize: number;
     pollIntervalMs: number;
     notifyIntervalMs: number;
+    lingerMs: number;
     retryMaxDelayMs: number;
     maxAttempts: number;
     retentionMs: number;
@@ -311,6 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       batchSize: e.RELAY_BATCH_SIZE,
       pollIntervalMs: e.RELAY_POLL_INTERVAL,
       notifyIntervalMs: e.RELAY_NOTIFY_INTERVAL,
+      lingerMs: e.RELAY_LINGER,
       retryMaxDelayMs: e.RELAY_RETRY_MAX_DELAY,
       maxAttempts: e.OUTBOX_MAX_ATTEMPTS,
       retentionMs: e.OUTBOX_RETENTION,

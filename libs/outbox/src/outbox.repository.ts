@@ -1,4 +1,5 @@
 import type { ClientBase, Pool } from 'pg';
+import { withSessionOption } from '@tickets/db';
 import type { OutboxRow } from './outbox-message';
 
 export type Queryable = Pick<ClientBase | Pool, 'query'>;
@@ -37,18 +38,7 @@ export const RELAY_SESSION_SQL = `SET ${RELAY_PLANNER_SETTING.name} = ${RELAY_PL
  * it goes into the URL.) A string that is not a URL is returned as it is.
  */
 export function withRelaySessionOptions(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return url;
-  }
-  const own = parsed.searchParams.get('options');
-  parsed.searchParams.set(
-    'options',
-    [own, `-c ${RELAY_PLANNER_SETTING.name}=${RELAY_PLANNER_SETTING.value}`].filter(Boolean).join(' '),
-  );
-  return parsed.toString();
+  return withSessionOption(url, `-c ${RELAY_PLANNER_SETTING.name}=${RELAY_PLANNER_SETTING.value}`);
 }
 
 /** The oldest unpublished rows (see OutboxRepository.claim); $1: limit, $2: seqs to skip. */
@@ -72,12 +62,15 @@ const MARK_SQL = (param: string) => `UPDATE outbox_events
           SET published_at = now(), attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
         WHERE seq = ANY(${param}::bigint[]) AND published_at IS NULL`;
 
+const MARK_AND_CLAIM_SQL = `WITH marked AS (${MARK_SQL('$3')})\n${CLAIM_SQL}`;
+
 /**
  * The relay's SQL on outbox_events / outbox_dead_letters (raw `pg`, parameterised; Prisma cannot
  * LISTEN and this is the house-style exception for the outbox claim). The relay runs mark, park
  * and dead-letter on the connection that holds the leader lock: if that connection dies the lock
  * is gone and so are these writes (see docs/relay.md, "Leadership"). Claims are plain reads.
- * Each method is one statement, hence atomic on its own: none needs the caller's transaction.
+ * Each method is one statement, hence atomic on its own: none needs the caller's transaction. The
+ * statements a round runs (claim, mark, both at once) are named: each connection parses them once.
  */
 export class OutboxRepository {
   /**
@@ -87,7 +80,7 @@ export class OutboxRepository {
    * No row lock: only the leader claims.
    */
   async claim(db: Queryable, limit: number, exclude: string[] = []): Promise<OutboxRow[]> {
-    const { rows } = await db.query<OutboxRow>(CLAIM_SQL, [limit, exclude]);
+    const { rows } = await db.query<OutboxRow>({ name: 'outbox_claim', text: CLAIM_SQL, values: [limit, exclude] });
     return rows;
   }
 
@@ -103,17 +96,17 @@ export class OutboxRepository {
     limit: number,
     exclude: string[],
   ): Promise<OutboxRow[]> {
-    const { rows } = await db.query<OutboxRow>(`WITH marked AS (${MARK_SQL('$3')})\n${CLAIM_SQL}`, [
-      limit,
-      exclude,
-      publishedSeqs,
-    ]);
+    const { rows } = await db.query<OutboxRow>({
+      name: 'outbox_mark_and_claim',
+      text: MARK_AND_CLAIM_SQL,
+      values: [limit, exclude, publishedSeqs],
+    });
     return rows;
   }
 
   /** Called only after the broker acknowledged every one of these rows. */
   async markPublished(db: Queryable, seqs: string[]): Promise<number> {
-    const res = await db.query(MARK_SQL('$1'), [seqs]);
+    const res = await db.query({ name: 'outbox_mark', text: MARK_SQL('$1'), values: [seqs] });
     return res.rowCount ?? 0;
   }
 

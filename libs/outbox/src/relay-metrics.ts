@@ -15,6 +15,8 @@ export class RelayMetrics {
   readonly published: Counter;
   readonly deadLettered: Counter;
   readonly failures: Counter<'kind'>;
+  /** Acknowledged producer sends: outbox_published_total over this is the rows a send carries. */
+  readonly sends: Counter;
 
   constructor(registry: Registry, source: RelayGaugeSource) {
     const registers = [registry];
@@ -34,6 +36,11 @@ export class RelayMetrics {
     this.deadLettered = new Counter({
       name: 'outbox_dead_letters_total',
       help: 'Outbox rows moved to outbox_dead_letters by this process',
+      registers,
+    });
+    this.sends = new Counter({
+      name: 'outbox_publish_sends_total',
+      help: 'Producer sends the broker acknowledged (outbox_published_total / this = rows per send)',
       registers,
     });
     this.failures = new Counter({

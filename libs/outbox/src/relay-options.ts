@@ -34,6 +34,12 @@ export interface OutboxRelayOptions {
    * statement instead of two). 0 marks at once.
    */
   markFoldMs?: number;
+  /**
+   * After a wake-up (a NOTIFY, or a create in this process), how long the relay waits before it claims,
+   * so that one claim, one send and one mark carry the rows of several creates (RELAY_LINGER). The
+   * producer's `linger.ms` for the outbox. 0 claims at once.
+   */
+  lingerMs?: number;
   /** How long a standby waits on the leader lock per attempt (RELAY_POLL_INTERVAL); it gets the lock the moment the leader lets go. */
   leaderRetryMs?: number;
   /** Attempts before a row the broker rejects is dead-lettered (OUTBOX_MAX_ATTEMPTS). */
@@ -77,6 +83,7 @@ function tuningOf(relay: AppConfig['relay']): Required<Tuning> {
     maxBatchBytes: relay.maxBatchBytes,
     pollIntervalMs: relay.pollIntervalMs,
     markFoldMs: relay.markFoldMs,
+    lingerMs: relay.lingerMs,
     leaderRetryMs: relay.pollIntervalMs,
     maxAttempts: relay.maxAttempts,
     retryBaseMs: relay.retryBaseMs,

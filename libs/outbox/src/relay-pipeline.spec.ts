@@ -185,6 +185,7 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
     settings: {
       batchSize: 500,
       markFoldMs: 0,
+      lingerMs: 0,
       pollIntervalMs: 1,
       maxAttempts: 5,
       retryBaseMs: 10,
@@ -205,7 +206,12 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
     // Until the outbox is drained (a guard ends a pipeline that never drains it: the assertions then fail).
     isRunning: () => outbox.pending() > 0 && ++rounds < 200,
     cleanup: () => true,
-    metrics: { published: { inc: () => undefined }, deadLettered: { inc: () => undefined }, failure: () => undefined },
+    metrics: {
+      published: { inc: () => undefined },
+      sends: { inc: () => undefined },
+      deadLettered: { inc: () => undefined },
+      failure: () => undefined,
+    },
     broker,
     log: createLogger('silent', 'relay-pipeline-spec'),
   });

@@ -24,6 +24,7 @@ export interface RelayPipelineDeps {
     ResolvedRelayOptions,
     | 'batchSize'
     | 'markFoldMs'
+    | 'lingerMs'
     | 'pollIntervalMs'
     | 'maxAttempts'
     | 'retryBaseMs'
@@ -47,6 +48,7 @@ export interface RelayPipelineDeps {
   cleanup: () => boolean;
   metrics: {
     published: { inc(n: number): void };
+    sends: { inc(): void };
     deadLettered: { inc(n: number): void };
     failure(kind: PublishErrorKind): void;
   };
@@ -84,8 +86,17 @@ export class RelayPipeline {
     let marked: string[] = []; // seqs of the batch whose mark `marking` is
     let next: Promise<PreparedBatch> | undefined;
     let fold: OutboundMessage[] = []; // acknowledged, not yet marked: marked by the next claim (a subset of `marked`)
-    const idle = () =>
-      this.deps.sleep(Math.min(settings.pollIntervalMs, Math.max(0, nextCleanupAt - Date.now())), true);
+    // Woken by a commit: let the next few commits land too, so one round carries them all.
+    const linger = async () => {
+      if (settings.lingerMs > 0 && isRunning()) await this.deps.sleep(settings.lingerMs, false);
+    };
+    const idle = async () => {
+      const end = await this.deps.sleep(
+        Math.min(settings.pollIntervalMs, Math.max(0, nextCleanupAt - Date.now())),
+        true,
+      );
+      if (end === 'woken') await linger();
+    };
     while (isRunning()) {
       this.deps.lock.assertHeld();
       if (Date.now() >= nextCleanupAt && this.deps.cleanup()) nextCleanupAt = Date.now() + settings.cleanupIntervalMs;
@@ -111,6 +122,7 @@ export class RelayPipeline {
         // this batch in the same statement as the claim that follows it; else mark it on its own.
         const end = await this.deps.sleep(settings.markFoldMs, true);
         if (isRunning() && end === 'woken') {
+          await linger();
           fold = result.acked;
           marking = Promise.resolve();
           continue;
@@ -282,6 +294,7 @@ export class RelayPipeline {
       if (this.deps.lock.lost || (attempt > 0 && !this.deps.isRunning())) return 'aborted';
       try {
         await publisher.send(chunk.map((m) => m.message));
+        this.deps.metrics.sends.inc();
         broker.ok();
         return { ok: true };
       } catch (err) {
