@@ -1,0 +1,269 @@
+// What the relay costs a create (issue #18): the API as shipped (RELAY_ENABLED=true, the relay inside
+// it) against the same API with RELAY_ENABLED=false, at a FIXED create rate, CPU per create read from
+// /proc for the API process, the database's Postgres processes and the broker's JVM.
+//
+//   npm run bench:relay-cost      (build, then node dist/bench/relay-cost.js)
+//
+// Each API gets a fresh database of its own (<DATABASE_URL's name>_relay_on / _relay_off, migrated,
+// dropped afterwards): a relay publishes every unpublished row of its database, so the relay-off API's
+// rows must not be there for it. The relay publishes to a fresh topic (deleted afterwards).
+// Env: RELAY_COST_RATE (1500 creates/s), RELAY_COST_SECONDS (10 per phase), RELAY_COST_ROUNDS (4; the order
+// alternates: off/on, on/off, ...), RELAY_COST_CONNECTIONS (32), BENCH_CPU_PROF=<dir> (V8 CPU profiles of both
+// APIs), BENCH_BROKER_PID (the broker JVM; default: .cache/kafka/kafka.pid). Everything else the APIs inherit.
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Kafka, logLevel } from 'kafkajs';
+import { Pool } from 'pg';
+import { configDefaults } from '@tickets/config';
+import { createPrismaClient } from '@tickets/db';
+import { createApiKey } from '@tickets/tenants';
+import { apiMainJs, cpuSecondsOf, memoryOf, startApi, type ApiChild } from './support/api-process';
+import { BODY_TEXT } from './support/three-inserts';
+import { fixed, int, mb, median, percentile } from './support/stats';
+import { API_HEAP_CAP, positiveNumberEnv as num, repoRoot, requireHooks, scratchDatabase } from './support/paths';
+
+const autocannon = require('autocannon') as (
+  opts: Record<string, unknown>,
+  cb: (err: Error | null, res: { errors: number; timeouts: number }) => void,
+) => { on(event: 'response', fn: (client: unknown, status: number, bytes: number, ms: number) => void): void };
+
+interface Side {
+  name: 'relay on' | 'relay off';
+  api: ApiChild;
+  apiKey: string;
+  pool: Pool;
+}
+
+interface Sample {
+  side: Side['name'];
+  creates: number;
+  rate: number;
+  bad: number;
+  p99: number;
+  /** CPU ms per create. */
+  api: number;
+  pg: number;
+  broker: number;
+  rssMb: number;
+  /** Rows per acknowledged producer send (relay on only). */
+  rowsPerSend: number;
+}
+
+/** outbox_published_total and outbox_publish_sends_total of an API (its /metrics answers loopback without a token). */
+async function relayCounters(api: ApiChild): Promise<{ published: number; sends: number }> {
+  const text = await (await fetch(`${api.baseUrl}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { published: read('outbox_published_total'), sends: read('outbox_publish_sends_total') };
+}
+
+function brokerPid(): number | undefined {
+  const fromEnv = process.env.BENCH_BROKER_PID;
+  if (fromEnv) return Number(fromEnv);
+  try {
+    const pid = Number(readFileSync(join(repoRoot(), '.cache', 'kafka', 'kafka.pid'), 'utf8').trim());
+    return cpuSecondsOf(pid) >= 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function backendPids(pool: Pool): Promise<number[]> {
+  const { rows } = await pool.query<{ pid: number }>(
+    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
+  );
+  return rows.map((r) => r.pid);
+}
+
+const cpuOf = (pids: number[]) =>
+  pids.reduce((s, pid) => {
+    try {
+      return s + cpuSecondsOf(pid);
+    } catch {
+      return s;
+    }
+  }, 0);
+
+/** Fixed-rate creates against one API; CPU per create of the API, its database's Postgres and the broker. */
+async function phase(side: Side, rate: number, seconds: number, connections: number, broker?: number): Promise<Sample> {
+  let created = 0;
+  let bad = 0;
+  const lat: number[] = [];
+  const pids = await backendPids(side.pool);
+  const api0 = cpuSecondsOf(side.api.pid);
+  const pg0 = cpuOf(pids);
+  const br0 = broker ? cpuSecondsOf(broker) : 0;
+  const relay0 = await relayCounters(side.api);
+  const t0 = performance.now();
+  let seq = 0;
+  const prefix = `${side.name.replace(' ', '-')}-${Date.now().toString(36)}`;
+  await new Promise<void>((resolve, reject) => {
+    const inst = autocannon(
+      {
+        url: `${side.api.baseUrl}/v1/tickets`,
+        connections,
+        overallRate: rate,
+        duration: seconds,
+        method: 'POST',
+        headers: { authorization: `Bearer ${side.apiKey}`, 'content-type': 'application/json' },
+        body: BODY_TEXT,
+        timeout: 30,
+        requests: [
+          {
+            setupRequest: (req: { headers: Record<string, string> }) => ({
+              ...req,
+              headers: { ...req.headers, 'idempotency-key': `${prefix}-${++seq}` },
+            }),
+            onResponse: (status: number) => (status === 201 ? created++ : bad++),
+          },
+        ],
+      },
+      (err) => (err ? reject(err) : resolve()),
+    );
+    inst.on('response', (_c, _s, _b, ms) => lat.push(ms));
+  });
+  const secs = (performance.now() - t0) / 1000;
+  // The relay publishes (and marks) a create a few ms after its commit: let the last ones finish inside the measurement.
+  await new Promise((r) => setTimeout(r, 300));
+  const relay1 = await relayCounters(side.api);
+  const per = (cpuSecs: number) => (created > 0 ? (cpuSecs * 1000) / created : NaN);
+  return {
+    side: side.name,
+    creates: created,
+    rate: created / secs,
+    bad,
+    p99: percentile(lat, 0.99),
+    api: per(cpuSecondsOf(side.api.pid) - api0),
+    pg: per(cpuOf(pids) - pg0),
+    broker: broker ? per(cpuSecondsOf(broker) - br0) : NaN,
+    rssMb: mb(memoryOf(side.api.pid).rss),
+    rowsPerSend: (relay1.published - relay0.published) / (relay1.sends - relay0.sends),
+  };
+}
+
+export async function runRelayCostBench(): Promise<string> {
+  const rate = num('RELAY_COST_RATE', 1500);
+  const seconds = num('RELAY_COST_SECONDS', 10);
+  const rounds = num('RELAY_COST_ROUNDS', 4);
+  const connections = num('RELAY_COST_CONNECTIONS', 32);
+  const cpuProfDir = process.env.BENCH_CPU_PROF;
+  const base = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/tickets';
+  const started = Date.now();
+  const log = (line: string) => console.log(`[${fixed((Date.now() - started) / 1000).padStart(5)}s] ${line}`);
+  const topic = `bench-relay-cost-${Date.now().toString(36)}`;
+  const brokers = (process.env.KAFKA_BROKERS || configDefaults().kafka.brokers.join(',')).split(',');
+  const broker = brokerPid();
+  const dbs = { on: scratchDatabase(base, 'relay_on'), off: scratchDatabase(base, 'relay_off') };
+  const sides: Side[] = [];
+  try {
+    log(`migrating ${dbs.on.name} and ${dbs.off.name}`);
+    await dbs.on.create();
+    await dbs.off.create();
+    const nodeArgs = [...requireHooks(), ...API_HEAP_CAP];
+    if (cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`);
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    for (const [i, [name, db]] of (
+      [
+        ['relay on', dbs.on],
+        ['relay off', dbs.off],
+      ] as const
+    ).entries()) {
+      const prisma = createPrismaClient(db.url, 1, 'bench-setup');
+      const { apiKey } = await createApiKey(prisma, `relay-cost-${i}`);
+      await prisma.$disconnect();
+      const api = await startApi({
+        mainJs: apiMainJs(join(__dirname, '..')),
+        nodeArgs: cpuProfDir ? [...nodeArgs, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : nodeArgs,
+        port: port + i,
+        env: {
+          DATABASE_URL: db.url,
+          LOG_LEVEL: 'warn',
+          RELAY_ENABLED: name === 'relay on' ? 'true' : 'false',
+          TICKET_EVENTS_TOPIC: topic,
+          KAFKA_BROKERS: brokers.join(','),
+        },
+      });
+      const pool = new Pool({ connectionString: db.url, max: 2, application_name: 'bench-relay-cost' });
+      sides.push({ name, api, apiKey, pool });
+      log(`${name}: API pid ${api.pid} on ${api.baseUrl}, RSS ${mb(memoryOf(api.pid).rss)} MB`);
+    }
+    log(`broker JVM: ${broker ? `pid ${broker}` : 'not found (set BENCH_BROKER_PID); its CPU is not counted'}`);
+    for (const s of sides) log(`warm-up ${s.name}: ${fmt(await phase(s, rate, 3, connections, broker))}`);
+    const samples: Sample[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const order = r % 2 === 0 ? [sides[1], sides[0]] : [sides[0], sides[1]];
+      for (const s of order) {
+        const sample = await phase(s, rate, seconds, connections, broker);
+        samples.push(sample);
+        log(`round ${r + 1}/${rounds} ${fmt(sample)}`);
+      }
+    }
+    return report(samples, { rate, seconds, rounds, connections, started, brokerCounted: broker !== undefined });
+  } finally {
+    for (const s of sides) {
+      await s.api.stop();
+      await s.pool.end();
+    }
+    await dbs.on.drop().catch(() => undefined);
+    await dbs.off.drop().catch(() => undefined);
+    const kafka = new Kafka({ clientId: 'bench-relay-cost', brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin
+      .connect()
+      .then(() => admin.deleteTopics({ topics: [topic] }))
+      .catch(() => undefined)
+      .finally(() => admin.disconnect());
+  }
+}
+
+const fmt = (s: Sample) =>
+  `${s.side.padEnd(9)} ${int(s.rate).padStart(5)} creates/s  p99 ${fixed(s.p99).padStart(6)} ms  CPU ms/create: ` +
+  `api ${fixed(s.api, 3)} pg ${fixed(s.pg, 3)} broker ${fixed(s.broker, 3)}  RSS ${s.rssMb} MB` +
+  (Number.isFinite(s.rowsPerSend) ? `  ${fixed(s.rowsPerSend)} rows/send` : '') +
+  (s.bad ? `  UNEXPECTED ${s.bad}` : '');
+
+function report(
+  samples: Sample[],
+  o: { rate: number; seconds: number; rounds: number; connections: number; started: number; brokerCounted: boolean },
+): string {
+  const of = (side: Sample['side'], k: 'api' | 'pg' | 'broker' | 'p99' | 'rate' | 'rowsPerSend') =>
+    samples.filter((s) => s.side === side).map((s) => s[k]);
+  const range = (v: number[], d = 3) =>
+    `${fixed(median(v), d)} (${fixed(Math.min(...v), d)}-${fixed(Math.max(...v), d)})`;
+  const ratio = (k: 'api' | 'pg' | 'broker') => median(of('relay on', k)) / median(of('relay off', k));
+  const lines = [
+    `## bench:relay-cost — ${new Date(o.started).toISOString()}`,
+    '',
+    `Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(
+        ' ',
+      )}; ${int(o.rate)} creates/s for ${o.seconds} s per phase, ${o.rounds} rounds alternating, ${o.connections} connections.`,
+    '',
+    '| CPU ms per create (median, range) | API process | PostgreSQL | broker JVM | creates/s | p99 ms |',
+    '|---|---|---|---|---|---|',
+    ...(['relay on', 'relay off'] as const).map(
+      (side) =>
+        `| ${side} | ${range(of(side, 'api'))} | ${range(of(side, 'pg'))} | ${o.brokerCounted ? range(of(side, 'broker')) : 'n/a'} | ${range(of(side, 'rate'), 0)} | ${range(of(side, 'p99'), 1)} |`,
+    ),
+    `| on/off | ${fixed(ratio('api'), 2)}x | ${fixed(ratio('pg'), 2)}x | ${o.brokerCounted ? `+${fixed(median(of('relay on', 'broker')) - median(of('relay off', 'broker')), 3)} ms` : 'n/a'} | | |`,
+    '',
+    `Rows per producer send with the relay on: ${range(of('relay on', 'rowsPerSend'), 1)}.`,
+    `Bars (issue #18): API CPU per create on/off <= 1.15x: ${ratio('api') <= 1.15 ? 'PASS' : 'FAIL'}; PostgreSQL <= 1.1x: ${ratio('pg') <= 1.1 ? 'PASS' : 'FAIL'}.`,
+    `Unexpected responses: ${samples.reduce((n, s) => n + s.bad, 0)}.`,
+  ];
+  const text = lines.join('\n') + '\n';
+  console.log(`\n${text}`);
+  return text;
+}
+
+if (require.main === module) {
+  runRelayCostBench().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(`bench:relay-cost failed: ${(e as Error).stack ?? e}`);
+      process.exit(1);
+    },
+  );
+}
