@@ -9,7 +9,11 @@ RUN npm run build
 
 FROM node:24-bookworm-slim
 WORKDIR /app
+# NODE_ENV=production: webhook secrets are stored only with WEBHOOK_SECRET_KEYS set (docs/security.md).
 ENV NODE_ENV=production HOST=0.0.0.0
+# Owned by root and not writable by the process: a compromised process cannot change the code it runs.
 COPY --from=build /app /app
+# The unprivileged `node` user (uid 1000) of the base image; nothing here needs root or a port below 1024.
+USER node
 EXPOSE 3000
 CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "apps/ticket-api/dist/main.js"]

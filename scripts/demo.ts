@@ -151,9 +151,9 @@ async function waitForApi(baseUrl: string, api: { proc: ChildProcess; log: strin
   }
 }
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [...process.execArgv, join(ROOT, 'apps/cli/dist/main.js'), ...args],
       { env: process.env },
@@ -162,6 +162,8 @@ function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: st
         resolve({ code, stdout: String(stdout), stderr: String(stderr) });
       },
     );
+    // A secret goes in on stdin, never on the command line (the process list would show it).
+    child.stdin?.end(input ?? '');
   });
 }
 
@@ -366,7 +368,10 @@ async function main(): Promise<void> {
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     receiver = await startReceiver(secret);
     closers.push(receiver.close);
-    const hook = await cli(['webhooks', 'set', '--tenant', tenantSlug, '--url', receiver.url, '--secret', secret]);
+    const hook = await cli(
+      ['webhooks', 'set', '--tenant', tenantSlug, '--url', receiver.url, '--secret-file', '-'],
+      `${secret}\n`,
+    );
     if (hook.code !== 0) {
       notificationsNote = 'n/a (`cli webhooks set` failed)';
       notes.push(`cli webhooks set failed (exit ${hook.code}): ${(hook.stderr || hook.stdout).trim().split('\n')[0]}`);

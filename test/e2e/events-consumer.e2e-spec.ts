@@ -6,7 +6,7 @@ import { Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createLogger } from '@tickets/logger';
-import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
+import { setTenantWebhook } from '../support/webhooks-cli';
 import { createConsumerApp, type NotifierApp } from '../../apps/consumer/src/consumer.app';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import {
@@ -44,12 +44,7 @@ beforeAll(async () => {
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
   const prisma = createPrismaClient(TEST_DATABASE_URL, 1, 'events-e2e-cli');
   try {
-    expect(
-      await webhooksCommand(['set', '--tenant', slug, '--url', tenantReceiver.url, '--secret', tenantSecret], {
-        prisma,
-        out: () => undefined,
-      }),
-    ).toBe(0);
+    expect(await setTenantWebhook(prisma, slug, tenantReceiver.url, tenantSecret, () => undefined)).toBe(0);
   } finally {
     await prisma.$disconnect();
   }

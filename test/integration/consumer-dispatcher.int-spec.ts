@@ -3,12 +3,16 @@
 // hand-over from the inbox statement (the notifications it leases are sent without a claim; a leased
 // notification is fenced from other dispatchers like a claimed one and due again when its lease ends).
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { WebhookDispatcher } from '@tickets/notifications';
 import { NotificationsRepository } from '../../libs/notifications/src/notifications.repository';
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
 import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
+import { setTenantWebhook } from '../support/webhooks-cli';
 import { TEST_DATABASE_URL } from '../support/env';
 import {
   TEST_NOTIFIER,
@@ -81,12 +85,7 @@ beforeAll(async () => {
     bareTenantId,
     `${slug}-bare`,
   ]);
-  expect(
-    await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], {
-      prisma,
-      out: () => undefined,
-    }),
-  ).toBe(0);
+  expect(await setTenantWebhook(prisma, slug, receiver.url, secret, () => undefined)).toBe(0);
   // No NOTIFY_WEBHOOK_URL: only the tenant with an override has a target.
   consumer = await startTestNotifier({ topic, groupId });
 });
@@ -224,24 +223,44 @@ it('two dispatchers on the same group never send the same notification twice (SK
   }
 });
 
-it('webhooks CLI: validates its input, shows the target with the secret masked, clears the override', async () => {
+it('webhooks CLI: reads the secret from a file or stdin (never the command line), validates it, shows the target masked, clears the override', async () => {
   const lines: string[] = [];
-  const run = (...argv: string[]) => webhooksCommand(argv, { prisma, out: (l) => lines.push(l) });
-  expect(await run('set', '--tenant', 'no-such-tenant-slug', '--url', 'https://x.test/h', '--secret', secret)).toBe(1);
-  expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'ftp://x.test/h', '--secret', secret)).toBe(2);
-  expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', 'short')).toBe(2);
+  const dir = mkdtempSync(join(tmpdir(), 'webhooks-cli-'));
+  const file = (name: string, text: string) => {
+    writeFileSync(join(dir, name), text, { mode: 0o600 });
+    return join(dir, name);
+  };
+  const good = file('good', `${secret}\n`);
+  const run = (...argv: string[]) => webhooksCommand(argv, { prisma, out: (l) => lines.push(l), err: () => undefined });
+  const bare = `${slug}-bare`;
+  expect(await run('set', '--tenant', 'no-such-tenant-slug', '--url', 'https://x.test/h', '--secret-file', good)).toBe(
+    1,
+  );
+  expect(await run('set', '--tenant', bare, '--url', 'ftp://x.test/h', '--secret-file', good)).toBe(2);
+  expect(await run('set', '--tenant', bare, '--url', 'https://x.test/h', '--secret-file', file('short', 'short'))).toBe(
+    2,
+  );
   expect(
-    await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', 'whsec_not base64!!'),
+    await run('set', '--tenant', bare, '--url', 'https://x.test/h', '--secret-file', file('bad', 'whsec_not base64!!')),
   ).toBe(2);
-  expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h')).toBe(2);
-  expect(await run('set', '--tenant', `${slug}-bare`, '--url', 'https://x.test/h', '--secret', secret)).toBe(0);
+  expect(await run('set', '--tenant', bare, '--url', 'https://x.test/h', '--secret-file', join(dir, 'missing'))).toBe(
+    2,
+  );
+  expect(lines.at(-1)).toMatch(/--secret-file .*missing cannot be read/);
+  expect(await run('set', '--tenant', bare, '--url', 'https://x.test/h')).toBe(2);
+  expect(await run('set', '--tenant', bare, '--url', 'https://x.test/h', '--secret', secret)).toBe(2);
+  expect(lines.at(-1)).toMatch(/--secret is not taken: a secret on the command line shows in the process list/);
+  expect(await run('set', '--tenant', bare, '--url', 'https://x.test/h', '--secret-file', good)).toBe(0);
   lines.length = 0;
-  expect(await run('show', '--tenant', `${slug}-bare`)).toBe(0);
+  expect(await run('show', '--tenant', bare)).toBe(0);
   expect(lines[0]).toContain('https://x.test/h');
+  expect(lines[0]).toContain(`(${secret.length} chars), encrypted with key dev`);
   expect(lines[0]).not.toContain(secret.slice(6, 14));
-  expect(await run('clear', '--tenant', `${slug}-bare`)).toBe(0);
+  expect(await run('clear', '--tenant', bare)).toBe(0);
+  expect(lines.at(-1)).toMatch(/override cleared \(NOTIFY_WEBHOOK_URL is not set in this environment/);
   const { rows } = await db.query('SELECT webhook_url, webhook_secret FROM tenants WHERE id = $1', [bareTenantId]);
   expect(rows).toEqual([{ webhook_url: null, webhook_secret: null }]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 it('the notifications a chunk creates are leased to the dispatcher by the same statement and sent without a claim', async () => {

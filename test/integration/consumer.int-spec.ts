@@ -7,7 +7,7 @@ import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { TicketEventsOptions } from '@tickets/event-consumer';
 import { withFaults } from '@tickets/event-consumer/testing';
-import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
+import { setTenantWebhook } from '../support/webhooks-cli';
 import { TEST_DATABASE_URL } from '../support/env';
 import {
   eventually,
@@ -71,10 +71,7 @@ beforeAll(async () => {
   receiver = await startWebhookReceiver({ secret });
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
   const out: string[] = [];
-  const code = await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], {
-    prisma,
-    out: (l) => out.push(l),
-  });
+  const code = await setTenantWebhook(prisma, slug, receiver.url, secret, (l) => out.push(l));
   expect({ code, out }).toEqual({ code: 0, out: [expect.stringContaining(receiver.url)] });
 });
 

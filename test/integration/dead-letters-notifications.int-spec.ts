@@ -5,12 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { configDefaults } from '@tickets/config';
 import { WebhookDispatcher } from '@tickets/notifications';
 import { reconcile } from '@tickets/reconcile';
 import { deadLettersCommand } from '../support/dead-letters-cli';
 import { TEST_DATABASE_URL } from '../support/env';
 import { TEST_NOTIFIER, eventually, newWebhookSecret, ticketCreated, uniqueName } from '../support/events-factory';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
+import { setTenantWebhook } from '../support/webhooks-cli';
 
 jest.setTimeout(60_000);
 
@@ -25,7 +27,12 @@ let dispatcher: { stop(): Promise<void> };
 
 /** The real dispatcher of @tickets/notifications on this test's group (kept to this one function). */
 function startDispatcher(): { stop(): Promise<void> } {
-  const d = new WebhookDispatcher({ prisma, groupId, ...TEST_NOTIFIER });
+  const d = new WebhookDispatcher({
+    prisma,
+    groupId,
+    ...TEST_NOTIFIER,
+    secretKeys: configDefaults().notifier.secretKeys.keys,
+  });
   d.start();
   return d;
 }
@@ -234,4 +241,66 @@ it('requeue by filter takes every dead notification of the tenant; discard keeps
   expect(requestsOf(b)).toHaveLength(1);
   expect(deliveriesOf(a)).toHaveLength(1);
   expect((await audits(b)).map((x) => x.action)).toEqual(['discard']);
+});
+
+it("a requeue goes to the tenant's corrected URL, signed with its new secret; --url sends one elsewhere once, audited", async () => {
+  const id = await deadNotification();
+  const fixedSecret = newWebhookSecret();
+  const fixed = await startWebhookReceiver({ secret: fixedSecret });
+  const elsewhere = await startWebhookReceiver({ secret: fixedSecret });
+  try {
+    // The payload is shown as JSON, not as a quoted string.
+    const shown = await cli('show', '--kind', 'notification', '--id', id, '--json');
+    expect(shown.json().content.payload).toMatchObject({ id: expect.any(String), type: 'ticket.created.v1' });
+    expect((await cli('show', '--kind', 'notification', '--id', id)).out).toContain('"type": "ticket.created.v1"');
+
+    expect(await setTenantWebhook(prisma, slug, fixed.url, fixedSecret)).toBe(0);
+    const dry = await cli('requeue', '--kind', 'notification', '--id', id, '--dry-run');
+    expect(dry.out).toBe(
+      `would-requeue: would send notification ${id} again now as attempt 2 to ${fixed.url} (it last went to ${receiver.url}), webhook-id ${id}`,
+    );
+    const done = await cli('requeue', '--kind', 'notification', '--id', id, '--by', 'ops-test');
+    expect(done.out).toContain(`sent now as attempt 2 to ${fixed.url}, same webhook-id ${id}`);
+    await until(id, 'delivered');
+    expect(fixed.deliveries.filter((d) => d.id === id)).toEqual([expect.objectContaining({ verified: true })]);
+    expect(requestsOf(id)).toHaveLength(1); // the old URL got only the first, failed attempt
+    expect((await audits(id))[0].detail).toEqual({
+      group: groupId,
+      attempts: 1,
+      targetUrl: fixed.url,
+      previousTargetUrl: receiver.url,
+    });
+
+    fixed.failNext(1, 400);
+    const once = await notify();
+    await until(once, 'dead');
+    const bad = await cli('requeue', '--kind', 'notification', '--url', elsewhere.url, '--tenant', slug);
+    expect(bad.code).toBe(2);
+    const moved = await cli(
+      'requeue',
+      '--kind',
+      'notification',
+      '--id',
+      once,
+      '--url',
+      elsewhere.url,
+      '--by',
+      'ops-test',
+    );
+    expect(moved.out).toContain(`to ${elsewhere.url} (this once, instead of the tenant's target)`);
+    await until(once, 'delivered');
+    expect(elsewhere.deliveries.filter((d) => d.id === once)).toEqual([expect.objectContaining({ verified: true })]);
+    expect((await audits(once))[0].detail).toMatchObject({ overrideUrl: elsewhere.url, previousTargetUrl: fixed.url });
+    // Later notifications still go to the tenant's target.
+    const later = await notify();
+    await until(later, 'delivered');
+    expect(fixed.deliveries.filter((d) => d.id === later)).toHaveLength(1);
+  } finally {
+    await db.query('UPDATE tenants SET webhook_url = $1, webhook_secret = $2 WHERE id = $3', [
+      receiver.url,
+      secret,
+      tenantId,
+    ]);
+    await Promise.allSettled([fixed.close(), elsewhere.close()]);
+  }
 });

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { webhooksCommand } from '../../apps/cli/src/webhooks.command';
+import { setTenantWebhook } from '../support/webhooks-cli';
 import { TEST_DATABASE_URL } from '../support/env';
 import {
   eventually,
@@ -37,12 +37,7 @@ beforeAll(async () => {
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
   receiver = await startWebhookReceiver({ secret });
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
-  expect(
-    await webhooksCommand(['set', '--tenant', slug, '--url', receiver.url, '--secret', secret], {
-      prisma,
-      out: () => undefined,
-    }),
-  ).toBe(0);
+  expect(await setTenantWebhook(prisma, slug, receiver.url, secret, () => undefined)).toBe(0);
   consumer = await startTestNotifier({ topic, groupId });
 });
 

@@ -21,6 +21,7 @@ export async function deadLettersCommand(prisma: PrismaClient, ...argv: string[]
   const config = {
     kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'dead-letters-it' },
     database: { url: TEST_DATABASE_URL },
+    notifier: {},
   } as AppConfig;
   const code = await runCli(['dead-letters', ...argv], [deadLettersCli], {
     out: (l) => out.push(l),

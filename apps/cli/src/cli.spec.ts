@@ -118,18 +118,31 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     [['api-keys', 'create'], /--tenant <slug> is required/],
     [
       ['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test'],
-      /webhooks set needs both --url and --secret \(missing --secret\)/,
+      /webhooks set needs both --url and --secret-file \(missing --secret-file <path>, or --secret-file - to read stdin\)/,
     ],
     [
-      ['webhooks', 'set', '--tenant', 'acme', '--url', 'ftp://x.test', '--secret', 'a-long-enough-secret'],
+      ['webhooks', 'set', '--tenant', 'acme', '--url', 'ftp://x.test', '--secret-file', '/dev/null'],
       /--url must be an http\(s\) URL, got ftp:/,
     ],
     [
-      ['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test', '--secret', 'short'],
-      /--secret must be at least 16 characters/,
+      ['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test', '--secret', 'a-long-enough-secret'],
+      /--secret is not taken: a secret on the command line shows in the process list and the shell history/,
+    ],
+    [
+      [
+        'dead-letters',
+        'requeue',
+        '--kind',
+        'outbox',
+        '--id',
+        '0b4f9f47-3c55-4c8e-9a53-6f0a1d1e2b3c',
+        '--url',
+        'https://x.test',
+      ],
+      /--url goes only with requeue --kind notification --id <id>/,
     ],
     [['webhooks', 'show', '--tenant', 'acme', '--url', 'https://x.test'], /--url goes only with set/],
-    [['webhooks', 'rotate', '--tenant', 'acme'], /the action is one of set, show, clear, not "rotate"/],
+    [['webhooks', 'rotate', '--tenant', 'acme'], /the action is one of set, show, clear, reencrypt, not "rotate"/],
     [['reconcile', '--since', 'yesterday'], /--since: "yesterday" is not a duration/],
     [['replay', '--from', 'earliest'], /--group <group> is required/],
     [['replay', '--group', 'g'], /--from is required \(or --follow to follow the latest replay\)/],
@@ -246,26 +259,17 @@ describe('cli arguments', () => {
     expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest').partition).toBeUndefined();
   });
 
-  it('webhooks: set with url and secret, show and clear with the tenant only', () => {
-    expect(
-      argsOf(
-        webhooksCli,
-        'set',
-        '--tenant',
-        'acme',
-        '--url',
-        'https://x.test/h',
-        '--secret',
-        'whsec_MDEyMzQ1Njc4OWFiY2RlZg==',
-      ),
-    ).toEqual({
+  it('webhooks: set with url and a secret file, show and clear with the tenant only, reencrypt with or without one', () => {
+    expect(argsOf(webhooksCli, 'set', '--tenant', 'acme', '--url', 'https://x.test/h', '--secret-file', '-')).toEqual({
       action: 'set',
       tenant: 'acme',
       url: 'https://x.test/h',
-      secret: 'whsec_MDEyMzQ1Njc4OWFiY2RlZg==',
+      secretFile: '-',
     });
     expect(argsOf(webhooksCli, 'clear', '--tenant', 'acme')).toEqual({ action: 'clear', tenant: 'acme' });
     expect(argsOf(webhooksCli, '--tenant', 'acme', 'show')).toEqual({ action: 'show', tenant: 'acme' });
+    expect(argsOf(webhooksCli, 'reencrypt')).toEqual({ action: 'reencrypt' });
+    expect(argsOf(webhooksCli, 'reencrypt', '--tenant', 'acme')).toEqual({ action: 'reencrypt', tenant: 'acme' });
   });
 
   it('dead-letters: filters, times, limit, dry run and the audit fields', () => {

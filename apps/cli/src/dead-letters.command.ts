@@ -10,6 +10,7 @@ import {
   type DeadLetterItem,
   type DeadLetterKind,
 } from '@tickets/dead-letters';
+import { urlProblem } from '@tickets/webhook-targets';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
 
 type Action = 'list' | 'show' | 'requeue' | 'discard';
@@ -22,6 +23,8 @@ export interface DeadLettersArgs {
   note: string | null;
   /** Absent: the OS user running the command. */
   by?: string;
+  /** Requeue of one notification: to this URL, once. */
+  url?: string;
 }
 
 const ACTIONS: Action[] = ['list', 'show', 'requeue', 'discard'];
@@ -94,6 +97,15 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
   }
   const by = values.by as string | undefined;
   if (by !== undefined && !by.trim()) return new UsageProblem('--by must name someone');
+  const url = values.url as string | undefined;
+  if (url !== undefined) {
+    if (action !== 'requeue' || kind !== 'notification' || !filter.id)
+      return new UsageProblem(
+        '--url goes only with requeue --kind notification --id <id> (one notification, once; for every later one: webhooks set)',
+      );
+    const bad = urlProblem(url);
+    if (bad) return new UsageProblem(`--url ${bad}`);
+  }
   return {
     action,
     filter,
@@ -101,6 +113,7 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
     dryRun: values['dry-run'] === true,
     note: (values['reason-note'] as string | undefined) ?? null,
     ...(by ? { by } : {}),
+    ...(url ? { url } : {}),
   };
 }
 
@@ -126,6 +139,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     'dead-letters list [--kind <kind>] [--tenant <slug>] [--ticket <id>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
     'dead-letters show --id <id> [--kind <kind>] [--json]',
     'dead-letters requeue --kind <kind> (--id <id> | <filters>) [--dry-run] [--reason-note "<why>"] [--by <who>] [--json]',
+    'dead-letters requeue --kind notification --id <id> --url <url> [--dry-run] [--reason-note "<why>"] [--by <who>]',
     'dead-letters discard --kind <kind> (--id <id> | <filters>) [--dry-run] [--reason-note "<why>"] [--by <who>] [--json]',
   ],
   details: [
@@ -199,6 +213,12 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
       description: 'with requeue or discard: say what would happen, change and record nothing',
       default: 'off',
     },
+    url: {
+      type: 'string',
+      value: '<url>',
+      description: "with requeue --kind notification --id: send it to this URL, once, instead of the tenant's target",
+      default: "the tenant's current target",
+    },
     'reason-note': { type: 'string', value: '<why>', description: 'why, recorded in the audit row', default: 'none' },
     by: { type: 'string', value: '<who>', description: 'who, recorded in the audit row', default: 'the OS user' },
     json: {
@@ -214,7 +234,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
         ? kafkaRepublisher(config.kafka.brokers, `${config.kafka.clientId}-dead-letters`)
         : undefined;
     const consumer = new ConsumerDeadLetters({ databaseUrl: config.database.url, republisher });
-    const dl = new DeadLetters(prisma, consumer);
+    const dl = new DeadLetters(prisma, consumer, { defaultWebhookUrl: config.notifier.webhookUrl });
     try {
       if (args.action === 'list') {
         const items = await dl.list(args.filter);
@@ -236,7 +256,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
         if (args.json) out(JSON.stringify(detail));
         else {
           out(line(detail.item));
-          out(`content: ${JSON.stringify(detail.content)}`);
+          out(`content:\n${JSON.stringify(detail.content, null, 2)}`);
           for (const a of detail.attempts ?? [])
             out(`attempt ${a.attemptNo} at ${a.at.toISOString()}: ${a.statusCode ?? '-'} ${a.error ?? ''}`.trimEnd());
           for (const h of detail.history)
@@ -251,6 +271,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
         filter: args.filter,
         actor: { by: args.by ?? osUser(), note: args.note },
         dryRun: args.dryRun,
+        url: args.url,
       };
       const results: ActionResult[] = args.action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
       if (args.json) out(JSON.stringify({ dryRun: args.dryRun, results }));

@@ -33,6 +33,8 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
           prisma: this.prisma,
           groupId,
           defaultSecret: config.notifier.webhookSecret,
+          defaultUrl: config.notifier.webhookUrl ?? null,
+          secretKeys: config.notifier.secretKeys.keys,
           logger: logger?.child({ component: 'dispatcher', groupId }),
           registry,
         })

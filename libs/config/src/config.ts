@@ -3,6 +3,7 @@ import { parseDuration } from './duration';
 import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-config';
 import { durationEnv as duration, statsGroupIdEnv } from './env-schemas';
 import { McpHttpEnvSchema, mcpHttpConfig, type McpHttpConfig } from './mcp-http-config';
+import { WebhookSecretKeysEnvSchema, webhookSecretKeyring, type WebhookSecretKeyring } from './webhook-secret-keys';
 
 const bool = (fallback: boolean) =>
   z
@@ -172,7 +173,10 @@ function edgeConfig(e: EdgeEnv): EdgeConfig {
   };
 }
 
-type Env = z.infer<typeof EnvSchema> & z.infer<typeof ConsoleEnvSchema> & z.infer<typeof McpHttpEnvSchema>;
+type Env = z.infer<typeof EnvSchema> &
+  z.infer<typeof ConsoleEnvSchema> &
+  z.infer<typeof McpHttpEnvSchema> &
+  z.infer<typeof WebhookSecretKeysEnvSchema>;
 
 /**
  * Relay tuning without an environment variable (measured; docs/relay.md). The one place these
@@ -244,6 +248,8 @@ export interface AppConfig {
     groupId: string;
     webhookUrl?: string;
     webhookSecret?: string;
+    /** Encrypt the tenants' webhook secrets at rest (WEBHOOK_SECRET_KEYS; see docs/security.md). */
+    secretKeys: WebhookSecretKeyring;
     maxAttempts: number;
     retryBaseMs: number;
     retryMaxDelayMs: number;
@@ -278,6 +284,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const parsed = EnvSchema.extend(EdgeEnvSchema.shape)
     .extend(ConsoleEnvSchema.shape)
     .extend(McpHttpEnvSchema.shape)
+    .extend(WebhookSecretKeysEnvSchema.shape)
     .safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
@@ -326,6 +333,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       groupId: e.NOTIFIER_GROUP_ID,
       webhookUrl: e.NOTIFY_WEBHOOK_URL,
       webhookSecret: e.NOTIFY_WEBHOOK_SECRET,
+      secretKeys: webhookSecretKeyring(e, e.NODE_ENV),
       maxAttempts: e.NOTIFY_MAX_ATTEMPTS,
       retryBaseMs: e.NOTIFY_RETRY_BASE,
       retryMaxDelayMs: e.NOTIFY_RETRY_MAX_DELAY,

@@ -10,3 +10,4 @@ export {
 } from './event-consumer.config';
 export { loadTelemetryConfig, type TelemetryConfig } from './telemetry-config';
 export { ticketEventsOptions } from './ticket-events-options';
+export { DEV_WEBHOOK_SECRET_KEY, type WebhookSecretKey, type WebhookSecretKeyring } from './webhook-secret-keys';

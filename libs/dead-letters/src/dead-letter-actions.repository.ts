@@ -114,9 +114,17 @@ export class DeadLetterActionsRepository {
     };
   }
 
-  /** A dead notification back to pending, due now, attempts kept (one statement, audited, own transaction). */
-  async requeueNotification(id: string, actor: Actor): Promise<NotificationChange | null> {
-    return this.changeNotification(id, 'pending', 'requeue', actor);
+  /**
+   * A dead notification back to pending, due now, attempts kept, pointed at its tenant's current
+   * target (the tenant's webhook_url, else `defaultUrl`), or at `overrideUrl` for this one
+   * notification (target_source 'override'); one statement, audited, own transaction.
+   */
+  async requeueNotification(
+    id: string,
+    actor: Actor,
+    target: { overrideUrl?: string; defaultUrl: string | null },
+  ): Promise<NotificationChange | null> {
+    return this.changeNotification(id, 'pending', 'requeue', actor, target);
   }
 
   /** A dead notification marked discarded: kept, never sent (one statement, audited, own transaction). */
@@ -129,18 +137,31 @@ export class DeadLetterActionsRepository {
     status: string,
     action: string,
     actor: Actor,
+    target?: { overrideUrl?: string; defaultUrl: string | null },
   ): Promise<NotificationChange | null> {
+    const override = target?.overrideUrl ?? null;
     // WHERE status = 'dead' is re-checked on the locked row: of two concurrent requeues one matches.
     const rows = await this.prisma.$queryRaw<NotificationChange[]>(Prisma.sql`
-      WITH changed AS (
-        UPDATE notifications SET status = ${status}::text,
-               next_attempt_at = CASE WHEN ${status}::text = 'pending' THEN now() END, lease_token = NULL
-         WHERE id = ${id}::uuid AND status = 'dead'
-        RETURNING id, tenant_id, ticket_id, event_id, group_id, last_error, attempts, target_url
+      WITH old AS (
+        SELECT n.id, n.target_url AS before, t.webhook_url FROM notifications n LEFT JOIN tenants t ON t.id = n.tenant_id
+         WHERE n.id = ${id}::uuid
+      ), changed AS (
+        UPDATE notifications n SET status = ${status}::text,
+               next_attempt_at = CASE WHEN ${status}::text = 'pending' THEN now() END, lease_token = NULL,
+               target_url = CASE WHEN NOT ${Boolean(target)}::boolean THEN n.target_url
+                                 ELSE COALESCE(${override}::text, old.webhook_url, ${target?.defaultUrl ?? null}::text, n.target_url) END,
+               target_source = CASE WHEN NOT ${Boolean(target)}::boolean THEN n.target_source
+                                    WHEN ${override}::text IS NOT NULL THEN 'override'
+                                    WHEN old.webhook_url IS NOT NULL THEN 'tenant' ELSE 'default' END
+          FROM old
+         WHERE n.id = old.id AND n.status = 'dead'
+        RETURNING n.id, n.tenant_id, n.ticket_id, n.event_id, n.group_id, n.last_error, n.attempts, n.target_url, old.before
       ), audited AS (
         INSERT INTO dead_letter_actions (kind, action, target_id, tenant_id, ticket_id, event_id, dead_reason, actor, note, detail)
         SELECT 'notification', ${action}, c.id::text, c.tenant_id, c.ticket_id, c.event_id, COALESCE(c.last_error, ''), ${audit(actor)},
                jsonb_build_object('group', c.group_id, 'attempts', c.attempts, 'targetUrl', c.target_url)
+                 || CASE WHEN c.before IS DISTINCT FROM c.target_url THEN jsonb_build_object('previousTargetUrl', c.before) ELSE '{}' END
+                 || CASE WHEN ${override}::text IS NOT NULL THEN jsonb_build_object('overrideUrl', ${override}::text) ELSE '{}' END
           FROM changed c
         RETURNING 1
       )
@@ -159,12 +180,17 @@ export class DeadLetterActionsRepository {
     };
   }
 
-  /** A notification as a dry run sees it (reads only). */
-  async notification(id: string): Promise<{ status: string; attempts: number; targetUrl: string | null } | null> {
+  /** A notification as a dry run sees it, with the target a requeue would send it to now (reads only). */
+  async notification(
+    id: string,
+    defaultUrl: string | null,
+  ): Promise<{ status: string; attempts: number; targetUrl: string | null; currentUrl: string | null } | null> {
     const rows = await this.prisma.$queryRaw<
-      Array<{ status: string; attempts: number; targetUrl: string | null }>
+      Array<{ status: string; attempts: number; targetUrl: string | null; currentUrl: string | null }>
     >(Prisma.sql`
-      SELECT status, attempts, target_url AS "targetUrl" FROM notifications WHERE id = ${id}::uuid`);
+      SELECT n.status, n.attempts, n.target_url AS "targetUrl",
+             COALESCE(t.webhook_url, ${defaultUrl}::text, n.target_url) AS "currentUrl"
+        FROM notifications n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.id = ${id}::uuid`);
     return rows[0] ?? null;
   }
 

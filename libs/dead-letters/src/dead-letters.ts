@@ -25,6 +25,23 @@ export interface ActionRequest {
   actor: Actor;
   /** Report what would happen; change nothing, audit nothing. */
   dryRun: boolean;
+  /** Notification requeue only: send to this URL once instead of the tenant's current target (audited). */
+  url?: string;
+}
+
+export interface DeadLettersOptions {
+  /** NOTIFY_WEBHOOK_URL of this process: where a requeued notification goes when its tenant has no webhook_url. */
+  defaultWebhookUrl?: string;
+}
+
+/** A text field that holds JSON (an event, a stored message) shown as that JSON; other text as it is. */
+function asJson(v: unknown): unknown {
+  if (typeof v !== 'string') return v;
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
 }
 
 const since = (s: CurrentState) =>
@@ -45,6 +62,7 @@ export class DeadLetters {
   constructor(
     prisma: PrismaClient,
     private readonly consumer: ConsumerDeadLetters,
+    private readonly options: DeadLettersOptions = {},
   ) {
     this.reads = new DeadLettersRepository(prisma);
     this.writes = new DeadLetterActionsRepository(prisma);
@@ -65,17 +83,19 @@ export class DeadLetters {
     if (!item) return null;
     if (item.kind === 'consumer') {
       const detail = await this.consumer.show(id);
-      return detail ? { item, content: detail.content, history: detail.history } : null;
+      return detail ? { item, content: jsonFields(detail.content), history: detail.history } : null;
     }
     const [content, history, attempts] = await Promise.all([
       this.reads.content(item.kind, id),
       this.reads.history(item.kind, id),
       item.kind === 'notification' ? this.reads.attempts(id) : Promise.resolve(undefined),
     ]);
-    return { item, content, history, ...(attempts ? { attempts } : {}) };
+    return { item, content: jsonFields(content), history, ...(attempts ? { attempts } : {}) };
   }
 
   async requeue(req: ActionRequest): Promise<ActionResult[]> {
+    if (req.url !== undefined && req.kind !== 'notification')
+      throw new Error(`a requeue to another URL is for notifications only, not ${req.kind} dead letters`);
     if (req.kind === 'consumer') return this.consumerAction('requeue', req);
     const ids = await this.targets(req);
     if (req.kind !== 'outbox') return this.each(ids, (id) => this.requeueNotification(id, req));
@@ -201,20 +221,24 @@ export class DeadLetters {
       outcome,
       message,
     });
+    const defaultUrl = this.options.defaultWebhookUrl ?? null;
+    const once = req.url ? " (this once, instead of the tenant's target)" : '';
     if (req.dryRun) {
-      const n = await this.writes.notification(id);
+      const n = await this.writes.notification(id, defaultUrl);
       if (n?.status !== 'dead')
         return r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to requeue`);
+      const to = req.url ?? n.currentUrl ?? '(no target)';
+      const moved = n.targetUrl && n.targetUrl !== to ? ` (it last went to ${n.targetUrl})` : '';
       return r(
         'would-requeue',
-        `would send notification ${id} again now as attempt ${n.attempts + 1} to ${n.targetUrl ?? '(no target)'}, webhook-id ${id}`,
+        `would send notification ${id} again now as attempt ${n.attempts + 1} to ${to}${once}${moved}, webhook-id ${id}`,
       );
     }
-    const changed = await this.writes.requeueNotification(id, req.actor);
+    const changed = await this.writes.requeueNotification(id, req.actor, { overrideUrl: req.url, defaultUrl });
     if (changed)
       return r(
         'requeued',
-        `notification ${id} is pending again: sent now as attempt ${changed.attempts + 1} to ${changed.targetUrl ?? '(no target)'}, same webhook-id ${id}`,
+        `notification ${id} is pending again: sent now as attempt ${changed.attempts + 1} to ${changed.targetUrl ?? '(no target)'}${once}, same webhook-id ${id}`,
       );
     const state = await this.writes.notificationState(id);
     return r(
@@ -231,7 +255,7 @@ export class DeadLetters {
       message,
     });
     if (req.dryRun) {
-      const n = await this.writes.notification(id);
+      const n = await this.writes.notification(id, null);
       return n?.status === 'dead'
         ? r('would-discard', `would mark notification ${id} discarded (never sent)`)
         : r('not-dead', `notification ${id} is ${n ? n.status : 'unknown'}; nothing to discard`);
@@ -292,4 +316,11 @@ function consumerItem(i: ConsumerDeadLetterItem, tenant: string | null): DeadLet
     deadAt: i.deadAt,
     where: i.where,
   };
+}
+
+/** The content with its JSON text fields (payload, value) as JSON, so it is shown as JSON, not as a quoted string. */
+function jsonFields(content: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(content).map(([k, v]) => [k, k === 'payload' || k === 'value' ? asJson(v) : v]),
+  );
 }

@@ -1,5 +1,5 @@
 export { DeadLetters } from './dead-letters';
-export type { ActionRequest } from './dead-letters';
+export type { ActionRequest, DeadLettersOptions } from './dead-letters';
 export { DEAD_LETTER_KINDS } from './dead-letter.types';
 export type {
   ActionOutcome,

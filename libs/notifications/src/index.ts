@@ -1,4 +1,20 @@
-export { WEBHOOK_HEADERS, signingKey, signWebhook, verifyWebhook, webhookHeaders } from './signature';
+export {
+  WEBHOOK_HEADERS,
+  WEBHOOK_TOLERANCE_SECONDS,
+  signingKey,
+  signWebhook,
+  verifyWebhook,
+  webhookHeaders,
+  type VerifyOptions,
+} from './signature';
+export {
+  WebhookSecretCipher,
+  SecretKeyError,
+  looksEncrypted,
+  storedSecretKind,
+  type SecretKey,
+  type StoredSecretKind,
+} from './secret-box';
 export { classifyStatus, retryDelayMs, parseRetryAfter } from './retry-policy';
 export { decideAttempt } from './retry-policy';
 export type { AttemptVerdict, RetryPolicy, AttemptResult, AttemptOutcome } from './retry-policy';

@@ -5,17 +5,26 @@ import { Prisma, type PrismaClient } from '@tickets/db';
 export interface ClaimedNotification {
   id: string;
   event_type: string;
-  target_url: string;
+  /** The target at this claim (see claim()); null: none any more (the tenant's cleared, no NOTIFY_WEBHOOK_URL). */
+  target_url: string | null;
   target_source: string | null;
+  tenant_id: string;
   /** Attempts including this one: every claim counts one. */
   attempts: number;
   /** notifications.payload: the event text as read from Kafka. */
   payload: string;
   /** The trace the webhook request is sent in (the consumer's span for the event); null for older rows. */
   traceparent: string | null;
+  /** tenants.webhook_secret as stored (encrypted, or a plaintext row from before encryption). */
   tenant_secret: string | null;
   lease_token: string;
 }
+
+/**
+ * NOTIFY_WEBHOOK_URL as the dispatcher's process has it: a string or null (not set). Undefined: not
+ * told, so a notification without a tenant target keeps the URL it was created with.
+ */
+export type DefaultTarget = string | null | undefined;
 
 /** One finished delivery attempt and the notification's new state. */
 export interface AttemptRecord {
@@ -40,34 +49,45 @@ export class NotificationsRepository {
 
   /**
    * Claims up to `limit` due notifications of `groupId` with FOR UPDATE SKIP LOCKED and leases them
-   * (next_attempt_at = now + lease, a new lease_token, attempts + 1). Records `records` (see
-   * record()) in the same statement; those rows are never claimed by it.
+   * (next_attempt_at = now + lease, a new lease_token, attempts + 1), and points each at its tenant's
+   * current target: the tenant's webhook_url, else `defaultUrl` (an 'override' from requeue --url is
+   * kept). Records `records` (see record()) in the same statement; those rows are never claimed by it.
    */
   async claim(
     groupId: string,
     limit: number,
     leaseMs: number,
     records: AttemptRecord[] = [],
+    defaultUrl?: DefaultTarget,
   ): Promise<ClaimedNotification[]> {
     const token = randomUUID();
     const rec = records.length > 0 ? recordCtes(records) : undefined;
+    const told = defaultUrl !== undefined;
     return this.prisma.$queryRaw<ClaimedNotification[]>(Prisma.sql`
       WITH ${rec ? Prisma.sql`${rec.ctes},` : Prisma.empty} due AS (
-        SELECT id FROM notifications
-        WHERE group_id = ${groupId} AND status = 'pending' AND next_attempt_at <= now()
-          ${rec ? Prisma.sql`AND id <> ALL (${rec.ids}::uuid[])` : Prisma.empty}
-        ORDER BY next_attempt_at
+        SELECT n.id, t.webhook_url, t.webhook_secret FROM notifications n LEFT JOIN tenants t ON t.id = n.tenant_id
+        WHERE n.group_id = ${groupId} AND n.status = 'pending' AND n.next_attempt_at <= now()
+          ${rec ? Prisma.sql`AND n.id <> ALL (${rec.ids}::uuid[])` : Prisma.empty}
+        ORDER BY n.next_attempt_at
         LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE OF n SKIP LOCKED
       )
       UPDATE notifications n
       SET next_attempt_at = now() + ${leaseMs}::int * interval '1 millisecond',
           lease_token = ${token}::uuid,
-          attempts = n.attempts + 1
+          attempts = n.attempts + 1,
+          target_url = CASE WHEN n.target_source = 'override' THEN n.target_url
+                            WHEN due.webhook_url IS NOT NULL THEN due.webhook_url
+                            WHEN ${told}::boolean THEN ${defaultUrl ?? null}::text
+                            ELSE n.target_url END,
+          target_source = CASE WHEN n.target_source = 'override' THEN 'override'
+                               WHEN due.webhook_url IS NOT NULL THEN 'tenant'
+                               WHEN ${told}::boolean AND ${defaultUrl ?? null}::text IS NULL THEN NULL
+                               ELSE 'default' END
       FROM due
       WHERE n.id = due.id
-      RETURNING n.id, n.event_type, n.target_url, n.target_source, n.attempts, n.payload, n.traceparent, n.lease_token::text AS lease_token,
-                (SELECT t.webhook_secret FROM tenants t WHERE t.id = n.tenant_id) AS tenant_secret`);
+      RETURNING n.id, n.event_type, n.target_url, n.target_source, n.tenant_id::text AS tenant_id, n.attempts, n.payload,
+                n.traceparent, n.lease_token::text AS lease_token, due.webhook_secret AS tenant_secret`);
   }
 
   /**

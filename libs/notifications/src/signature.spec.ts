@@ -52,4 +52,19 @@ describe('webhook signature (Standard Webhooks)', () => {
     expect(verifyWebhook(secret, { ...h, 'webhook-id': 'msg_2' }, body)).toBe(false);
     expect(verifyWebhook(secret, { 'webhook-id': 'msg_1' }, body)).toBe(false);
   });
+
+  it('refuses a timestamp more than the tolerance (default 5 minutes) in the past or the future', () => {
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const body = '{"test": 2432232314}';
+    const sentAt = 1_700_000_000_000;
+    const h = webhookHeaders(secret, 'msg_1', body, sentAt);
+    expect(verifyWebhook(secret, h, body, { nowMs: sentAt + 299_000 })).toBe(true);
+    expect(verifyWebhook(secret, h, body, { nowMs: sentAt - 299_000 })).toBe(true);
+    expect(verifyWebhook(secret, h, body, { nowMs: sentAt + 301_000 })).toBe(false);
+    expect(verifyWebhook(secret, h, body, { nowMs: sentAt - 301_000 })).toBe(false);
+    expect(verifyWebhook(secret, h, body, { nowMs: sentAt + 3_600_000, toleranceSeconds: 3_601 })).toBe(true);
+    expect(
+      verifyWebhook(secret, { ...h, 'webhook-timestamp': `${h['webhook-timestamp']}.5` }, body, { nowMs: sentAt }),
+    ).toBe(false);
+  });
 });

@@ -40,19 +40,34 @@ export function webhookHeaders(secret: string, id: string, body: string, nowMs =
   };
 }
 
+/** Standard Webhooks' default: a timestamp further than this from the receiver's clock is refused (a replay guard). */
+export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+
+export interface VerifyOptions {
+  /** How far the timestamp may be from now, either way, in seconds (default 300, as Standard Webhooks advises). */
+  toleranceSeconds?: number;
+  /** The receiver's clock (tests). */
+  nowMs?: number;
+}
+
 /**
- * The receiver's check: true when one of the space-separated `webhook-signature` values is the v1
- * signature of this id, timestamp (as sent) and body. Does not judge the timestamp's age.
+ * The receiver's check: true when the timestamp is within `toleranceSeconds` of now (older or in the
+ * future: a captured request cannot be replayed later) and one of the space-separated
+ * `webhook-signature` values is the v1 signature of this id, timestamp (as sent) and body.
  */
 export function verifyWebhook(
   secret: string,
   headers: Record<string, string | string[] | undefined>,
   body: string,
+  opts: VerifyOptions = {},
 ): boolean {
   const id = headers[WEBHOOK_HEADERS.id];
   const timestamp = headers[WEBHOOK_HEADERS.timestamp];
   const signatures = headers[WEBHOOK_HEADERS.signature];
   if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signatures !== 'string') return false;
+  if (!/^\d{1,12}$/.test(timestamp)) return false;
+  const skew = Math.abs((opts.nowMs ?? Date.now()) / 1000 - Number(timestamp));
+  if (skew > (opts.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS)) return false;
   const expected = Buffer.from(signWebhook(secret, id, timestamp, body));
   return signatures.split(' ').some((s) => {
     const got = Buffer.from(s);

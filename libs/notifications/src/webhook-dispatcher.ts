@@ -12,6 +12,7 @@ import {
   type AttemptOutcome,
   type AttemptResult,
 } from './retry-policy';
+import { WebhookSecretCipher } from './secret-box';
 import { webhookHeaders } from './signature';
 import type {
   DispatcherOptions,
@@ -70,6 +71,7 @@ export class WebhookDispatcher {
   private abandon = new AbortController();
   private readonly database: OutageLog;
   private readonly metrics?: DispatcherMetrics;
+  private readonly cipher: WebhookSecretCipher;
 
   constructor(private readonly opts: DispatcherOptions) {
     const defaults = configDefaults().notifier;
@@ -87,6 +89,7 @@ export class WebhookDispatcher {
       stopTimeoutMs: opts.stopTimeoutMs ?? defaults.stopTimeoutMs,
     };
     this.repo = new NotificationsRepository(opts.prisma);
+    this.cipher = new WebhookSecretCipher(opts.secretKeys ?? defaults.secretKeys.keys);
     this.database = new OutageLog(opts.logger, 'database', this.settings.pollIntervalMs);
     if (opts.registry)
       this.metrics = new DispatcherMetrics(opts.registry, opts.groupId, {
@@ -249,22 +252,29 @@ export class WebhookDispatcher {
 
   /** Claims up to `limit` due notifications of this group, recording `records` in the same statement. */
   private claim(limit: number, records: Finished[]): Promise<ClaimedNotification[]> {
-    return this.repo.claim(this.opts.groupId, limit, this.settings.leaseMs, records.map(toRecord));
+    return this.repo.claim(
+      this.opts.groupId,
+      limit,
+      this.settings.leaseMs,
+      records.map(toRecord),
+      this.opts.defaultUrl,
+    );
   }
 
   private async deliver(row: ClaimedNotification): Promise<void> {
-    const secret = (row.target_source === 'tenant' ? row.tenant_secret : null) ?? this.opts.defaultSecret;
+    const { secret, problem } = this.signingSecret(row);
     let result: AttemptResult;
     let outcome: AttemptOutcome;
-    if (!secret) {
-      result = {
-        statusCode: null,
-        error: 'no signing secret configured (tenant webhook_secret or NOTIFY_WEBHOOK_SECRET)',
-        durationMs: 0,
-      };
-      outcome = { status: 'dead', error: result.error! };
+    if (!row.target_url || !secret) {
+      const error = !row.target_url
+        ? 'no webhook target now: the tenant has no webhook_url and NOTIFY_WEBHOOK_URL is not set'
+        : 'no signing secret configured (tenant webhook_secret or NOTIFY_WEBHOOK_SECRET)';
+      result = { statusCode: null, error, durationMs: 0 };
+      outcome = { status: 'dead', error };
     } else {
-      result = await this.send(row, secret);
+      // A secret that does not decrypt (a key missing from this process's WEBHOOK_SECRET_KEYS) is
+      // retried like an unreachable receiver: fixing the configuration lets the next attempt through.
+      result = problem ? { statusCode: null, error: problem, durationMs: 0 } : await this.send(row, secret);
       outcome =
         result.error === ABANDONED
           ? { status: 'pending', delayMs: 0, error: ABANDONED } // stopping: due again at once, for another dispatcher
@@ -294,6 +304,16 @@ export class WebhookDispatcher {
     }
   }
 
+  /** The tenant's current secret (decrypted) for a tenant or override target, else NOTIFY_WEBHOOK_SECRET. */
+  private signingSecret(row: ClaimedNotification): { secret?: string; problem?: string } {
+    if (row.target_source === 'default' || !row.tenant_secret) return { secret: this.opts.defaultSecret };
+    try {
+      return { secret: this.cipher.decrypt(row.tenant_secret, row.tenant_id) };
+    } catch (e) {
+      return { secret: row.tenant_secret, problem: (e as Error).message };
+    }
+  }
+
   private async send(row: ClaimedNotification, secret: string): Promise<AttemptResult> {
     const payload = JSON.parse(row.payload) as { occurredAt?: string };
     const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
@@ -305,7 +325,7 @@ export class WebhookDispatcher {
     };
     // In the event's trace: the request carries `traceparent`, so the receiver can correlate it with the ticket's request.
     const res = await inTraceOf(row.traceparent, headers, () =>
-      this.http.post(row.target_url, headers, body, this.settings.timeoutMs, this.abandon.signal),
+      this.http.post(row.target_url!, headers, body, this.settings.timeoutMs, this.abandon.signal),
     );
     const durationMs = Math.round(performance.now() - started);
     if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };

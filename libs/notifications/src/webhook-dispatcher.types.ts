@@ -3,6 +3,7 @@ import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import type { Registry } from 'prom-client';
 import type { ClaimedNotification } from './notifications.repository';
+import type { SecretKey } from './secret-box';
 
 /** Every setting defaults to the configuration's value (`configDefaults().notifier`, libs/config): one source. */
 export interface DispatcherSettings {
@@ -36,6 +37,13 @@ export interface DispatcherOptions extends DispatcherSettings {
   groupId: string;
   /** Signs deliveries to NOTIFY_WEBHOOK_URL, and to a tenant URL whose tenant has no secret of its own. */
   defaultSecret?: string;
+  /**
+   * NOTIFY_WEBHOOK_URL of this process (null: not set): each attempt goes to the tenant's current
+   * webhook_url, else to this. Undefined: a notification without a tenant target keeps its URL.
+   */
+  defaultUrl?: string | null;
+  /** Decrypt the tenants' stored secrets (default: WEBHOOK_SECRET_KEYS of an empty environment, the development key); a plaintext row needs none. */
+  secretKeys?: readonly SecretKey[];
   logger?: Logger;
   /** Prometheus registry for the delivery metrics (DispatcherMetrics); none: not measured. */
   registry?: Registry;

@@ -1,4 +1,4 @@
-import { signingKey } from '@tickets/notifications';
+import { looksEncrypted, signingKey } from '@tickets/notifications';
 
 /** What to show of a secret: its kind and length, never a character of it. */
 export const maskSecret = (secret: string | null) =>
@@ -17,6 +17,8 @@ export function urlProblem(url: string): string | undefined {
 /** Why this secret cannot sign webhooks (a phrase to follow its name), or undefined when it can. */
 export function secretProblem(secret: string): string | undefined {
   if (secret.length < 16) return 'must be at least 16 characters';
+  if (looksEncrypted(secret)) return 'starts with enc:v1:, the mark of a stored ciphertext: pick another secret';
+  if (/[\r\n]/.test(secret)) return 'has a line break in it';
   if (secret.startsWith('whsec_')) {
     const b64 = secret.slice(6);
     if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return 'starts with whsec_ but the rest is not base64';

@@ -244,7 +244,8 @@ export class InboxRepository {
              (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
              (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
              (SELECT json_agg(json_build_object('id', n.id, 'event_id', n.event_id, 'event_type', n.event_type, 'target_url', n.target_url,
-                                                'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret))
+                                                'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret,
+                                                'tenant_id', n.tenant_id))
                 FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
       // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
       careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch',

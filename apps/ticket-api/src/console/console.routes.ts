@@ -163,14 +163,24 @@ export class ConsoleRoutes {
     };
   }
 
+  /**
+   * `?id=<uuid>&tenant=<slug>` opens exactly that ticket (the lookup's links); `?q=` looks up by id,
+   * key, externalRef, event or notification id, in `tenant` when picked: one match opens, several list.
+   */
   private async tickets(req: ConsoleRequest, s: ConsoleSession): Promise<ConsoleReply> {
     const q = (req.query.get('q') ?? '').trim().slice(0, 1_000);
-    if (!q) return { status: 200, body: lookupPage('', [], s) };
-    const found = await this.d.timeline.find(q);
-    if (found.length !== 1) return { status: found.length ? 200 : 404, body: lookupPage(q, found, s) };
-    const t = await this.d.timeline.timeline(found[0].id);
+    const tenant = req.query.get('tenant')?.trim() || undefined;
+    const id = req.query.get('id')?.trim();
     const note = `published rows are deleted after OUTBOX_RETENTION (${fmtMs(this.d.outboxRetentionMs)}); none was dead-lettered either`;
-    return t ? { status: 200, body: timelinePage(t, s, note) } : { status: 404, body: lookupPage(q, [], s) };
+    if (id) {
+      const t = UUID.test(id) ? await this.d.timeline.timeline(id, tenant) : null;
+      return t ? { status: 200, body: timelinePage(t, s, note) } : { status: 404, body: lookupPage(id, [], s, tenant) };
+    }
+    if (!q) return { status: 200, body: lookupPage('', [], s, tenant) };
+    const found = await this.d.timeline.find(q, tenant);
+    if (found.length !== 1) return { status: found.length ? 200 : 404, body: lookupPage(q, found, s, tenant) };
+    const t = await this.d.timeline.timeline(found[0].id, found[0].tenant);
+    return t ? { status: 200, body: timelinePage(t, s, note) } : { status: 404, body: lookupPage(q, [], s, tenant) };
   }
 
   private async deadLetterList(req: ConsoleRequest, s: ConsoleSession): Promise<ConsoleReply> {

@@ -96,6 +96,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
           databaseUrl: this.config.database.url,
           republisher: this.republisher,
         })),
+        { defaultWebhookUrl: this.config.notifier.webhookUrl },
       ),
       lag: this.lag,
       sampler,

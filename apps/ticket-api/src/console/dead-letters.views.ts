@@ -2,6 +2,7 @@ import type { ActionResult, DeadLetterDetail, DeadLetterItem } from '@tickets/de
 import type { ConsoleSession } from './console-sessions';
 import { html, type SafeHtml } from './html';
 import { fmtTime, page, postForm } from './layout.views';
+import { ticketHref } from './timeline.views';
 
 const KINDS = ['outbox', 'consumer', 'notification'] as const;
 const why = html` <input type="text" name="note" placeholder="why (kept in the audit row)" maxlength="500">`;
@@ -26,7 +27,7 @@ export function deadLettersPage(
   const table = items.length
     ? html`<section><table><tr><th>kind</th><th>dead since</th><th>tenant</th><th>ticket</th><th>event</th><th>attempts</th><th>reason</th><th></th></tr>${items.map(
         (i) => html`<tr id="dl-${i.id}"><td>${i.kind}</td><td>${fmtTime(i.deadAt)}</td><td>${i.tenant ?? '-'}</td>
-<td>${i.ticketId ? html`<a class="mono" href="/tickets?q=${i.ticketId}">${i.ticketId}</a>` : '-'}</td><td>${i.eventType ?? '-'}</td><td>${i.attempts ?? '-'}</td><td>${i.reason}</td>
+<td>${i.ticketId ? html`<a class="mono" href="${ticketHref({ id: i.ticketId, tenant: i.tenant })}">${i.ticketId}</a>` : '-'}</td><td>${i.eventType ?? '-'}</td><td>${i.attempts ?? '-'}</td><td>${i.reason}</td>
 <td><a href="/dead-letters/show?kind=${i.kind}&amp;id=${i.id}">Show</a> ${actions(i, session, back)}</td></tr>`,
       )}</table></section>`
     : html`<section><p class="ok">Nothing is dead${filter.kind ? ` of kind ${filter.kind}` : ''}${filter.tenant ? ` for tenant ${filter.tenant}` : ''}.</p></section>`;
@@ -55,7 +56,7 @@ export function deadLetterPage(d: DeadLetterDetail, dryRun: ActionResult | undef
     `Dead letter ${i.id}`,
     session,
     html`<section><table><tr><th>kind</th><td>${i.kind}</td><th>state</th><td>${i.state}</td></tr>
-<tr><th>tenant</th><td>${i.tenant ?? '-'}</td><th>ticket</th><td>${i.ticketId ? html`<a class="mono" href="/tickets?q=${i.ticketId}">${i.ticketId}</a>` : '-'}</td></tr>
+<tr><th>tenant</th><td>${i.tenant ?? '-'}</td><th>ticket</th><td>${i.ticketId ? html`<a class="mono" href="${ticketHref({ id: i.ticketId, tenant: i.tenant })}">${i.ticketId}</a>` : '-'}</td></tr>
 <tr><th>reason</th><td colspan="3">${i.reason}</td></tr><tr><th>where</th><td colspan="3">${i.where}</td></tr></table>
 ${dryRun ? html`<p><strong>A requeue now would:</strong> ${dryRun.outcome}: ${dryRun.message}</p>` : html``}${buttons}</section>
 <section>${attempts}${history}<h2>Content</h2><pre class="mono">${JSON.stringify(d.content, null, 2)}</pre></section>`,

@@ -94,21 +94,37 @@ const byUuid = (q: string) => Prisma.sql`t.id = ${q}::uuid
                       UNION ALL SELECT ticket_id FROM ticket_events.inbox_events WHERE event_id = ${q}::uuid
                       UNION ALL SELECT ticket_id FROM notifications WHERE id = ${q}::uuid) OR `;
 
+const TICKET_COLUMNS = Prisma.sql`t.id::text, tn.slug AS tenant, t.title, t.status, t.priority, t.external_ref AS "externalRef",
+             t.idempotency_key AS "idempotencyKey", t.created_at AS "createdAt", t.cancelled_at AS "cancelledAt"`;
+
 /** Everything the database knows about one ticket, for the console's timeline (read-only). */
 @Injectable()
 export class TicketTimelineRepository {
   constructor(private readonly db: Database) {}
 
-  /** Tickets whose id, idempotency key, externalRef, event id or notification id is `q` (any tenant), newest first. */
-  async find(q: string, limit = 20): Promise<TicketRow[]> {
+  /**
+   * Tickets whose id, idempotency key, externalRef, event id or notification id is `q`, of `tenant`
+   * (a slug) or of every tenant, newest first. Keys and externalRefs are per tenant, so without a
+   * tenant one `q` may name tickets of several.
+   */
+  async find(q: string, tenant?: string, limit = 20): Promise<TicketRow[]> {
     const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q);
     return this.db.prisma.$queryRaw<TicketRow[]>(Prisma.sql`
-      SELECT t.id::text, tn.slug AS tenant, t.title, t.status, t.priority, t.external_ref AS "externalRef",
-             t.idempotency_key AS "idempotencyKey", t.created_at AS "createdAt", t.cancelled_at AS "cancelledAt"
+      SELECT ${TICKET_COLUMNS}
         FROM tickets t JOIN tenants tn ON tn.id = t.tenant_id
-       WHERE ${uuid ? byUuid(q) : Prisma.empty} t.external_ref = ${q}
-          OR t.id IN (SELECT ticket_id FROM idempotency_keys WHERE key = ${q})
+       WHERE (${uuid ? byUuid(q) : Prisma.empty} t.external_ref = ${q}
+          OR (t.tenant_id, t.id) IN (SELECT tenant_id, ticket_id FROM idempotency_keys WHERE key = ${q}))
+         ${tenant ? Prisma.sql`AND tn.slug = ${tenant}` : Prisma.empty}
        ORDER BY t.created_at DESC LIMIT ${limit}::int`);
+  }
+
+  /** The ticket with this id, of this tenant (a slug) when given; by its primary key. */
+  async ticket(id: string, tenant?: string): Promise<TicketRow | undefined> {
+    const rows = await this.db.prisma.$queryRaw<TicketRow[]>(Prisma.sql`
+      SELECT ${TICKET_COLUMNS}
+        FROM tickets t JOIN tenants tn ON tn.id = t.tenant_id
+       WHERE t.id = ${id}::uuid ${tenant ? Prisma.sql`AND tn.slug = ${tenant}` : Prisma.empty}`);
+    return rows[0];
   }
 
   /**
@@ -116,9 +132,9 @@ export class TicketTimelineRepository {
    * outbox rows are gone after OUTBOX_RETENTION, by the ticket within a day of its creation, a range the
    * BRIN index on received_at serves); its notifications by event id (their unique index).
    */
-  async timeline(ticketId: string): Promise<TicketTimelineRows | null> {
-    const [ticket] = await this.find(ticketId, 1);
-    if (!ticket || ticket.id !== ticketId) return null;
+  async timeline(ticketId: string, tenant?: string): Promise<TicketTimelineRows | null> {
+    const ticket = await this.ticket(ticketId, tenant);
+    if (!ticket) return null;
     const id = ticket.id;
     const [keys, outbox, actions] = await Promise.all([
       this.db.prisma.$queryRaw<KeyRow[]>(Prisma.sql`

@@ -112,7 +112,7 @@ function notificationsTable(t: TicketTimelineRows, session: ConsoleSession): Saf
     (
       n,
     ) => html`<tr><td class="mono">${n.id}</td><td>${n.groupId}</td><td>${n.eventType}</td><td class="${n.status === 'delivered' ? 'ok' : n.status === 'dead' ? 'bad' : ''}">${n.status}</td><td>${n.attempts}</td><td>${n.lastError ?? ''}</td>
-<td>${n.status === 'dead' ? postForm('/dead-letters/requeue', session, { kind: 'notification', id: n.id, back: `/tickets?q=${t.ticket.id}` }, 'Requeue') : html``}</td></tr>`,
+<td>${n.status === 'dead' ? postForm('/dead-letters/requeue', session, { kind: 'notification', id: n.id, back: ticketHref(t.ticket) }, 'Requeue') : html``}</td></tr>`,
   )}</table>`;
 }
 
@@ -143,15 +143,20 @@ export function timelinePage(t: TicketTimelineRows, session: ConsoleSession, ret
   );
 }
 
-export function lookupPage(q: string, found: TicketRow[], session: ConsoleSession): string {
-  const form = html`<section><form method="get" action="/tickets"><label>Ticket id, idempotency key, externalRef, event id or notification id <input type="search" name="q" value="${q}" required></label> <button type="submit">Look up</button></form></section>`;
+/** The link that opens exactly this ticket: by its id and its tenant (a lookup by `q` may name tickets of several tenants). */
+export const ticketHref = (t: { id: string; tenant: string | null }) =>
+  `/tickets?${new URLSearchParams({ id: t.id, ...(t.tenant ? { tenant: t.tenant } : {}) }).toString()}`;
+
+export function lookupPage(q: string, found: TicketRow[], session: ConsoleSession, tenant?: string): string {
+  const form = html`<section><form method="get" action="/tickets"><label>Ticket id, idempotency key, externalRef, event id or notification id <input type="search" name="q" value="${q}" required></label> <label>tenant <input type="text" name="tenant" value="${tenant ?? ''}" placeholder="every tenant"></label> <button type="submit">Look up</button></form></section>`;
+  const where = tenant ? html` of tenant <code>${tenant}</code>` : html``;
   const result = !q
     ? html``
     : found.length
-      ? html`<section><table><tr><th>ticket</th><th>tenant</th><th>title</th><th>created</th></tr>${found.map(
+      ? html`<section><p>${found.length} tickets${where} match <code>${q}</code> (idempotency keys and externalRefs are per tenant): pick one, or a tenant.</p><table><tr><th>ticket</th><th>tenant</th><th>title</th><th>externalRef</th><th>created</th></tr>${found.map(
           (t) =>
-            html`<tr><td><a class="mono" href="/tickets?q=${t.id}">${t.id}</a></td><td>${t.tenant}</td><td>${t.title}</td><td>${fmtTime(t.createdAt)}</td></tr>`,
+            html`<tr><td><a class="mono" href="${ticketHref(t)}">${t.id}</a></td><td>${t.tenant}</td><td>${t.title}</td><td class="mono">${t.externalRef ?? '-'}</td><td>${fmtTime(t.createdAt)}</td></tr>`,
         )}</table></section>`
-      : html`<section><p>No ticket has the id, idempotency key, externalRef, event id or notification id <code>${q}</code>.</p></section>`;
+      : html`<section><p>No ticket${where} has the id, idempotency key, externalRef, event id or notification id <code>${q}</code>.</p></section>`;
   return page('Ticket lookup', session, html`${form}${result}`);
 }
