@@ -17,7 +17,8 @@ const KEY = 'checksBeforeBody';
 /**
  * Guards these routes before the body is read or parsed (a Fastify onRequest hook, in this order), so
  * a request they refuse costs no body and no JSON parse; they run again as Nest guards, where each
- * finds its work done. Method decorator only: Nest passes a route's config from the method.
+ * finds its work done. Method decorator only: Nest passes a route's config from the method. Each
+ * guard must be a provider of some module (the hook takes it with app.get).
  */
 export const GuardBeforeBody =
   (...guards: HeadGuard[]): MethodDecorator =>
