@@ -15,6 +15,8 @@ export interface ApiChild {
 /**
  * Starts the API the way production does (`node apps/ticket-api/dist/main.js`). `nodeArgs` are the
  * bench's own `-r` hooks (so a private outDir's alias hook carries over), plus e.g. `--cpu-prof`.
+ * The per-tenant rate limit is off (RATE_LIMIT_PER_SECOND=0: a bench's one tenant measures the code,
+ * not the limit) unless the environment or `env` sets it.
  */
 export async function startApi(opts: {
   mainJs: string;
@@ -23,7 +25,7 @@ export async function startApi(opts: {
   port: number;
 }): Promise<ApiChild> {
   const proc = spawn(process.execPath, [...opts.nodeArgs, opts.mainJs], {
-    env: { ...process.env, ...opts.env, PORT: String(opts.port), HOST: '127.0.0.1' },
+    env: { RATE_LIMIT_PER_SECOND: '0', ...process.env, ...opts.env, PORT: String(opts.port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   // Never leave the API behind: if the bench dies (Ctrl-C, EPIPE, a crash), take the child with it.

@@ -142,7 +142,12 @@ describe('failed API-key lookups', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack({
-      env: { AUTH_FAILURES_BURST: '5', AUTH_FAILURES_PER_SECOND: '0.01', AUTH_NEGATIVE_CACHE_TTL: '10m' },
+      env: {
+        AUTH_FAILURES_BURST: '5',
+        AUTH_FAILURES_PER_SECOND: '0.01',
+        AUTH_NEGATIVE_CACHE_TTL: '10m',
+        AUTH_OVERFLOW_LOOKUPS_PER_SECOND: '0',
+      },
     });
   });
   afterAll(() => stack.stop());

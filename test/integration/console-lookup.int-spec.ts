@@ -14,7 +14,7 @@ import type { ConsumerLag } from '../../apps/ticket-api/src/console/consumer-lag
 import type { IdempotencySampler } from '../../apps/ticket-api/src/console/idempotency-sampler';
 import { TicketTimelineRepository } from '../../apps/ticket-api/src/console/ticket-timeline.repository';
 import type { Database } from '../../apps/ticket-api/src/infra/database';
-import { TokenBuckets } from '../../apps/ticket-api/src/edge/token-bucket';
+import { LoginBudget } from '../../apps/ticket-api/src/console/login-budget';
 import { TEST_DATABASE_URL } from '../support/env';
 import { uniqueName } from '../support/events-factory';
 
@@ -66,7 +66,7 @@ beforeAll(async () => {
   sessions = new ConsoleSessions(TOKEN, 60_000);
   routes = new ConsoleRoutes({
     sessions,
-    loginFailures: new TokenBuckets(1, 5),
+    logins: new LoginBudget({ perSecond: 1, burst: 5 }),
     repo: {} as ConsoleRepository,
     timeline: new TicketTimelineRepository({ prisma } as Database),
     deadLetters: {} as DeadLetters,

@@ -56,3 +56,18 @@ it('waits for a running write to end instead of answering before it commits', as
   await holder.release();
   await expect(settled).resolves.toBeNull();
 });
+
+it('a status look-up in one statement: in flight while a transaction holds the key, nothing once it ends without a row', async () => {
+  const key = `status-${Date.now()}`;
+  const holder = await holdKeyLock(key);
+  await expect(repo.findKeyOrInFlight(tenantId, key)).resolves.toEqual({ stored: null, inFlight: true });
+  await holder.release();
+  await expect(repo.findKeyOrInFlight(tenantId, key)).resolves.toEqual({ stored: null, inFlight: false });
+  // Another key of the same tenant is not in flight because this one is.
+  const other = await holdKeyLock(`${key}-other`);
+  try {
+    await expect(repo.findKeyOrInFlight(tenantId, key)).resolves.toEqual({ stored: null, inFlight: false });
+  } finally {
+    await other.release();
+  }
+});

@@ -29,7 +29,8 @@ export interface AppProcess {
 export function startApp(main: AppMain, env: Record<string, string>): AppProcess {
   const proc = trackChild(
     spawn(process.execPath, [join(ROOT, MAINS[main])], {
-      env: { ...process.env, LOG_LEVEL: 'info', ...env },
+      // The per-tenant rate limit is off unless a test sets it (as in stack.ts).
+      env: { ...process.env, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     }),
   );

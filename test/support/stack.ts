@@ -40,6 +40,9 @@ export function testConfig(env: Record<string, string> = {}): AppConfig {
     RELAY_ENABLED: 'false',
     RECONCILE_INTERVAL: 'off',
     DB_POOL_MAX: '10',
+    // Tests push one tenant far past the production default (docs/security.md): the limit is off unless a
+    // test sets it (edge-limits and mcp-http do, to test it).
+    RATE_LIMIT_PER_SECOND: '0',
     ...env,
   });
 }
@@ -105,6 +108,7 @@ export async function startApiProcess(
           LOG_LEVEL: 'warn',
           RELAY_ENABLED: 'false',
           RECONCILE_INTERVAL: 'off',
+          RATE_LIMIT_PER_SECOND: '0',
           ...env,
         },
         stdio: ['ignore', 'pipe', 'pipe'],

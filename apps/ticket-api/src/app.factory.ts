@@ -4,6 +4,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { AppConfig } from '@tickets/config';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { AppModule } from './app.module';
+import { installChecksBeforeBody } from './edge/before-body';
 import { edgeServerOptions, installEdgeHooks } from './edge/http-edge';
 import { Metrics } from './metrics/metrics';
 
@@ -18,6 +19,7 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
     bodyParser: false,
     abortOnError: false,
   });
+  installChecksBeforeBody(app, logger);
   const fastify = adapter.getInstance();
   const metrics = app.get(Metrics);
   const http = logger.child({ component: 'http' });
@@ -34,7 +36,15 @@ export async function createApiApp(config: AppConfig, logger: Logger): Promise<N
       metrics.problems.inc({ code: `${reply.statusCode}:${code}` });
     }
     http.info(
-      { reqId: req.id, method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        reqId: req.id,
+        method: req.method,
+        route,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        // The client: behind a TRUSTED_PROXIES proxy, from X-Forwarded-For.
+        address: req.ip,
+      },
       'request',
     );
   });

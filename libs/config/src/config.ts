@@ -4,6 +4,10 @@ import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-c
 import { durationEnv as duration, statsGroupIdEnv } from './env-schemas';
 import { McpHttpEnvSchema, mcpHttpConfig, type McpHttpConfig } from './mcp-http-config';
 import { WebhookSecretKeysEnvSchema, webhookSecretKeyring, type WebhookSecretKeyring } from './webhook-secret-keys';
+import { ConfigError } from './config-error';
+import { EdgeEnvSchema, edgeConfig, type EdgeConfig } from './edge-config';
+
+export { ConfigError, type EdgeConfig };
 
 const bool = (fallback: boolean) =>
   z
@@ -118,61 +122,6 @@ const EnvSchema = z.object({
   INBOX_PURGE_INTERVAL: duration('1h'),
 });
 
-/** The API's edge: connection timeouts, who may read operator endpoints, request-rate limits. */
-const EdgeEnvSchema = z.object({
-  /** The whole request (headers and body) must arrive within this, else 408 request_timeout. */
-  HTTP_REQUEST_TIMEOUT: duration('30s'),
-  /** The header block must arrive within this (at most HTTP_REQUEST_TIMEOUT). */
-  HTTP_HEADERS_TIMEOUT: duration('10s'),
-  /** An idle keep-alive connection is closed after this (above a load balancer's usual 60 s). */
-  HTTP_KEEP_ALIVE_TIMEOUT: duration('72s'),
-  /** On SIGTERM, requests in flight get this long to finish before their connections are cut. */
-  SHUTDOWN_GRACE: duration('10s'),
-  /** Bearer token for /metrics and /health/outbox; without it they answer loopback clients only. */
-  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** Per-tenant token bucket: sustained requests per second (0: no limit) and burst size. */
-  RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(20_000),
-  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(20_000),
-  /** How long an unknown API key is remembered as unknown (no database lookup meanwhile). */
-  AUTH_NEGATIVE_CACHE_TTL: duration('5s'),
-  /** Per client address: failed API-key lookups allowed per second (0: no limit) and burst size. */
-  AUTH_FAILURES_PER_SECOND: z.coerce.number().min(0).default(5),
-  AUTH_FAILURES_BURST: z.coerce.number().int().min(1).default(50),
-});
-
-type EdgeEnv = z.infer<typeof EdgeEnvSchema>;
-
-export interface EdgeConfig {
-  requestTimeoutMs: number;
-  headersTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-  shutdownGraceMs: number;
-  metricsToken?: string;
-  rateLimit: { perSecond: number; burst: number };
-  authFailures: { negativeCacheTtlMs: number; perSecond: number; burst: number };
-}
-
-function edgeConfig(e: EdgeEnv): EdgeConfig {
-  if (e.HTTP_HEADERS_TIMEOUT > e.HTTP_REQUEST_TIMEOUT) {
-    throw new ConfigError(
-      'Invalid configuration:\n  HTTP_HEADERS_TIMEOUT must not exceed HTTP_REQUEST_TIMEOUT (the headers are part of the request).',
-    );
-  }
-  return {
-    requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT,
-    headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT,
-    keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT,
-    shutdownGraceMs: e.SHUTDOWN_GRACE,
-    metricsToken: e.METRICS_TOKEN,
-    rateLimit: { perSecond: e.RATE_LIMIT_PER_SECOND, burst: e.RATE_LIMIT_BURST },
-    authFailures: {
-      negativeCacheTtlMs: e.AUTH_NEGATIVE_CACHE_TTL,
-      perSecond: e.AUTH_FAILURES_PER_SECOND,
-      burst: e.AUTH_FAILURES_BURST,
-    },
-  };
-}
-
 type Env = z.infer<typeof EnvSchema> &
   z.infer<typeof ConsoleEnvSchema> &
   z.infer<typeof McpHttpEnvSchema> &
@@ -269,10 +218,6 @@ export interface AppConfig {
   console: ConsoleConfig;
   /** MCP over Streamable HTTP at /mcp (MCP_*). */
   mcp: McpHttpConfig;
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
 }
 
 /**

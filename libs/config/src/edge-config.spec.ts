@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from './config';
 
 describe('edge configuration', () => {
-  it('has defaults that never bind in tests or benchmarks, and parses overrides', () => {
+  it('has defaults (a per-tenant limit sized for a 2-core host, no trusted proxy), and parses overrides', () => {
     const d = loadConfig({}).edge;
     expect(d).toEqual({
       requestTimeoutMs: 30_000,
@@ -9,8 +9,9 @@ describe('edge configuration', () => {
       keepAliveTimeoutMs: 72_000,
       shutdownGraceMs: 10_000,
       metricsToken: undefined,
-      rateLimit: { perSecond: 20_000, burst: 20_000 },
-      authFailures: { negativeCacheTtlMs: 5_000, perSecond: 5, burst: 50 },
+      trustedProxies: [],
+      rateLimit: { perSecond: 100, burst: 200 },
+      authFailures: { negativeCacheTtlMs: 5_000, perSecond: 5, burst: 50, overflowPerSecond: 20 },
     });
     const o = loadConfig({
       HTTP_REQUEST_TIMEOUT: '2s',
@@ -26,6 +27,16 @@ describe('edge configuration', () => {
       'a-token-of-16-chars',
       3_000,
     ]);
+  });
+
+  it('reads TRUSTED_PROXIES as addresses, CIDR ranges and named ranges, and names a bad entry', () => {
+    expect(
+      loadConfig({ TRUSTED_PROXIES: ' 10.0.0.1, 10.1.0.0/16 ,loopback,::1, fd00::/8' }).edge.trustedProxies,
+    ).toEqual(['10.0.0.1', '10.1.0.0/16', 'loopback', '::1', 'fd00::/8']);
+    expect(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.1,proxy.internal' })).toThrow(
+      /TRUSTED_PROXIES: "proxy.internal" is not an address/,
+    );
+    expect(() => loadConfig({ TRUSTED_PROXIES: '10.0.0.0/33' })).toThrow(/prefix must be 0-32/);
   });
 
   it('refuses a headers timeout above the request timeout, and a short metrics token', () => {

@@ -131,18 +131,27 @@ export class IdempotencyKeysRepository {
     });
   }
 
-  /** Runs alone: true while some transaction holds the key's lock (the first request with this key is in flight). */
-  async isKeyInFlight(tenantId: string, key: string): Promise<boolean> {
-    const rows = await this.prisma.$queryRaw<Array<{ busy: boolean }>>(Prisma.sql`
-      WITH wanted AS (SELECT ${keyLock(tenantId, key)} AS hash)
-      SELECT EXISTS (
-        SELECT 1 FROM pg_locks held, wanted
-        WHERE held.locktype = 'advisory' AND held.objsubid = 1 AND held.granted
-          AND held.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND held.classid::bigint = ((wanted.hash >> 32) & 4294967295)
-          AND held.objid::bigint = (wanted.hash & 4294967295)
-      ) AS busy`);
-    return rows[0]?.busy ?? false;
+  /**
+   * Runs alone, one statement: the key's row or, only when there is none, whether some transaction holds
+   * the key's lock (the first request with this key is in flight; pg_locks is read only then). The row
+   * comes from the statement's snapshot and the locks are read after it: a request that commits in
+   * between shows as neither, so read the key again when both are empty.
+   */
+  async findKeyOrInFlight(tenantId: string, key: string): Promise<{ stored: StoredKey | null; inFlight: boolean }> {
+    const rows = await this.prisma.$queryRaw<Array<StoredKey & { found: boolean; busy: boolean }>>(Prisma.sql`
+      WITH k AS (SELECT ${STORED_KEY_COLUMNS} FROM idempotency_keys WHERE tenant_id = ${tenantId}::uuid AND key = ${key}),
+           wanted AS (SELECT ${keyLock(tenantId, key)} AS hash)
+      SELECT k.*, k."createdAt" IS NOT NULL AS found,
+        CASE WHEN k."createdAt" IS NOT NULL THEN false ELSE EXISTS (
+          SELECT 1 FROM pg_locks held, wanted
+          WHERE held.locktype = 'advisory' AND held.objsubid = 1 AND held.granted
+            AND held.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND held.classid::bigint = ((wanted.hash >> 32) & 4294967295)
+            AND held.objid::bigint = (wanted.hash & 4294967295)
+        ) END AS busy
+      FROM (VALUES (1)) one LEFT JOIN k ON true`);
+    const r = rows[0];
+    return { stored: r?.found ? toStoredKey(r) : null, inFlight: r?.busy ?? false };
   }
 
   /**

@@ -15,11 +15,13 @@ export class ApiKeyResolver {
     private readonly ttlMs: number,
   ) {}
 
-  async resolve(secret: string): Promise<Principal | null> {
+  /** `beforeLookup` runs only when the database is asked (a cache miss), and may throw to refuse it. */
+  async resolve(secret: string, beforeLookup?: () => void): Promise<Principal | null> {
     const hash = hashApiKey(secret);
     const now = Date.now();
     const hit = this.cache.get(hash);
     if (hit && hit.until > now) return hit.principal;
+    beforeLookup?.();
     const principal = await this.keys.findActiveByHash(hash);
     if (!principal) {
       this.cache.delete(hash);

@@ -4,13 +4,22 @@ import { DomainError } from '@tickets/errors';
 import type { AppConfig } from '@tickets/config';
 import { APP_CONFIG } from '../common/tokens';
 import { ApiKeysRepository } from '@tickets/tenants';
-import { EdgeLimits } from '../edge/edge-limits';
+import { GuardBeforeBody, type HeadCheck } from '../edge/before-body';
+import { EdgeLimits, type LookupGrant } from '../edge/edge-limits';
 import { ApiKeyResolver, type Principal } from './api-key.resolver';
 
 type AuthedRequest = FastifyRequest & { principal?: Principal };
 
+const UNKNOWN = 'The API key is not valid (unknown or revoked).';
+
+/**
+ * `Authorization: Bearer <api key>`. Put it on a route with GuardBeforeBody(ApiKeyGuard), so the key is
+ * checked before the body is read. Order: a cached key is served at once (no budget can refuse it); a
+ * key that just failed answers 401 from memory; any other key is looked up within the lookup budgets
+ * (EdgeLimits), and a lookup that finds its key is never refused. Then the tenant's rate limit.
+ */
 @Injectable()
-export class ApiKeyGuard implements CanActivate {
+export class ApiKeyGuard implements CanActivate, HeadCheck {
   private readonly resolver: ApiKeyResolver;
 
   constructor(
@@ -22,22 +31,27 @@ export class ApiKeyGuard implements CanActivate {
   }
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
-    const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+    await this.checkHead(ctx.switchToHttp().getRequest<AuthedRequest>());
+    return true;
+  }
+
+  async checkHead(req: AuthedRequest): Promise<void> {
+    if (req.principal) return;
     const header = req.headers.authorization;
     const m = typeof header === 'string' ? /^Bearer\s+(\S{1,512})\s*$/i.exec(header) : null;
     if (!m) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
-    // A key that just failed answers from memory; an address that keeps failing stops reaching the database.
-    if (this.limits.isKnownUnknown(m[1]))
-      throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
-    this.limits.admitKeyLookup(req.ip);
-    const principal = await this.resolver.resolve(m[1]);
+    const secret = m[1];
+    if (this.limits.isKnownUnknown(secret)) throw new DomainError('unauthorized', UNKNOWN);
+    const address = req.ip;
+    let grant: LookupGrant | undefined;
+    const principal = await this.resolver.resolve(secret, () => (grant = this.limits.reserveLookup(address)));
     if (!principal) {
-      this.limits.recordFailedLookup(req.ip, m[1]);
-      throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+      this.limits.lookupFailed(secret);
+      throw new DomainError('unauthorized', UNKNOWN);
     }
+    if (grant) this.limits.lookupFound(address, grant);
     this.limits.admitTenant(principal.tenantId);
     req.principal = principal;
-    return true;
   }
 }
 
@@ -47,3 +61,6 @@ export const CurrentPrincipal = createParamDecorator((_: unknown, ctx: Execution
   if (!principal) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
   return principal;
 });
+
+/** The route needs an API key, checked before its body is read (see GuardBeforeBody). */
+export const ApiKeyAuth = (): MethodDecorator => GuardBeforeBody(ApiKeyGuard);

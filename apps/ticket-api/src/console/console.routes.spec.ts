@@ -1,7 +1,7 @@
 import type { ActionRequest, DeadLetters } from '@tickets/dead-letters';
 import { createLogger } from '@tickets/logger';
-import { TokenBuckets } from '../edge/token-bucket';
 import type { ConsoleRepository } from './console.repository';
+import { LoginBudget } from './login-budget';
 import { ConsoleRoutes, type ConsoleRequest } from './console.routes';
 import { ConsoleSessions } from './console-sessions';
 import type { ConsumerLag } from './consumer-lag';
@@ -27,7 +27,7 @@ function setup() {
   } as unknown as DeadLetters;
   const routes = new ConsoleRoutes({
     sessions,
-    loginFailures: new TokenBuckets(0.001, 3),
+    logins: new LoginBudget({ perSecond: 0.001, burst: 3 }, 5),
     repo: {} as ConsoleRepository,
     timeline: {} as TicketTimelineRepository,
     deadLetters,
@@ -67,14 +67,20 @@ describe('ConsoleRoutes', () => {
     expect((await call({ method: 'DELETE', path: '/dead-letters' })).status).toBe(405);
   });
 
-  it('a wrong token is a 401 page; past the failure budget a 429 with Retry-After, even for the right token', async () => {
+  it('a wrong token is a 401 page; past the failure budget a 429 with Retry-After; the right token still logs in', async () => {
     const { call } = setup();
     const wrong = () => call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: 'nope' }) });
     for (let i = 0; i < 3; i++) expect((await wrong()).status).toBe(401);
-    const limited = await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: TOKEN }) });
-    expect(limited.status).toBe(429);
-    expect(Number(limited.headers?.['retry-after'])).toBeGreaterThan(0);
-    // Another address is not affected.
+    for (let i = 0; i < 3; i++) {
+      const limited = await wrong();
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers?.['retry-after'])).toBeGreaterThan(0);
+    }
+    // The address that guessed keeps its operator: the right token is compared, not refused.
+    expect(await call({ method: 'POST', path: '/login', form: new URLSearchParams({ token: TOKEN }) })).toMatchObject({
+      status: 303,
+      location: '/',
+    });
     expect(
       await call({ method: 'POST', path: '/login', address: '10.0.0.2', form: new URLSearchParams({ token: TOKEN }) }),
     ).toMatchObject({ status: 303, location: '/' });

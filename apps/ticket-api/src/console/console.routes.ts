@@ -1,12 +1,12 @@
 import { unsafeTextReason } from '@tickets/contracts';
 import { DEAD_LETTER_KINDS, type DeadLetterKind, type DeadLetters } from '@tickets/dead-letters';
 import type { Logger } from '@tickets/logger';
-import type { TokenBuckets } from '../edge/token-bucket';
 import type { ConsoleRepository } from './console.repository';
 import { actorOf, type ConsoleSession, type ConsoleSessions } from './console-sessions';
 import type { ConsumerLag } from './consumer-lag';
 import { deadLetterPage, deadLettersPage } from './dead-letters.views';
 import type { IdempotencySampler } from './idempotency-sampler';
+import type { LoginBudget } from './login-budget';
 import { fmtMs, loginPage, messagePage } from './layout.views';
 import { overviewPage } from './overview.views';
 import type { TicketTimelineRepository } from './ticket-timeline.repository';
@@ -34,7 +34,7 @@ export interface ConsoleReply {
 
 export interface ConsoleDeps {
   sessions: ConsoleSessions;
-  loginFailures: TokenBuckets;
+  logins: LoginBudget;
   repo: ConsoleRepository;
   timeline: TicketTimelineRepository;
   deadLetters: DeadLetters;
@@ -125,20 +125,23 @@ export class ConsoleRoutes {
     }
   }
 
-  private logIn(req: ConsoleRequest): ConsoleReply {
-    const budget = this.d.loginFailures.peek(req.address);
-    if (!budget.ok) {
-      return {
-        status: 429,
-        headers: { 'retry-after': String(budget.retryAfterSeconds) },
-        body: loginPage(`Too many wrong tokens from your address: wait ${budget.retryAfterSeconds} s.`),
-      };
-    }
+  /** The token is compared first: a wrong one is counted, the right one always logs in (LoginBudget backs off). */
+  private async logIn(req: ConsoleRequest): Promise<ConsoleReply> {
+    await this.d.logins.backOff(req.address);
     const session = this.d.sessions.logIn(req.form.get('token') ?? '');
     if (!session) {
-      this.d.loginFailures.take(req.address);
-      this.d.log.warn({ address: req.address }, 'console: log-in with a wrong token refused');
-      return { status: 401, body: loginPage('That is not the admin token.') };
+      const wait = this.d.logins.recordFailure(req.address);
+      this.d.log.warn(
+        { address: req.address, overBudget: wait > 0 },
+        'console: log-in with a wrong token refused (many in a row: someone is guessing; check the address, and ADMIN_TOKEN should be long and random)',
+      );
+      return wait > 0
+        ? {
+            status: 429,
+            headers: { 'retry-after': String(wait) },
+            body: loginPage(`Too many wrong tokens: wait ${wait} s before the next try.`),
+          }
+        : { status: 401, body: loginPage('That is not the admin token.') };
     }
     this.d.log.info({ session: session.label, address: req.address }, 'console: logged in');
     return { ...see('/'), setSession: session };

@@ -10,7 +10,7 @@ import { createKafkaClient } from '@tickets/kafka';
 import type { Logger } from '@tickets/logger';
 import { listen } from '@tickets/startup';
 import { APP_CONFIG, LOGGER } from '../common/tokens';
-import { TokenBuckets } from '../edge/token-bucket';
+import { clientAddress, proxyTrust, type ProxyTrust } from '../edge/client-address';
 import { Database } from '../infra/database';
 import { Metrics } from '../metrics/metrics';
 import { ConsoleRepository } from './console.repository';
@@ -18,6 +18,7 @@ import { ConsoleRoutes, type ConsoleReply } from './console.routes';
 import { ConsoleSessions, type ConsoleSession } from './console-sessions';
 import { ConsumerLag } from './consumer-lag';
 import { IdempotencySampler } from './idempotency-sampler';
+import { LoginBudget } from './login-budget';
 import { PAGE_HEADERS, messagePage } from './layout.views';
 import { TicketTimelineRepository } from './ticket-timeline.repository';
 
@@ -47,6 +48,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
   private consumerDeadLetters?: ConsumerDeadLetters;
   private sampleTimer?: NodeJS.Timeout;
   private readonly log: Logger;
+  private readonly trust?: ProxyTrust;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -57,6 +59,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
     private readonly timeline: TicketTimelineRepository,
   ) {
     this.log = logger.child({ component: 'console' });
+    this.trust = proxyTrust(config.edge.trustedProxies);
   }
 
   /** The console's base URL while it listens, else undefined (ADMIN_TOKEN unset). */
@@ -87,7 +90,7 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
     this.sampleTimer.unref();
     this.routes = new ConsoleRoutes({
       sessions: this.sessions,
-      loginFailures: new TokenBuckets(c.loginFailures.perSecond, c.loginFailures.burst),
+      logins: new LoginBudget(c.loginFailures),
       repo: this.repo,
       timeline: this.timeline,
       deadLetters: new DeadLetters(
@@ -133,13 +136,15 @@ export class ConsoleServer implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const address = req.socket.remoteAddress ?? 'unknown';
+    const address = clientAddress(req, this.trust);
     let session: ConsoleSession | undefined;
     let reply: ConsoleReply;
     try {
       const url = requestUrl(req.url);
       session = this.sessions!.get(cookie(req.headers.cookie, SESSION_COOKIE));
-      const form = req.method === 'POST' ? await readForm(req) : new URLSearchParams();
+      // Only the log-in form is read without a session: any other POST is refused unread (ConsoleRoutes says 401).
+      const form =
+        req.method === 'POST' && (session || url.pathname === '/login') ? await readForm(req) : new URLSearchParams();
       reply = await this.routes!.handle({
         method: req.method ?? 'GET',
         path: url.pathname,

@@ -11,7 +11,8 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 /**
  * Operator endpoints (/metrics, /health/outbox): with METRICS_TOKEN set, `Authorization: Bearer <token>`
  * from anywhere; without it, loopback clients only, and to everyone else they do not exist (404).
- * Behind a reverse proxy on the same host every client looks like loopback: set METRICS_TOKEN there.
+ * The client is req.ip: behind a reverse proxy on the same host every client looks like loopback unless
+ * TRUSTED_PROXIES names the proxy; set METRICS_TOKEN there either way.
  */
 @Injectable()
 export class AdminGuard implements CanActivate {
@@ -24,7 +25,7 @@ export class AdminGuard implements CanActivate {
   canActivate(ctx: ExecutionContext): boolean {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     if (!this.token) {
-      if (LOOPBACK.has(req.socket.remoteAddress ?? '')) return true;
+      if (LOOPBACK.has(req.ip)) return true;
       throw new DomainError('not_found', `No route ${req.method} ${req.url}`);
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');

@@ -8,6 +8,7 @@ import { clientErrorProblem, rawProblemResponse } from '../common/framework-erro
 import { problemBody } from '../common/problem';
 import { sendProblem, toProblem } from '../common/problem.filter';
 import { requestIdFrom } from '../common/request-context';
+import { proxyTrust } from './client-address';
 
 type AdapterOptions = NonNullable<ConstructorParameters<typeof FastifyAdapter>[0]>;
 
@@ -29,6 +30,8 @@ export function edgeServerOptions(config: AppConfig, logger: Logger): AdapterOpt
     bodyLimit: config.http.bodyLimitBytes,
     genReqId: (req: { headers: Record<string, unknown> }) => requestIdFrom(req.headers),
     requestIdHeader: false,
+    // req.ip is the client behind a TRUSTED_PROXIES proxy (X-Forwarded-For), else the socket's peer.
+    trustProxy: proxyTrust(config.edge.trustedProxies) ?? false,
     // A 255-character key, percent-encoded, is at most 765 characters: every key the API accepts is a valid path segment.
     routerOptions: { maxParamLength: 1024 },
     // Our own 503 problem during shutdown (see installEdgeHooks) instead of Fastify's plain-JSON one.

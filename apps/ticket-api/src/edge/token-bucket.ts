@@ -38,6 +38,13 @@ export class TokenBuckets {
     return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - b.tokens) / this.perSecond)) };
   }
 
+  /** Gives back a token taken for `key` (up to the burst): the action it paid for turned out to be free. */
+  refund(key: string, now = Date.now()): void {
+    if (this.unlimited || !this.buckets.has(key)) return;
+    const b = this.refill(key, now);
+    b.tokens = Math.min(this.burst, b.tokens + 1);
+  }
+
   private refill(key: string, now: number): { tokens: number; at: number } {
     let b = this.buckets.get(key);
     if (!b) {

@@ -32,8 +32,9 @@ export class KeyStatusUseCase {
   }
 
   private async lookUp(tenantId: string, key: string): Promise<KeyStatus> {
-    const first = await this.keys.findKey(tenantId, key);
-    if (!first && (await this.keys.isKeyInFlight(tenantId, key))) {
+    // One statement for a known key and for one in flight; an unknown key costs a second read.
+    const { stored: first, inFlight } = await this.keys.findKeyOrInFlight(tenantId, key);
+    if (!first && inFlight) {
       return {
         key,
         state: 'processing',

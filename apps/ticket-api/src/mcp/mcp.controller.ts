@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DomainError } from '@tickets/errors';
 import { traceparentForRequest } from '@tickets/telemetry';
 import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
+import { GuardBeforeBody } from '../edge/before-body';
 import type { Principal } from '../auth/api-key.resolver';
 import { parseOrThrow } from '../common/validation';
 import { McpOriginGuard } from './mcp-origin.guard';
@@ -27,7 +28,7 @@ export class McpController {
   constructor(private readonly mcp: McpHttpService) {}
 
   @Post()
-  @UseGuards(McpOriginGuard, ApiKeyGuard)
+  @GuardBeforeBody(McpOriginGuard, ApiKeyGuard)
   async post(
     @CurrentPrincipal() principal: Principal,
     @Body() body: unknown,
@@ -44,14 +45,14 @@ export class McpController {
   }
 
   @Get()
-  @UseGuards(McpOriginGuard, ApiKeyGuard)
+  @GuardBeforeBody(McpOriginGuard, ApiKeyGuard)
   stream(@Res({ passthrough: true }) reply: FastifyReply): never {
     reply.header('Allow', 'POST');
     throw new DomainError('method_not_allowed', STATELESS);
   }
 
   @Delete()
-  @UseGuards(McpOriginGuard, ApiKeyGuard)
+  @GuardBeforeBody(McpOriginGuard, ApiKeyGuard)
   end(@Res({ passthrough: true }) reply: FastifyReply): never {
     reply.header('Allow', 'POST');
     throw new DomainError('method_not_allowed', STATELESS);

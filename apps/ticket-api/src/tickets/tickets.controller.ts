@@ -1,10 +1,10 @@
-import { Body, Controller, Get, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 import { traceparentForRequest } from '@tickets/telemetry';
-import { ApiKeyGuard, CurrentPrincipal } from '../auth/auth.guard';
+import { ApiKeyAuth, CurrentPrincipal } from '../auth/auth.guard';
 import type { Principal } from '../auth/api-key.resolver';
 import { parseOrThrow } from '../common/validation';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key';
@@ -20,7 +20,6 @@ const TicketId = z.uuid({ message: 'must be a UUID' });
 export const DEDUP_HEADER = 'Ticket-Deduplicated';
 
 @Controller('v1/tickets')
-@UseGuards(ApiKeyGuard)
 export class TicketsController {
   constructor(
     private readonly createTicket: CreateTicketUseCase,
@@ -29,6 +28,7 @@ export class TicketsController {
     private readonly metrics: Metrics,
   ) {}
 
+  @ApiKeyAuth()
   @Post()
   async create(
     @CurrentPrincipal() principal: Principal,
@@ -48,6 +48,7 @@ export class TicketsController {
     this.send(reply, result);
   }
 
+  @ApiKeyAuth()
   @Post(':id/cancel')
   async cancel(
     @CurrentPrincipal() principal: Principal,
@@ -70,6 +71,7 @@ export class TicketsController {
     this.send(reply, result);
   }
 
+  @ApiKeyAuth()
   @Get(':id')
   async get(@CurrentPrincipal() principal: Principal, @Param('id') id: string) {
     const ticketId = parseOrThrow(TicketId, id, 'ticket id');
@@ -79,6 +81,7 @@ export class TicketsController {
   }
 
   /** The read-only pre-check (`?externalRef=`), or the most recent tickets. */
+  @ApiKeyAuth()
   @Get()
   async list(@CurrentPrincipal() principal: Principal, @Query() query: unknown) {
     const q = parseOrThrow(ListTicketsQuery, query, 'query');
