@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import {
   ConsumerDeadLetters,
   DEAD_LETTER_KINDS,
@@ -10,6 +9,7 @@ import {
   type DeadLetterItem,
   type DeadLetterKind,
 } from '@tickets/dead-letters';
+import { osUser } from './actor';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
 
 type Action = 'list' | 'show' | 'requeue' | 'discard';
@@ -27,14 +27,6 @@ export interface DeadLettersArgs {
 const ACTIONS: Action[] = ['list', 'show', 'requeue', 'discard'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FILTERS = ['tenant', 'ticket', 'reason', 'since', 'until'] as const;
-
-function osUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
-  }
-}
 
 function onlyWith(values: Values, action: Action, names: string[], allowed: Action[]): UsageProblem | undefined {
   const stray = names.find((n) => values[n] !== undefined && !allowed.includes(action));

@@ -1,9 +1,6 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, createParamDecorator } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, createParamDecorator } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '@tickets/errors';
-import type { AppConfig } from '@tickets/config';
-import { APP_CONFIG } from '../common/tokens';
-import { ApiKeysRepository } from '@tickets/tenants';
 import { EdgeLimits } from '../edge/edge-limits';
 import { ApiKeyResolver, type Principal } from './api-key.resolver';
 
@@ -11,15 +8,10 @@ type AuthedRequest = FastifyRequest & { principal?: Principal };
 
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  private readonly resolver: ApiKeyResolver;
-
   constructor(
-    keys: ApiKeysRepository,
-    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly resolver: ApiKeyResolver,
     private readonly limits: EdgeLimits,
-  ) {
-    this.resolver = new ApiKeyResolver(keys, config.auth.cacheTtlMs);
-  }
+  ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
@@ -28,12 +20,12 @@ export class ApiKeyGuard implements CanActivate {
     if (!m) throw new DomainError('unauthorized', 'Send Authorization: Bearer <api key>.');
     // A key that just failed answers from memory; an address that keeps failing stops reaching the database.
     if (this.limits.isKnownUnknown(m[1]))
-      throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+      throw new DomainError('unauthorized', 'The API key is not valid (unknown, revoked or expired).');
     this.limits.admitKeyLookup(req.ip);
     const principal = await this.resolver.resolve(m[1]);
     if (!principal) {
       this.limits.recordFailedLookup(req.ip, m[1]);
-      throw new DomainError('unauthorized', 'The API key is not valid (unknown or revoked).');
+      throw new DomainError('unauthorized', 'The API key is not valid (unknown, revoked or expired).');
     }
     this.limits.admitTenant(principal.tenantId);
     req.principal = principal;
