@@ -1,10 +1,18 @@
 // `npm run cli -- api-keys create|list|revoke|rotate` against the real database: what list shows (never
 // the key), how a key is named (id, prefix, whole key; an ambiguous prefix refused), the audit rows, the
-// --replace of npm start, and last_used_at written at most once per interval.
+// --replace of npm start, last_used_at written at most once per interval, and the change watch (NOTIFY).
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
-import { ApiKeysRepository, createApiKey, hashApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '@tickets/tenants';
+import {
+  ApiKeyChangeWatch,
+  ApiKeysRepository,
+  createApiKey,
+  hashApiKey,
+  listApiKeys,
+  revokeApiKey,
+  rotateApiKey,
+} from '@tickets/tenants';
 import { apiKeysCli } from '../../apps/cli/src/api-keys.command';
 import { cliInProcess } from '../support/cli-in-process';
 import { TEST_DATABASE_URL } from '../support/env';
@@ -166,5 +174,64 @@ describe('api-keys lifecycle (CLI, real PostgreSQL)', () => {
     expect(await lastUsed()).toEqual(first);
     await keys().touch(made.keyId, 0);
     expect((await lastUsed()).getTime()).toBeGreaterThanOrEqual(first.getTime());
+  });
+});
+
+describe('ApiKeyChangeWatch (real PostgreSQL)', () => {
+  let prisma: PrismaClient;
+  let db: Pool;
+  let watch: ApiKeyChangeWatch | undefined;
+  const appName = `api-key-watch-it-${randomUUID().slice(0, 8)}`;
+
+  beforeAll(() => {
+    prisma = createPrismaClient(TEST_DATABASE_URL, 1, 'api-key-watch-it');
+    db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+  });
+  afterAll(async () => {
+    await watch?.stop();
+    await prisma.$disconnect();
+    await db.end();
+  });
+
+  async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  it('is told of a revoke by plain SQL, not of a last_used_at write, and listens again after its connection dies', async () => {
+    let changes = 0;
+    const troubles: string[] = [];
+    watch = new ApiKeyChangeWatch({
+      databaseUrl: TEST_DATABASE_URL,
+      applicationName: appName,
+      onChange: () => changes++,
+      onTrouble: (message) => troubles.push(message),
+      retryMs: 100,
+    });
+    await watch.start();
+    expect(changes).toBe(1); // a fresh LISTEN: whatever was cached before is unknown
+
+    const a = await createApiKey(prisma, `watch-${randomUUID().slice(0, 8)}`);
+    const b = await createApiKey(prisma, `watch-${randomUUID().slice(0, 8)}`);
+    // Notifications arrive in commit order: had the last_used_at write notified, the count would jump by 2.
+    await db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [a.keyId]);
+    await db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [a.keyId]);
+    await until('the revoke notification', () => changes === 2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(changes).toBe(2);
+
+    await db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [appName]);
+    await until('the drop and the new LISTEN', () => changes >= 4);
+    expect(troubles[0]).toMatch(/lost its database connection; reopening in 100 ms/);
+    await until('the new listening session', async () => {
+      const r = await db.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [appName]);
+      return r.rowCount === 1;
+    });
+    const before = changes;
+    await db.query('UPDATE api_keys SET expires_at = now() WHERE id = $1', [b.keyId]);
+    await until('the expiry notification on the new connection', () => changes === before + 1);
   });
 });

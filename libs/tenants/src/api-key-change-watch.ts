@@ -43,6 +43,8 @@ export class ApiKeyChangeWatch {
       connectionString: this.opts.databaseUrl,
       application_name: this.opts.applicationName ?? 'api-key-watch',
       keepAlive: true,
+      // The API awaits the first LISTEN at start-up: an unreachable server must not hold the boot up for long.
+      connectionTimeoutMillis: 5_000,
     });
     this.client = c;
     let dropped = false;
