@@ -363,7 +363,12 @@ async function main(): Promise<void> {
     const created = await cli(['api-keys', 'create', '--tenant', tenantSlug, '--json']);
     if (created.code !== 0)
       fail(`cli api-keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
-    apiKey = (JSON.parse(created.stdout.trim().split('\n').pop()!) as { apiKey: string }).apiKey;
+    const made = JSON.parse(created.stdout.trim().split('\n').pop()!) as { apiKey: string; keyId: string };
+    apiKey = made.apiKey;
+    // The run's tenant is used once: its key must not stay valid after the demo.
+    closers.push(async () => {
+      await cli(['api-keys', 'revoke', '--key', made.keyId, '--reason-note', 'npm run demo ended']);
+    });
 
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     receiver = await startReceiver(secret);

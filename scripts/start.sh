@@ -28,8 +28,8 @@ if port_open 127.0.0.1 "$ADMIN_PORT"; then
   die "port $ADMIN_PORT (the ops console) is already in use. Stop what uses it, or run ADMIN_PORT=3011 npm start."
 fi
 
-say "creating the demo tenant's API key"
-KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --json)
+say "creating the demo tenant's API key (the previous start's is revoked)"
+KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --label npm-start --replace --json)
 API_KEY=$(node -pe 'JSON.parse(process.argv[1]).apiKey' "$KEY_JSON")
 BASE="http://127.0.0.1:$PORT"
 

@@ -11,9 +11,21 @@ import { webhooksCli } from './webhooks.command';
 
 const created: string[] = [];
 const commands = [
-  apiKeysCli(async (_prisma, slug) => {
-    created.push(slug);
-    return { tenant: slug, tenantId: 'tenant-id', apiKey: 'tk_secret' };
+  apiKeysCli({
+    create: async (_prisma, slug) => {
+      created.push(slug);
+      return {
+        tenant: slug,
+        tenantId: 'tenant-id',
+        keyId: 'key-id',
+        prefix: 'tk_secret',
+        apiKey: 'tk_secret',
+        revoked: [],
+      };
+    },
+    list: async () => [],
+    revoke: async () => ({ outcome: 'not-found' }),
+    rotate: async () => ({ outcome: 'not-found' }),
   }),
   purgeCli(async (_prisma, onProgress) => {
     onProgress({ keysDeleted: 2, responsesCleared: 0 });
@@ -100,6 +112,14 @@ describe('cli --help', () => {
     );
     expect((await cli('help', 'webhooks')).out).toBe(commandHelp(webhooksCli));
   });
+
+  it('api-keys --help shows list, revoke and rotate, and the cut-over default', async () => {
+    const help = (await cli('api-keys', '--help')).out;
+    for (const action of ['create', 'list', 'revoke', 'rotate'])
+      expect(help).toMatch(new RegExp(`npm run cli -- api-keys ${action} `));
+    expect(help).toMatch(/--until <time\|duration>.*\(default: 24h\)/);
+    expect((await cli('--help')).out).toMatch(/api-keys\s+create, list, revoke or rotate/);
+  });
 });
 
 describe('cli usage errors: exit 2, naming the problem and pointing to --help, before any database', () => {
@@ -112,10 +132,22 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     [['purge', 'now'], /cli purge: unexpected argument "now": this command takes only options\n/],
     [
       ['api-keys', '--tenant', 'acme'],
-      /cli api-keys: the action is "create", e\.g\. `api-keys create --tenant acme`\n/,
+      /cli api-keys: the action is one of create, list, revoke, rotate, e\.g\. `api-keys create --tenant acme`\n/,
     ],
-    [['api-keys', 'delete', '--tenant', 'acme'], /the action is "create".*, not "delete"/],
+    [['api-keys', 'delete', '--tenant', 'acme'], /the action is one of create, list, revoke, rotate.*, not "delete"/],
     [['api-keys', 'create'], /--tenant <slug> is required/],
+    [['api-keys', 'revoke'], /revoke needs --key <id\|prefix>/],
+    [['api-keys', 'rotate', '--key', 'tk_abc', '--until', 'soon'], /--until: "soon" is neither an ISO-8601 time/],
+    [
+      ['api-keys', 'rotate', '--key', 'tk_abc', '--until', '2020-01-01T00:00:00Z'],
+      /--until: 2020-01-01T00:00:00Z has passed/,
+    ],
+    [
+      ['api-keys', 'rotate', '--key', 'tk_abc', '--until', '2h', '--expires', '1h'],
+      /--expires \(of the new key\) must be later than --until/,
+    ],
+    [['api-keys', 'revoke', '--key', 'tk_abc', '--tenant', 'acme'], /--tenant goes only with create or list/],
+    [['api-keys', 'list', '--until', '1h'], /--until goes only with rotate/],
     [
       ['webhooks', 'set', '--tenant', 'acme', '--url', 'https://x.test'],
       /webhooks set needs both --url and --secret-file \(missing --secret-file <path>, or --secret-file - to read stdin\)/,
@@ -348,7 +380,15 @@ describe('cli arguments', () => {
 
   it('api-keys and purge run with the functions they are given', async () => {
     const keys = await cli('api-keys', 'create', '--tenant', 'acme', '--json');
-    expect(keys).toMatchObject({ code: 0, opened: 1, out: '{"tenant":"acme","apiKey":"tk_secret"}' });
+    expect(keys).toMatchObject({ code: 0, opened: 1 });
+    expect(JSON.parse(keys.out)).toEqual({
+      tenant: 'acme',
+      apiKey: 'tk_secret',
+      keyId: 'key-id',
+      prefix: 'tk_secret',
+      expiresAt: null,
+      revoked: [],
+    });
     expect(created).toEqual(['acme']);
     const purge = await cli('purge');
     expect(purge).toMatchObject({ code: 0, opened: 1, out: '{"keysDeleted":2,"responsesCleared":5}' });

@@ -1,4 +1,3 @@
-import { userInfo } from 'node:os';
 import {
   ConsumerDeadLetters,
   DEAD_LETTER_KINDS,
@@ -11,6 +10,7 @@ import {
   type DeadLetterKind,
 } from '@tickets/dead-letters';
 import { urlProblem } from '@tickets/webhook-targets';
+import { osUser } from './actor';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
 
 type Action = 'list' | 'show' | 'requeue' | 'discard';
@@ -30,14 +30,6 @@ export interface DeadLettersArgs {
 const ACTIONS: Action[] = ['list', 'show', 'requeue', 'discard'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FILTERS = ['tenant', 'ticket', 'reason', 'since', 'until'] as const;
-
-function osUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
-  }
-}
 
 function onlyWith(values: Values, action: Action, names: string[], allowed: Action[]): UsageProblem | undefined {
   const stray = names.find((n) => values[n] !== undefined && !allowed.includes(action));

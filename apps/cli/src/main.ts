@@ -1,7 +1,7 @@
 import { loadConfigOrExit, type AppConfig } from '@tickets/config';
 import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { purgeIdempotencyKeys } from '@tickets/idempotency';
-import { createApiKey } from '@tickets/tenants';
+import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '@tickets/tenants';
 import { guardStdio } from '@tickets/logger';
 import { explainStartupFailure } from '@tickets/startup';
 import { quietKafkajsTimeoutWarning } from '@tickets/telemetry';
@@ -20,7 +20,7 @@ guardStdio();
 
 // `npm run cli -- <command> [options]`; `npm run cli -- --help` lists the commands.
 const commands = [
-  apiKeysCli((prisma, tenantSlug) => createApiKey(prisma, tenantSlug)),
+  apiKeysCli({ create: createApiKey, list: listApiKeys, revoke: revokeApiKey, rotate: rotateApiKey }),
   purgeCli((prisma, onProgress) => purgeIdempotencyKeys(prisma, { onProgress })),
   reconcileCli,
   webhooksCli,

@@ -1,34 +1,75 @@
-import { ApiKeysRepository, hashApiKey, type TenantRef } from '@tickets/tenants';
+import { hashApiKey, type ActiveKey, type TenantRef } from '@tickets/tenants';
 
 /** The authenticated caller. */
 export type Principal = TenantRef;
 
+/** What the resolver needs of ApiKeysRepository. */
+export interface ApiKeyLookup {
+  findActiveByHash(keyHash: string): Promise<ActiveKey | null>;
+  touch(keyId: string, minIntervalMs: number): Promise<void>;
+}
+
+/** How often a key's last_used_at is written, per key and process. */
+export const LAST_USED_INTERVAL_MS = 60_000;
+
 /**
- * Resolves a bearer secret to its tenant. Hits are cached for `ttlMs` (so a revoked key keeps working
- * for at most that long); misses are not cached, so a new key works at once.
+ * Resolves a bearer secret to its tenant. Hits are cached for `ttlMs`, or until the key's expiry if
+ * that comes first; misses are not cached, so a new key works at once. `clear()` (on an api_keys
+ * change notification, ApiKeyChangeWatch) drops every entry, so a revoked key is refused at once;
+ * without notifications it works for at most `ttlMs`. Each use marks the key's last_used_at, at most
+ * once per `lastUsedIntervalMs` per key, in the background.
  */
 export class ApiKeyResolver {
-  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  private readonly cache = new Map<string, { principal: Principal; keyId: string; until: number }>();
+  private readonly touched = new Map<string, number>();
+  private generation = 0;
 
   constructor(
-    private readonly keys: ApiKeysRepository,
+    private readonly keys: ApiKeyLookup,
     private readonly ttlMs: number,
+    private readonly lastUsedIntervalMs = LAST_USED_INTERVAL_MS,
+    private readonly now: () => number = Date.now,
   ) {}
+
+  /** Forgets every cached key: the next request with each looks it up again. */
+  clear(): void {
+    this.generation++;
+    this.cache.clear();
+  }
 
   /** `beforeLookup` runs only when the database is asked (a cache miss), and may throw to refuse it. */
   async resolve(secret: string, beforeLookup?: () => void): Promise<Principal | null> {
     const hash = hashApiKey(secret);
-    const now = Date.now();
+    const now = this.now();
     const hit = this.cache.get(hash);
-    if (hit && hit.until > now) return hit.principal;
+    if (hit && hit.until > now) {
+      this.noteUse(hit.keyId, now);
+      return hit.principal;
+    }
     beforeLookup?.();
-    const principal = await this.keys.findActiveByHash(hash);
-    if (!principal) {
+    const generation = this.generation;
+    const key = await this.keys.findActiveByHash(hash);
+    if (!key) {
       this.cache.delete(hash);
       return null;
     }
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { principal, until: now + this.ttlMs });
+    const principal: Principal = { tenantId: key.tenantId, tenantSlug: key.tenantSlug };
+    // A change notified while the lookup ran may be newer than what it read: answer with it, keep nothing.
+    if (generation === this.generation) {
+      if (this.cache.size > 10_000) this.cache.clear();
+      const until = Math.min(now + this.ttlMs, key.expiresAt ? key.expiresAt.getTime() : Infinity);
+      this.cache.set(hash, { principal, keyId: key.keyId, until });
+    }
+    this.noteUse(key.keyId, now);
     return principal;
+  }
+
+  private noteUse(keyId: string, now: number): void {
+    const last = this.touched.get(keyId);
+    if (last !== undefined && now - last < this.lastUsedIntervalMs) return;
+    if (this.touched.size > 10_000) this.touched.clear();
+    this.touched.set(keyId, now);
+    // Best effort, off the request's path: a failed write (database down) is tried again an interval later.
+    this.keys.touch(keyId, this.lastUsedIntervalMs).catch(() => undefined);
   }
 }

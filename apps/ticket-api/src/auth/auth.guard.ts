@@ -1,16 +1,13 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, createParamDecorator } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, createParamDecorator } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '@tickets/errors';
-import type { AppConfig } from '@tickets/config';
-import { APP_CONFIG } from '../common/tokens';
-import { ApiKeysRepository } from '@tickets/tenants';
 import { GuardBeforeBody, type HeadCheck } from '../edge/before-body';
 import { EdgeLimits, type LookupGrant } from '../edge/edge-limits';
 import { ApiKeyResolver, type Principal } from './api-key.resolver';
 
 type AuthedRequest = FastifyRequest & { principal?: Principal };
 
-const UNKNOWN = 'The API key is not valid (unknown or revoked).';
+const UNKNOWN = 'The API key is not valid (unknown, revoked or expired).';
 
 /**
  * `Authorization: Bearer <api key>`. Put it on a route with GuardBeforeBody(ApiKeyGuard), so the key is
@@ -20,15 +17,10 @@ const UNKNOWN = 'The API key is not valid (unknown or revoked).';
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate, HeadCheck {
-  private readonly resolver: ApiKeyResolver;
-
   constructor(
-    keys: ApiKeysRepository,
-    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly resolver: ApiKeyResolver,
     private readonly limits: EdgeLimits,
-  ) {
-    this.resolver = new ApiKeyResolver(keys, config.auth.cacheTtlMs);
-  }
+  ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     await this.checkHead(ctx.switchToHttp().getRequest<AuthedRequest>());
