@@ -1,12 +1,23 @@
 # Shared helpers for scripts/start.sh and scripts/test.sh. Sourced, not run.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
-die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+# Bold / red on a terminal; plain text into pipes and log files.
+if [ -t 2 ]; then
+  say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+  die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+else
+  say() { printf '==> %s\n' "$*" >&2; }
+  die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+fi
+
+# The URL in $1 with its password replaced by ***: what scripts print of DATABASE_URL and the like.
+mask_url() { printf '%s' "$1" | sed -E 's#^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@#\1:***@#'; }
 
 # The project runs on the Node.js version pinned in .node-version (TICKETS_NODE_VERSION picks another
 # exact version, e.g. CI's Node 22 run). A machine whose Node is older than the pin's major version gets
 # the pinned build from the npm registry (the official binaries, package node-<os>-<arch>) in
 # .cache/node/, once; every later command here then runs on it. A machine with Node 24+ sees nothing.
+# The notice "running on .cache/node/..." is said once per checkout and version, and only to a terminal:
+# the CLI's output stays clean in pipes, and nested scripts (npm start -> node.sh) do not repeat it.
 require_node() {
   local want have="" have_major=0
   want="${TICKETS_NODE_VERSION:-$(tr -d ' \r\n' <"$ROOT/.node-version")}"
@@ -19,7 +30,10 @@ require_node() {
   local dir="$ROOT/.cache/node/v$want" why="Node ${have:-(none)} is older than the project's $want"
   [ -n "${TICKETS_NODE_VERSION:-}" ] && why="TICKETS_NODE_VERSION=$want"
   if [ -x "$dir/bin/node" ]; then
-    say "$why: running on .cache/node/v$want/bin/node"
+    if [ -t 2 ] && [ ! -e "$dir/.notice-shown" ]; then
+      say "$why: running on .cache/node/v$want/bin/node (said once)"
+      : >"$dir/.notice-shown" 2>/dev/null || true
+    fi
   else
     say "$why: fetching Node.js $want from the npm registry into .cache/node/ (~50 MB, once) and running on it"
     fetch_node "$want" "$dir"
@@ -60,7 +74,7 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # Makes sure PostgreSQL answers at the host:port of the URL in $1; starts the local cluster if it can.
 ensure_postgres() {
   local url="$1" hostport host port
-  hostport=$(node -e 'const u=new URL(process.argv[1]);console.log(`${u.hostname||"127.0.0.1"} ${u.port||5432}`)' "$url") || die "not a PostgreSQL URL: $url"
+  hostport=$(node -e 'const u=new URL(process.argv[1]);console.log(`${u.hostname||"127.0.0.1"} ${u.port||5432}`)' "$url" 2>/dev/null) || die "not a PostgreSQL URL: $(mask_url "$url")"
   read -r host port <<<"$hostport"
   if port_open "$host" "$port"; then return 0; fi
   if [ "$host" = "127.0.0.1" ] || [ "$host" = "localhost" ]; then
