@@ -8,25 +8,59 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
+# Every port the processes below listen on, checked before anything slow (install, build, migrate):
+# a second npm start, or anything else on one of them, fails here naming all the taken ones at once.
+export PORT="${PORT:-3000}"
+# The ops console (a second listener of the API, loopback only).
+export ADMIN_PORT="${ADMIN_PORT:-3001}"
+[ -n "${NOTIFY_WEBHOOK_URL:-}" ] || export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
+check_ports() {
+  # variable, default, what listens there
+  local wanted=(
+    "PORT|3000|the API"
+    "ADMIN_PORT|3001|the ops console"
+    "NOTIFIER_METRICS_PORT|9465|the notification consumer's /metrics"
+    "EVENT_CONSUMER_METRICS_PORT|9464|the statistics consumer's /metrics"
+  )
+  [ -z "${WEBHOOK_SINK_PORT:-}" ] || wanted+=("WEBHOOK_SINK_PORT|3999|the local webhook sink")
+  local entry var def what port taken=() fix="" used=() free
+  for entry in "${wanted[@]}"; do
+    IFS='|' read -r var def what <<<"$entry"
+    port="${!var:-$def}"
+    used+=("$port")
+  done
+  for entry in "${wanted[@]}"; do
+    IFS='|' read -r var def what <<<"$entry"
+    port="${!var:-$def}"
+    # 0: any free port, -1: no listener (the metrics endpoints).
+    [[ "$port" =~ ^[1-9][0-9]*$ ]] || continue
+    port_open 127.0.0.1 "$port" || continue
+    # Proposes the next port that is free and not wanted by another process here.
+    free=$((port + 10))
+    while port_open 127.0.0.1 "$free" || [[ " ${used[*]} " == *" $free "* ]]; do free=$((free + 1)); done
+    used+=("$free")
+    taken+=("$(printf '    %-5s %-38s move it with %s=%s' "$port" "$what" "$var" "$free")")
+    fix+="$var=$free "
+  done
+  [ ${#taken[@]} -eq 0 ] && return 0
+  local IFS=$'\n'
+  die "ports npm start needs are already in use (an earlier npm start still running? Ctrl-C it first):
+${taken[*]}
+  or run: ${fix}npm start"
+}
+
+check_ports
 require_node
 install_deps
 use_database_url
-export PORT="${PORT:-3000}"
 ensure_postgres "$DATABASE_URL"
 ensure_kafka
 build
-say "migrating $DATABASE_URL"
+say "migrating $(mask_url "$DATABASE_URL")"
 node scripts/db-migrate.mjs deploy
 
-if port_open 127.0.0.1 "$PORT"; then
-  die "port $PORT is already in use (an API from an earlier npm start?). Stop it, or run PORT=3002 npm start."
-fi
-# The ops console (a second listener of the API, loopback only): a fresh admin token per start unless ADMIN_TOKEN is set.
-export ADMIN_PORT="${ADMIN_PORT:-3001}"
+# A fresh admin token for the ops console per start unless ADMIN_TOKEN is set.
 export ADMIN_TOKEN="${ADMIN_TOKEN:-$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')}"
-if port_open 127.0.0.1 "$ADMIN_PORT"; then
-  die "port $ADMIN_PORT (the ops console) is already in use. Stop what uses it, or run ADMIN_PORT=3011 npm start."
-fi
 
 say "creating the demo tenant's API key"
 KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --json)
