@@ -118,6 +118,49 @@ build() {
   npm run --silent build
 }
 
+# supervise NAME CMD...: runs CMD until the supervisor gets SIGTERM (then CMD gets exactly one SIGTERM
+# and is waited for), restarting it whenever it exits on its own, after a backoff (1 s doubling to
+# RESTART_MAX_DELAY; back to 1 s once it ran for a minute), with a line naming it and why it ended: its
+# exit code, or the signal that ended it (a SIGTERM from outside npm start, the OOM killer's SIGKILL).
+# npm start runs each process under one (Ctrl-C sends SIGTERM to every supervisor).
+RESTART_MAX_DELAY=${RESTART_MAX_DELAY:-30}
+supervise() {
+  local name=$1 child='' code delay=1 started stopping=0 why
+  shift
+  # The child runs in a process group of its own (job control on: set -m), so Ctrl-C, which reaches
+  # the terminal's whole foreground group, does not reach it: the supervisor only notes the SIGINT,
+  # and the child gets exactly one signal, the SIGTERM that npm start's cleanup sends and the supervisor
+  # passes on (a second signal would cut the child's graceful stop short). Job control also makes bash
+  # print "[1]+ Terminated ..." when a child ends by a signal, which looks like a crash: the waits below
+  # send that notice to /dev/null.
+  set -m
+  trap 'stopping=1' INT
+  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
+  while :; do
+    started=$SECONDS
+    "$@" &
+    child=$!
+    while :; do
+      wait "$child" 2>/dev/null && code=0 || code=$?
+      kill -0 "$child" 2>/dev/null || break # a trap cut the wait short; the child is still stopping
+    done
+    child=''
+    [ "$stopping" = 0 ] || exit 0
+    if (( SECONDS - started >= 60 )); then delay=1; fi
+    why="exited with code $code"
+    if (( code > 128 )) && [ -n "$(kill -l $((code - 128)) 2>/dev/null)" ]; then
+      why="was ended by SIG$(kill -l $((code - 128))) from outside npm start (Ctrl-C stops everything)"
+    fi
+    say "$name $why; restarting it in ${delay}s"
+    sleep "$delay" &
+    child=$!
+    wait "$child" 2>/dev/null || true
+    child=''
+    [ "$stopping" = 0 ] || exit 0
+    delay=$(( delay * 2 > RESTART_MAX_DELAY ? RESTART_MAX_DELAY : delay * 2 ))
+  done
+}
+
 # The browser test of the ops console (test/e2e/ops-console.e2e-spec.ts) drives the system's Chromium
 # through playwright-core (Playwright's own browser download is not used). Installs Debian's chromium
 # when none is found; CHROMIUM_PATH names another build.

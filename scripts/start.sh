@@ -67,43 +67,10 @@ KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --json)
 API_KEY=$(node -pe 'JSON.parse(process.argv[1]).apiKey' "$KEY_JSON")
 BASE="http://127.0.0.1:$PORT"
 
-# Each process runs under a supervisor: one that exits on its own (a crash, an uncaught error) is
-# restarted after a backoff (1 s doubling to 30 s; back to 1 s once it ran for a minute), with a line
-# naming it and its exit code. Ctrl-C (or SIGTERM) sends SIGTERM to every process, waits for their
-# graceful stops (the relay releases its lock, the consumer commits and leaves its group, the
-# dispatcher releases its leases), then exits.
-RESTART_MAX_DELAY=30
-supervise() {
-  local name=$1 child='' code delay=1 started stopping=0
-  shift
-  # The child runs in a process group of its own (job control on: set -m), so Ctrl-C, which reaches
-  # the terminal's whole foreground group, does not reach it: the supervisor only notes the SIGINT,
-  # and the child gets exactly one signal, the SIGTERM that the cleanup below sends and the supervisor
-  # passes on (a second signal would cut the child's graceful stop short).
-  set -m
-  trap 'stopping=1' INT
-  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
-  while :; do
-    started=$SECONDS
-    "$@" &
-    child=$!
-    while :; do
-      wait "$child" && code=0 || code=$?
-      kill -0 "$child" 2>/dev/null || break # a trap cut the wait short; the child is still stopping
-    done
-    child=''
-    [ "$stopping" = 0 ] || exit 0
-    if (( SECONDS - started >= 60 )); then delay=1; fi
-    say "$name exited with code $code; restarting it in ${delay}s"
-    sleep "$delay" &
-    child=$!
-    wait "$child" || true
-    child=''
-    [ "$stopping" = 0 ] || exit 0
-    delay=$(( delay * 2 > RESTART_MAX_DELAY ? RESTART_MAX_DELAY : delay * 2 ))
-  done
-}
-
+# Each process runs under supervise (scripts/lib.sh): one that exits on its own is restarted, with a line
+# naming it and its exit code or signal. Ctrl-C (or SIGTERM) sends SIGTERM to every supervisor, which
+# passes it on and waits for the graceful stop (the relay releases its lock, the consumer commits and
+# leaves its group, the dispatcher releases its leases), then exits.
 pids=()
 cleanup() {
   trap - INT TERM EXIT
