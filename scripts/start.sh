@@ -66,6 +66,9 @@ say "creating the demo tenant's API key"
 KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --json)
 API_KEY=$(node -pe 'JSON.parse(process.argv[1]).apiKey' "$KEY_JSON")
 BASE="http://127.0.0.1:$PORT"
+# The "Try it" commands below use a key and an externalRef of this start: on a database that already
+# holds earlier tries, the first send creates a ticket and the second replays it.
+TRY_ID="try-$(date -u +%Y%m%d-%H%M%S)"
 
 # Each process runs under supervise (scripts/lib.sh): one that exits on its own is restarted, with a line
 # naming it and its exit code or signal. Ctrl-C (or SIGTERM) sends SIGTERM to every supervisor, which
@@ -82,7 +85,7 @@ trap cleanup INT TERM EXIT
 
 supervise api node --max-old-space-size=192 --max-semi-space-size=8 apps/ticket-api/dist/main.js &
 pids+=($!)
-SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
+SINK_NOTE="NOTIFY_WEBHOOK_URL=$(mask_url "${NOTIFY_WEBHOOK_URL:-}")"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   # No webhook target configured: deliver to a local sink that prints each notification.
   export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
@@ -116,12 +119,12 @@ cat <<TXT
 
   Try it:
     export TICKETS_API_KEY=$API_KEY
-    curl -s -X POST $BASE/v1/tickets \\
-      -H "Authorization: Bearer \$TICKETS_API_KEY" -H 'Idempotency-Key: "demo-1"' \\
-      -H 'Content-Type: application/json' -d '{"title":"Printer on fire","priority":"urgent","externalRef":"INC-1"}'
-    # send the same command again: same ticket, header Idempotent-Replayed: true
-    curl -s $BASE/v1/idempotency-keys/demo-1 -H "Authorization: Bearer \$TICKETS_API_KEY"
-    curl -s "$BASE/v1/tickets?externalRef=INC-1" -H "Authorization: Bearer \$TICKETS_API_KEY"
+    curl -si -X POST $BASE/v1/tickets \\
+      -H "Authorization: Bearer \$TICKETS_API_KEY" -H 'Idempotency-Key: "$TRY_ID"' \\
+      -H 'Content-Type: application/json' -d '{"title":"Printer on fire","priority":"urgent","externalRef":"INC-$TRY_ID"}'
+    # send the same command again: the same ticket, and the header Idempotent-Replayed: true (-i shows headers)
+    curl -s $BASE/v1/idempotency-keys/$TRY_ID -H "Authorization: Bearer \$TICKETS_API_KEY"
+    curl -s "$BASE/v1/tickets?externalRef=INC-$TRY_ID" -H "Authorization: Bearer \$TICKETS_API_KEY"
     curl -s $BASE/v1/stats -H "Authorization: Bearer \$TICKETS_API_KEY"   # counts from the statistics consumer
 
   A process that exits on its own is restarted (a line names it and its exit code).

@@ -92,3 +92,18 @@ it('the ports an operator set to 0 (any free port) or -1 (no endpoint) are not c
   expect(out).toMatch(/move it with WEBHOOK_SINK_PORT=/);
   expect(out).not.toMatch(/ADMIN_PORT=|NOTIFIER_METRICS_PORT=|EVENT_CONSUMER_METRICS_PORT=/);
 });
+
+it('never prints the password of DATABASE_URL, even in its error about a URL it cannot read', async () => {
+  const { code, out } = await runStart({
+    PORT: '0',
+    ADMIN_PORT: '0',
+    WEBHOOK_SINK_PORT: '0',
+    NOTIFIER_METRICS_PORT: '-1',
+    EVENT_CONSUMER_METRICS_PORT: '-1',
+    DATABASE_URL: 'postgresql://tickets:s3cret-pw@[not-a-host:5432/tickets',
+    KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(','),
+  });
+  expect(code).toBe(1);
+  expect(out).toContain('not a PostgreSQL URL: postgresql://tickets:***@');
+  expect(out).not.toContain('s3cret-pw');
+});
