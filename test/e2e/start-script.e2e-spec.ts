@@ -1,6 +1,8 @@
 // `npm start` (scripts/start.sh) while its ports are taken, as by a first `npm start` still running: it
 // stops before installing, building or migrating, and names every taken port with the variable that moves it.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
@@ -106,4 +108,26 @@ it('never prints the password of DATABASE_URL, even in its error about a URL it 
   expect(code).toBe(1);
   expect(out).toContain('not a PostgreSQL URL: postgresql://tickets:***@');
   expect(out).not.toContain('s3cret-pw');
+});
+
+it('a command run through scripts/node.sh into a pipe prints its output only: no Node-version notice, no colour codes', async () => {
+  // A pinned version other than the running one, already "fetched" (a link to this Node): the case in
+  // which require_node says which Node it runs on.
+  const version = `0.0.0-notice-${process.pid}`;
+  const dir = join(ROOT, '.cache', 'node', `v${version}`);
+  mkdirSync(join(dir, 'bin'), { recursive: true });
+  symlinkSync(process.execPath, join(dir, 'bin', 'node'));
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      'bash',
+      ['scripts/node.sh', '-e', 'console.log("only this")'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, TICKETS_NODE_VERSION: version },
+      },
+    );
+    expect({ stdout, stderr }).toEqual({ stdout: 'only this\n', stderr: '' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
