@@ -127,7 +127,7 @@ cat <<TXT
     curl -s "$BASE/v1/tickets?externalRef=INC-$TRY_ID" -H "Authorization: Bearer \$TICKETS_API_KEY"
     curl -s $BASE/v1/stats -H "Authorization: Bearer \$TICKETS_API_KEY"   # counts from the statistics consumer
 
-  A process that exits on its own is restarted (a line names it and its exit code).
+  A process that exits on its own is restarted (a line names it and its exit code or signal).
   Ctrl-C stops the API, the consumers and the sink gracefully (the Kafka broker keeps running: npm run kafka:down).
 
 TXT
