@@ -51,9 +51,9 @@ ${taken[*]}
 
 check_ports
 require_node
-install_deps
 use_database_url
 ensure_postgres "$DATABASE_URL"
+install_deps
 ensure_kafka
 build
 say "migrating $(mask_url "$DATABASE_URL")"
