@@ -17,6 +17,6 @@ if [ -z "${TICKETS_API_URL:-}" ] || [ -z "${TICKETS_API_KEY:-}" ]; then
   ensure_kafka
 fi
 build
-say "migrating $DATABASE_URL"
+say "migrating $(mask_url "$DATABASE_URL")"
 node scripts/db-migrate.mjs deploy
 exec node dist/scripts/demo.js "$@"

@@ -1,12 +1,23 @@
 # Shared helpers for scripts/start.sh and scripts/test.sh. Sourced, not run.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
-die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+# Bold / red on a terminal; plain text into pipes and log files.
+if [ -t 2 ]; then
+  say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+  die() { printf '\033[31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+else
+  say() { printf '==> %s\n' "$*" >&2; }
+  die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+fi
+
+# The URL in $1 with its password replaced by ***: what scripts print of DATABASE_URL and the like.
+mask_url() { printf '%s' "$1" | sed -E 's#^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@#\1:***@#'; }
 
 # The project runs on the Node.js version pinned in .node-version (TICKETS_NODE_VERSION picks another
 # exact version, e.g. CI's Node 22 run). A machine whose Node is older than the pin's major version gets
 # the pinned build from the npm registry (the official binaries, package node-<os>-<arch>) in
 # .cache/node/, once; every later command here then runs on it. A machine with Node 24+ sees nothing.
+# The notice "running on .cache/node/..." is said once per checkout and version, and only to a terminal:
+# the CLI's output stays clean in pipes, and nested scripts (npm start -> node.sh) do not repeat it.
 require_node() {
   local want have="" have_major=0
   want="${TICKETS_NODE_VERSION:-$(tr -d ' \r\n' <"$ROOT/.node-version")}"
@@ -19,7 +30,10 @@ require_node() {
   local dir="$ROOT/.cache/node/v$want" why="Node ${have:-(none)} is older than the project's $want"
   [ -n "${TICKETS_NODE_VERSION:-}" ] && why="TICKETS_NODE_VERSION=$want"
   if [ -x "$dir/bin/node" ]; then
-    say "$why: running on .cache/node/v$want/bin/node"
+    if [ -t 2 ] && [ ! -e "$dir/.notice-shown" ]; then
+      say "$why: running on .cache/node/v$want/bin/node (said once)"
+      : >"$dir/.notice-shown" 2>/dev/null || true
+    fi
   else
     say "$why: fetching Node.js $want from the npm registry into .cache/node/ (~50 MB, once) and running on it"
     fetch_node "$want" "$dir"
@@ -60,7 +74,7 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # Makes sure PostgreSQL answers at the host:port of the URL in $1; starts the local cluster if it can.
 ensure_postgres() {
   local url="$1" hostport host port
-  hostport=$(node -e 'const u=new URL(process.argv[1]);console.log(`${u.hostname||"127.0.0.1"} ${u.port||5432}`)' "$url") || die "not a PostgreSQL URL: $url"
+  hostport=$(node -e 'const u=new URL(process.argv[1]);console.log(`${u.hostname||"127.0.0.1"} ${u.port||5432}`)' "$url" 2>/dev/null) || die "not a PostgreSQL URL: $(mask_url "$url")"
   read -r host port <<<"$hostport"
   if port_open "$host" "$port"; then return 0; fi
   if [ "$host" = "127.0.0.1" ] || [ "$host" = "localhost" ]; then
@@ -102,6 +116,49 @@ build() {
   cd "$ROOT"
   say "building (tsc)"
   npm run --silent build
+}
+
+# supervise NAME CMD...: runs CMD until the supervisor gets SIGTERM (then CMD gets exactly one SIGTERM
+# and is waited for), restarting it whenever it exits on its own, after a backoff (1 s doubling to
+# RESTART_MAX_DELAY; back to 1 s once it ran for a minute), with a line naming it and why it ended: its
+# exit code, or the signal that ended it (a SIGTERM from outside npm start, the OOM killer's SIGKILL).
+# npm start runs each process under one (Ctrl-C sends SIGTERM to every supervisor).
+RESTART_MAX_DELAY=${RESTART_MAX_DELAY:-30}
+supervise() {
+  local name=$1 child='' code delay=1 started stopping=0 why
+  shift
+  # The child runs in a process group of its own (job control on: set -m), so Ctrl-C, which reaches
+  # the terminal's whole foreground group, does not reach it: the supervisor only notes the SIGINT,
+  # and the child gets exactly one signal, the SIGTERM that npm start's cleanup sends and the supervisor
+  # passes on (a second signal would cut the child's graceful stop short). Job control also makes bash
+  # print "[1]+ Terminated ..." when a child ends by a signal, which looks like a crash: the waits below
+  # send that notice to /dev/null.
+  set -m
+  trap 'stopping=1' INT
+  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
+  while :; do
+    started=$SECONDS
+    "$@" &
+    child=$!
+    while :; do
+      wait "$child" 2>/dev/null && code=0 || code=$?
+      kill -0 "$child" 2>/dev/null || break # a trap cut the wait short; the child is still stopping
+    done
+    child=''
+    [ "$stopping" = 0 ] || exit 0
+    if (( SECONDS - started >= 60 )); then delay=1; fi
+    why="exited with code $code"
+    if (( code > 128 )) && [ -n "$(kill -l $((code - 128)) 2>/dev/null)" ]; then
+      why="was ended by SIG$(kill -l $((code - 128))) from outside npm start (Ctrl-C stops everything)"
+    fi
+    say "$name $why; restarting it in ${delay}s"
+    sleep "$delay" &
+    child=$!
+    wait "$child" 2>/dev/null || true
+    child=''
+    [ "$stopping" = 0 ] || exit 0
+    delay=$(( delay * 2 > RESTART_MAX_DELAY ? RESTART_MAX_DELAY : delay * 2 ))
+  done
 }
 
 # The browser test of the ops console (test/e2e/ops-console.e2e-spec.ts) drives the system's Chromium

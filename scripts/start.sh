@@ -8,68 +8,72 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-require_node
-install_deps
-use_database_url
+# Every port the processes below listen on, checked before anything slow (install, build, migrate):
+# a second npm start, or anything else on one of them, fails here naming all the taken ones at once.
 export PORT="${PORT:-3000}"
+# The ops console (a second listener of the API, loopback only).
+export ADMIN_PORT="${ADMIN_PORT:-3001}"
+[ -n "${NOTIFY_WEBHOOK_URL:-}" ] || export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
+check_ports() {
+  # variable, default, what listens there
+  local wanted=(
+    "PORT|3000|the API"
+    "ADMIN_PORT|3001|the ops console"
+    "NOTIFIER_METRICS_PORT|9465|the notification consumer's /metrics"
+    "EVENT_CONSUMER_METRICS_PORT|9464|the statistics consumer's /metrics"
+  )
+  [ -z "${WEBHOOK_SINK_PORT:-}" ] || wanted+=("WEBHOOK_SINK_PORT|3999|the local webhook sink")
+  local entry var def what port taken=() fix="" used=() free
+  for entry in "${wanted[@]}"; do
+    IFS='|' read -r var def what <<<"$entry"
+    port="${!var:-$def}"
+    used+=("$port")
+  done
+  for entry in "${wanted[@]}"; do
+    IFS='|' read -r var def what <<<"$entry"
+    port="${!var:-$def}"
+    # 0: any free port, -1: no listener (the metrics endpoints).
+    [[ "$port" =~ ^[1-9][0-9]*$ ]] || continue
+    port_open 127.0.0.1 "$port" || continue
+    # Proposes the next port that is free and not wanted by another process here.
+    free=$((port + 10))
+    while port_open 127.0.0.1 "$free" || [[ " ${used[*]} " == *" $free "* ]]; do free=$((free + 1)); done
+    used+=("$free")
+    taken+=("$(printf '    %-5s %-38s move it with %s=%s' "$port" "$what" "$var" "$free")")
+    fix+="$var=$free "
+  done
+  [ ${#taken[@]} -eq 0 ] && return 0
+  local IFS=$'\n'
+  die "ports npm start needs are already in use (an earlier npm start still running? Ctrl-C it first):
+${taken[*]}
+  or run: ${fix}npm start"
+}
+
+check_ports
+require_node
+use_database_url
 ensure_postgres "$DATABASE_URL"
+install_deps
 ensure_kafka
 build
-say "migrating $DATABASE_URL"
+say "migrating $(mask_url "$DATABASE_URL")"
 node scripts/db-migrate.mjs deploy
 
-if port_open 127.0.0.1 "$PORT"; then
-  die "port $PORT is already in use (an API from an earlier npm start?). Stop it, or run PORT=3002 npm start."
-fi
-# The ops console (a second listener of the API, loopback only): a fresh admin token per start unless ADMIN_TOKEN is set.
-export ADMIN_PORT="${ADMIN_PORT:-3001}"
+# A fresh admin token for the ops console per start unless ADMIN_TOKEN is set.
 export ADMIN_TOKEN="${ADMIN_TOKEN:-$(head -c 24 /dev/urandom | base64 | tr '+/' '-_')}"
-if port_open 127.0.0.1 "$ADMIN_PORT"; then
-  die "port $ADMIN_PORT (the ops console) is already in use. Stop what uses it, or run ADMIN_PORT=3011 npm start."
-fi
 
 say "creating the demo tenant's API key (the previous start's is revoked)"
 KEY_JSON=$(node apps/cli/dist/main.js api-keys create --tenant demo --label npm-start --replace --json)
 API_KEY=$(node -pe 'JSON.parse(process.argv[1]).apiKey' "$KEY_JSON")
 BASE="http://127.0.0.1:$PORT"
+# The "Try it" commands below use a key and an externalRef of this start: on a database that already
+# holds earlier tries, the first send creates a ticket and the second replays it.
+TRY_ID="try-$(date -u +%Y%m%d-%H%M%S)"
 
-# Each process runs under a supervisor: one that exits on its own (a crash, an uncaught error) is
-# restarted after a backoff (1 s doubling to 30 s; back to 1 s once it ran for a minute), with a line
-# naming it and its exit code. Ctrl-C (or SIGTERM) sends SIGTERM to every process, waits for their
-# graceful stops (the relay releases its lock, the consumer commits and leaves its group, the
-# dispatcher releases its leases), then exits.
-RESTART_MAX_DELAY=30
-supervise() {
-  local name=$1 child='' code delay=1 started stopping=0
-  shift
-  # The child runs in a process group of its own (job control on: set -m), so Ctrl-C, which reaches
-  # the terminal's whole foreground group, does not reach it: the supervisor only notes the SIGINT,
-  # and the child gets exactly one signal, the SIGTERM that the cleanup below sends and the supervisor
-  # passes on (a second signal would cut the child's graceful stop short).
-  set -m
-  trap 'stopping=1' INT
-  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
-  while :; do
-    started=$SECONDS
-    "$@" &
-    child=$!
-    while :; do
-      wait "$child" && code=0 || code=$?
-      kill -0 "$child" 2>/dev/null || break # a trap cut the wait short; the child is still stopping
-    done
-    child=''
-    [ "$stopping" = 0 ] || exit 0
-    if (( SECONDS - started >= 60 )); then delay=1; fi
-    say "$name exited with code $code; restarting it in ${delay}s"
-    sleep "$delay" &
-    child=$!
-    wait "$child" || true
-    child=''
-    [ "$stopping" = 0 ] || exit 0
-    delay=$(( delay * 2 > RESTART_MAX_DELAY ? RESTART_MAX_DELAY : delay * 2 ))
-  done
-}
-
+# Each process runs under supervise (scripts/lib.sh): one that exits on its own is restarted, with a line
+# naming it and its exit code or signal. Ctrl-C (or SIGTERM) sends SIGTERM to every supervisor, which
+# passes it on and waits for the graceful stop (the relay releases its lock, the consumer commits and
+# leaves its group, the dispatcher releases its leases), then exits.
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -81,7 +85,7 @@ trap cleanup INT TERM EXIT
 
 supervise api node --max-old-space-size=192 --max-semi-space-size=8 apps/ticket-api/dist/main.js &
 pids+=($!)
-SINK_NOTE="NOTIFY_WEBHOOK_URL=${NOTIFY_WEBHOOK_URL:-}"
+SINK_NOTE="NOTIFY_WEBHOOK_URL=$(mask_url "${NOTIFY_WEBHOOK_URL:-}")"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   # No webhook target configured: deliver to a local sink that prints each notification.
   export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"
@@ -115,15 +119,15 @@ cat <<TXT
 
   Try it:
     export TICKETS_API_KEY=$API_KEY
-    curl -s -X POST $BASE/v1/tickets \\
-      -H "Authorization: Bearer \$TICKETS_API_KEY" -H 'Idempotency-Key: "demo-1"' \\
-      -H 'Content-Type: application/json' -d '{"title":"Printer on fire","priority":"urgent","externalRef":"INC-1"}'
-    # send the same command again: same ticket, header Idempotent-Replayed: true
-    curl -s $BASE/v1/idempotency-keys/demo-1 -H "Authorization: Bearer \$TICKETS_API_KEY"
-    curl -s "$BASE/v1/tickets?externalRef=INC-1" -H "Authorization: Bearer \$TICKETS_API_KEY"
+    curl -si -X POST $BASE/v1/tickets \\
+      -H "Authorization: Bearer \$TICKETS_API_KEY" -H 'Idempotency-Key: "$TRY_ID"' \\
+      -H 'Content-Type: application/json' -d '{"title":"Printer on fire","priority":"urgent","externalRef":"INC-$TRY_ID"}'
+    # send the same command again: the same ticket, and the header Idempotent-Replayed: true (-i shows headers)
+    curl -s $BASE/v1/idempotency-keys/$TRY_ID -H "Authorization: Bearer \$TICKETS_API_KEY"
+    curl -s "$BASE/v1/tickets?externalRef=INC-$TRY_ID" -H "Authorization: Bearer \$TICKETS_API_KEY"
     curl -s $BASE/v1/stats -H "Authorization: Bearer \$TICKETS_API_KEY"   # counts from the statistics consumer
 
-  A process that exits on its own is restarted (a line names it and its exit code).
+  A process that exits on its own is restarted (a line names it and its exit code or signal).
   Ctrl-C stops the API, the consumers and the sink gracefully (the Kafka broker keeps running: npm run kafka:down).
 
 TXT

@@ -3,9 +3,14 @@
 # combined broker+controller and all of them voters.
 #
 #   scripts/kafka/kafka.sh up [--brokers N]         start (nodes that already answer are left alone)
-#   scripts/kafka/kafka.sh down [--brokers N]       stop every node this script started (SIGTERM, SIGKILL after 30 s)
+#   scripts/kafka/kafka.sh down                     stop what 'up' started on KAFKA_PORT, one broker or a cluster
+#                                                   (SIGTERM to every node, SIGKILL after 30 s)
 #   scripts/kafka/kafka.sh status [--brokers N]     "up" / "down" per node (exit 0 when all are up)
 #   scripts/kafka/kafka.sh bootstrap [--brokers N]  the client bootstrap list (host:port,...)
+#
+# Without --brokers (and KAFKA_BROKER_COUNT), a cluster that runs on KAFKA_PORT is found from its pid
+# files, so 'status', 'bootstrap' and 'up' speak of it. 'up' of a cluster returns once every node is
+# registered: each node's metadata lists all N brokers, so a topic created next gets all its replicas.
 #
 # The broker jars come from Maven Central via scripts/kafka/pom.xml (mvn dependency:copy-dependencies),
 # cached in .cache/kafka/<version>/libs. Everything lives under .cache/kafka (git-ignored).
@@ -13,11 +18,13 @@
 # Environment overrides:
 #   KAFKA_BROKER_COUNT     nodes (default 1; `--brokers N` wins). 1 keeps the single-broker layout.
 #   KAFKA_VERSION          Kafka version (default 3.9.2)
-#   KAFKA_HOME_DIR         jar cache, and the single broker's state (default <repo>/.cache/kafka)
+#   KAFKA_HOME_DIR         jar cache, and the single broker's state (default <repo>/.cache/kafka; a single
+#                          broker on a KAFKA_PORT other than 9092 keeps its state in broker-<KAFKA_PORT>/)
+#   KAFKA_JARS_DIR         the broker jars (default $KAFKA_HOME_DIR/<version>/libs; fetched when missing)
 #   KAFKA_PORT             PLAINTEXT port of node 1 on 127.0.0.1 (default 9092); node i: KAFKA_PORT+i-1
 #   KAFKA_CONTROLLER_PORT  KRaft controller port of node 1 (default KAFKA_PORT+1 for one broker,
 #                          KAFKA_PORT+100 for a cluster); node i: KAFKA_CONTROLLER_PORT+i-1
-#   KAFKA_DATA_DIR         one broker: its log.dirs (default $KAFKA_HOME_DIR/data/<version>)
+#   KAFKA_DATA_DIR         one broker: its log.dirs (default <its state dir>/data/<version>)
 #   KAFKA_CLUSTER_DIR      a cluster: config, pid, log and data of node i under node-<i>/
 #                          (default $KAFKA_HOME_DIR/cluster-<KAFKA_PORT>/<version>)
 #   KAFKA_HEAP_OPTS        JVM heap per node (default "-Xmx512m -Xms512m"; a cluster "-Xmx384m -Xms384m")
@@ -29,7 +36,7 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 
 COMMAND="${1:-}"
 [[ $# -gt 0 ]] && shift
-BROKERS="${KAFKA_BROKER_COUNT:-1}"
+BROKERS="${KAFKA_BROKER_COUNT:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --brokers) BROKERS="${2:-}"; shift 2 ;;
@@ -37,12 +44,51 @@ while [[ $# -gt 0 ]]; do
     *) echo "[kafka] unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-[[ "$BROKERS" =~ ^[1-9][0-9]?$ ]] || { echo "[kafka] --brokers / KAFKA_BROKER_COUNT must be 1-99, got '$BROKERS'" >&2; exit 2; }
+[[ -z "$BROKERS" || "$BROKERS" =~ ^[1-9][0-9]?$ ]] || { echo "[kafka] --brokers / KAFKA_BROKER_COUNT must be 1-99, got '$BROKERS'" >&2; exit 2; }
 
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
 KAFKA_HOME_DIR="${KAFKA_HOME_DIR:-$REPO_ROOT/.cache/kafka}"
 KAFKA_HOST="127.0.0.1"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
+[[ "$KAFKA_PORT" =~ ^[0-9]+$ ]] || { echo "[kafka] KAFKA_PORT must be a port number, got '$KAFKA_PORT'" >&2; exit 2; }
+# The single broker's pid file, log and config: the default port keeps the layout it always had; any
+# other port gets a directory of its own, so a 'down' on another port never finds the default broker's pid.
+if [[ "$KAFKA_PORT" -eq 9092 ]]; then SINGLE_DIR="$KAFKA_HOME_DIR"; else SINGLE_DIR="$KAFKA_HOME_DIR/broker-$KAFKA_PORT"; fi
+KAFKA_CLUSTER_DIR="${KAFKA_CLUSTER_DIR:-$KAFKA_HOME_DIR/cluster-$KAFKA_PORT/$KAFKA_VERSION}"
+
+# Pid from pid file $1 if that process is alive and is the Kafka broker of config file $2; empty otherwise.
+running_pid() {
+  [[ -f "$1" ]] || return 0
+  local pid
+  pid="$(tr -dc '0-9' <"$1")"
+  [[ -n "$pid" ]] || return 0
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $2"; then
+    echo "$pid"
+  fi
+}
+
+# Node numbers of the cluster in KAFKA_CLUSTER_DIR (1 .. the highest node-<i> dir), nothing without one.
+cluster_nodes() {
+  local i n=0 d
+  for d in "$KAFKA_CLUSTER_DIR"/node-*; do
+    [[ -d "$d" ]] || continue
+    i="${d##*/node-}"
+    if [[ "$i" =~ ^[0-9]+$ ]] && ((i > n)); then n="$i"; fi
+  done
+  ((n > 0)) && seq 1 "$n"
+  return 0
+}
+
+# Without --brokers: the size of the cluster whose nodes run from KAFKA_CLUSTER_DIR, else 1.
+if [[ -z "$BROKERS" ]]; then
+  BROKERS=1
+  for i in $(cluster_nodes); do
+    if [[ -n "$(running_pid "$KAFKA_CLUSTER_DIR/node-$i/kafka.pid" "$KAFKA_CLUSTER_DIR/node-$i/config/server.properties")" ]]; then
+      BROKERS="$(cluster_nodes | tail -n1)"
+      break
+    fi
+  done
+fi
 if [[ "$BROKERS" -eq 1 ]]; then
   KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
   KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms512m}"
@@ -51,17 +97,16 @@ else
   KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 100))}"
   KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx384m -Xms384m}"
 fi
-KAFKA_DATA_DIR="${KAFKA_DATA_DIR:-$KAFKA_HOME_DIR/data/$KAFKA_VERSION}"
-KAFKA_CLUSTER_DIR="${KAFKA_CLUSTER_DIR:-$KAFKA_HOME_DIR/cluster-$KAFKA_PORT/$KAFKA_VERSION}"
+KAFKA_DATA_DIR="${KAFKA_DATA_DIR:-$SINGLE_DIR/data/$KAFKA_VERSION}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 
-LIBS_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/libs"
+LIBS_DIR="${KAFKA_JARS_DIR:-$KAFKA_HOME_DIR/$KAFKA_VERSION/libs}"
 POM="$SCRIPT_DIR/pom.xml"
 JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 MAJOR="${KAFKA_VERSION%%.*}"
 if [[ "$BROKERS" -eq 1 ]]; then
-  STATE_DIR="$KAFKA_HOME_DIR"
-  TOOLS_CONF_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/config"
+  STATE_DIR="$SINGLE_DIR"
+  TOOLS_CONF_DIR="$SINGLE_DIR/$KAFKA_VERSION/config"
 else
   STATE_DIR="$KAFKA_CLUSTER_DIR"
   TOOLS_CONF_DIR="$KAFKA_CLUSTER_DIR/tools"
@@ -73,16 +118,17 @@ log() { echo "[kafka] $*"; }
 die() { echo "[kafka] ERROR: $*" >&2; exit 1; }
 
 # Sets NODE_ID, NODE_PORT, NODE_CONTROLLER_PORT, NODE_DATA_DIR, NODE_CONF_DIR, NODE_PID_FILE and
-# NODE_LOG_FILE for node $1 (1-based). One broker keeps the paths it always had.
+# NODE_LOG_FILE for node $1 (1-based); $2 (default $BROKERS) picks the layout, one broker or a cluster.
+# One broker on 9092 keeps the paths it always had.
 node_vars() {
   NODE_ID="$1"
   NODE_PORT=$((KAFKA_PORT + $1 - 1))
   NODE_CONTROLLER_PORT=$((KAFKA_CONTROLLER_PORT + $1 - 1))
-  if [[ "$BROKERS" -eq 1 ]]; then
+  if [[ "${2:-$BROKERS}" -eq 1 ]]; then
     NODE_DATA_DIR="$KAFKA_DATA_DIR"
-    NODE_CONF_DIR="$KAFKA_HOME_DIR/$KAFKA_VERSION/config"
-    NODE_PID_FILE="$KAFKA_HOME_DIR/kafka.pid"
-    NODE_LOG_FILE="$KAFKA_HOME_DIR/kafka.log"
+    NODE_CONF_DIR="$SINGLE_DIR/$KAFKA_VERSION/config"
+    NODE_PID_FILE="$SINGLE_DIR/kafka.pid"
+    NODE_LOG_FILE="$SINGLE_DIR/kafka.log"
   else
     NODE_DATA_DIR="$KAFKA_CLUSTER_DIR/node-$1/data"
     NODE_CONF_DIR="$KAFKA_CLUSTER_DIR/node-$1/config"
@@ -110,15 +156,27 @@ port_open() {
   timeout 2 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null
 }
 
-# Pid from pid file $1 if that process is alive and is a Kafka broker; empty otherwise.
-running_pid() {
-  [[ -f "$1" ]] || return 0
-  local pid
-  pid="$(tr -dc '0-9' <"$1")"
-  [[ -n "$pid" ]] || return 0
-  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
-    echo "$pid"
-  fi
+# The node selected by node_vars: its JVM's pid when alive, empty otherwise.
+node_pid() {
+  running_pid "$NODE_PID_FILE" "$NODE_CONF_DIR/server.properties"
+}
+
+# How many brokers the metadata of host $1 port $2 lists (a Metadata v4 request for no topics, written
+# and read with bash alone); empty when it does not answer. The count is of registered, unfenced brokers.
+registered_brokers() {
+  local bytes
+  # 4-byte size (23), api key 3 (Metadata), version 4, correlation id 1, client id "kafka.sh",
+  # topics: empty array, allow_auto_topic_creation false. The answer starts with size, correlation id,
+  # throttle time and the broker count, 4 bytes each.
+  bytes=$(timeout 5 bash -c '
+    exec 3<>"/dev/tcp/$0/$1" || exit 1
+    printf "\x00\x00\x00\x17\x00\x03\x00\x04\x00\x00\x00\x01\x00\x08kafka.sh\x00\x00\x00\x00\x00" >&3
+    head -c 16 <&3 | od -An -tu1 -v
+  ' "$1" "$2" 2>/dev/null) || return 0
+  # shellcheck disable=SC2086
+  set -- $bytes
+  [[ $# -eq 16 && "$8" -eq 1 ]] || return 0
+  echo $(((${13} << 24) | (${14} << 16) | (${15} << 8) | ${16}))
 }
 
 fetch_jars() {
@@ -297,7 +355,7 @@ wait_ready() {
     left=()
     for i in "${pending[@]}"; do
       node_vars "$i"
-      pid="$(running_pid "$NODE_PID_FILE")"
+      pid="$(node_pid)"
       if [[ -z "$pid" ]]; then
         echo "----- last lines of $NODE_LOG_FILE -----" >&2
         tail -n 30 "$NODE_LOG_FILE" >&2 || true
@@ -342,7 +400,7 @@ cmd_up() {
       fi
       continue
     fi
-    pid="$(running_pid "$NODE_PID_FILE")"
+    pid="$(node_pid)"
     if [[ -n "$pid" ]]; then
       log "node $i (pid $pid) is already starting; waiting for it"
       to_wait+=("$i")
@@ -363,7 +421,7 @@ cmd_up() {
       format_node_storage
       log "starting Kafka $KAFKA_VERSION (KRaft, node.id=$i$( ((BROKERS > 1)) && echo " of $BROKERS" )) on $KAFKA_HOST:$NODE_PORT, data in $NODE_DATA_DIR ..."
       start_node
-      pid="$(running_pid "$NODE_PID_FILE")"
+      pid="$(node_pid)"
       if [[ -z "$pid" ]]; then
         tail -n 30 "$NODE_LOG_FILE" >&2 || true
         die "Kafka node $i failed to start, see $NODE_LOG_FILE"
@@ -375,48 +433,68 @@ cmd_up() {
   if [[ ${#to_wait[@]} -gt 0 ]]; then
     wait_ready "${to_wait[@]}"
   fi
-  if [[ "$BROKERS" -gt 1 && ${#to_start[@]} -gt 0 ]]; then
-    log "$BROKERS-node cluster ready $((SECONDS - t0)) s after the first start; bootstrap $(bootstrap)"
+  if [[ "$BROKERS" -gt 1 ]]; then
+    wait_registered
+    if [[ ${#to_start[@]} -gt 0 ]]; then
+      log "$BROKERS-node cluster ready $((SECONDS - t0)) s after the first start; bootstrap $(bootstrap)"
+    fi
   fi
   return 0
 }
 
-# For a cluster every node-<i> dir found (so `down` stops the whole cluster even when asked for fewer
-# nodes than it has); for one broker, node 1.
-known_nodes() {
-  if [[ "$BROKERS" -eq 1 ]]; then
-    echo 1
-    return 0
-  fi
-  local i n="$BROKERS" d
-  for d in "$KAFKA_CLUSTER_DIR"/node-*; do
-    [[ -d "$d" ]] || continue
-    i="${d##*/node-}"
-    if [[ "$i" =~ ^[0-9]+$ ]] && ((i > n)); then n="$i"; fi
+# A node answers, and logs "Kafka Server started", before the others are in its metadata: a client
+# connecting then sees fewer brokers, and a topic it creates may get fewer replicas than the cluster
+# has. Waits until the metadata of every node lists all $BROKERS brokers.
+wait_registered() {
+  local deadline=$((SECONDS + KAFKA_START_TIMEOUT)) i n pending
+  while :; do
+    pending=()
+    for i in $(seq 1 "$BROKERS"); do
+      n="$(registered_brokers "$KAFKA_HOST" $((KAFKA_PORT + i - 1)))"
+      [[ "$n" == "$BROKERS" ]] || pending+=("node $i lists ${n:-no} broker(s)")
+    done
+    if [[ ${#pending[@]} -eq 0 ]]; then
+      log "every node's metadata lists all $BROKERS brokers"
+      return 0
+    fi
+    ((SECONDS < deadline)) || break
+    sleep 0.5
   done
-  seq 1 "$n"
+  die "the cluster is not complete after ${KAFKA_START_TIMEOUT}s: $(IFS=','; echo "${pending[*]}") of $BROKERS; see the nodes' kafka.log under $KAFKA_CLUSTER_DIR (left running; 'kafka.sh down' stops them)"
 }
 
+# Stops what 'up' started on KAFKA_PORT, whatever --brokers says: the single broker of this port and
+# every node-<i> of KAFKA_CLUSTER_DIR whose pid file names a live JVM started with that node's config.
+# A broker this script did not start (another checkout's, docker's) is left alone.
 cmd_down() {
-  local i pid pids=() nodes=() alive
-  for i in $(known_nodes); do
-    node_vars "$i"
-    pid="$(running_pid "$NODE_PID_FILE")"
-    if [[ -z "$pid" ]]; then
-      rm -f "$NODE_PID_FILE"
-      if port_open "$KAFKA_HOST" "$NODE_PORT"; then
-        log "node $i: not started by this script (no live pid in $NODE_PID_FILE), but something answers on $KAFKA_HOST:$NODE_PORT; leaving it alone"
-      else
-        log "node $i: not running"
-      fi
-      continue
-    fi
-    log "stopping Kafka node $i (pid $pid) ..."
+  local i pid pids=() files=() alive foreign=()
+  node_vars 1 1
+  if pid="$(node_pid)" && [[ -n "$pid" ]]; then
+    log "stopping Kafka on $KAFKA_HOST:$NODE_PORT (pid $pid) ..."
     kill -TERM "$pid" 2>/dev/null || true
     pids+=("$pid")
-    nodes+=("$i")
+    files+=("$NODE_PID_FILE")
+  fi
+  for i in $(cluster_nodes); do
+    node_vars "$i" 2
+    pid="$(node_pid)"
+    [[ -n "$pid" ]] || continue
+    log "stopping Kafka node $i (pid $pid, $KAFKA_HOST:$NODE_PORT) ..."
+    kill -TERM "$pid" 2>/dev/null || true
+    pids+=("$pid")
+    files+=("$NODE_PID_FILE")
   done
-  [[ ${#pids[@]} -eq 0 ]] && return 0
+  if [[ ${#pids[@]} -eq 0 ]]; then
+    for i in $(seq 1 "$BROKERS"); do
+      port_open "$KAFKA_HOST" $((KAFKA_PORT + i - 1)) && foreign+=("$KAFKA_HOST:$((KAFKA_PORT + i - 1))")
+    done
+    if [[ ${#foreign[@]} -gt 0 ]]; then
+      log "nothing started by this script runs on KAFKA_PORT=$KAFKA_PORT (no live pid under $SINGLE_DIR or $KAFKA_CLUSTER_DIR), but ${foreign[*]} answers: leaving it alone (started from another checkout, KAFKA_HOME_DIR or KAFKA_CLUSTER_DIR, or by docker compose: stop it there)"
+    else
+      log "not running"
+    fi
+    return 0
+  fi
   # Every node gets SIGTERM at once: stopped one after another, the last ones would wait for a quorum.
   for _ in $(seq 1 60); do
     alive=0
@@ -431,18 +509,15 @@ cmd_down() {
     fi
   done
   sleep 0.2
-  for i in "${nodes[@]}"; do
-    node_vars "$i"
-    rm -f "$NODE_PID_FILE"
-  done
-  log "stopped"
+  rm -f "${files[@]}"
+  log "stopped (${#pids[@]} node(s))"
 }
 
 cmd_status() {
   local i pid who rc=0
   for i in $(seq 1 "$BROKERS"); do
     node_vars "$i"
-    pid="$(running_pid "$NODE_PID_FILE")"
+    pid="$(node_pid)"
     who=""
     [[ "$BROKERS" -gt 1 ]] && who="node $i: "
     if port_open "$KAFKA_HOST" "$NODE_PORT"; then
