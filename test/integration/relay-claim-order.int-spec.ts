@@ -55,7 +55,9 @@ test('a ticket whose created row is parked has neither its created nor its cance
   expect(claimed).toEqual([otherSeq]);
 
   // The claim that also marks a batch published runs the same hold-back.
-  const folded = seqsOf(await repo.markPublishedAndClaim(db, [otherSeq], 100, [otherSeq]));
+  const folded = seqsOf(
+    await repo.markPublishedAndClaim(db, { seqs: [otherSeq], kafkaTimestampMs: Date.now() }, 100, [otherSeq]),
+  );
   expect(folded).toEqual([]);
 });
 
