@@ -12,6 +12,8 @@ require_node
 install_deps
 use_database_url
 export PORT="${PORT:-3000}"
+# Log lines for a person when this terminal shows them (the children's stdout may be a pipe): else JSON.
+if [ -t 1 ]; then export LOG_FORMAT="${LOG_FORMAT:-pretty}"; fi
 ensure_postgres "$DATABASE_URL"
 ensure_kafka
 build
