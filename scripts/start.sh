@@ -11,6 +11,8 @@ cd "$ROOT"
 # Every port the processes below listen on, checked before anything slow (install, build, migrate):
 # a second npm start, or anything else on one of them, fails here naming all the taken ones at once.
 export PORT="${PORT:-3000}"
+# Log lines for a person when this terminal shows them (the children's stdout may be a pipe): else JSON.
+if [ -t 1 ]; then export LOG_FORMAT="${LOG_FORMAT:-pretty}"; fi
 # The ops console (a second listener of the API, loopback only).
 export ADMIN_PORT="${ADMIN_PORT:-3001}"
 [ -n "${NOTIFY_WEBHOOK_URL:-}" ] || export WEBHOOK_SINK_PORT="${WEBHOOK_SINK_PORT:-3999}"

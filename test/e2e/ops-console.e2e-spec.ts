@@ -185,6 +185,12 @@ it("shows a created ticket's timeline: key, outbox row, Kafka partition and offs
     `consumed by group ${groupId}: ticket.created.v1 at ${topic}[${rows[0].partition}]@${rows[0].offset}`,
   );
   expect(timeline).toContain('webhook attempt 1: 204');
+  // In the order it happened: the record went to Kafka (its own timestamp) before the group read it; the
+  // outbox row's mark, after the broker's ack, is a line of its own (before or after the read).
+  const published = timeline.indexOf('published to Kafka: ticket.created.v1');
+  expect(published).toBeGreaterThan(-1);
+  expect(published).toBeLessThan(timeline.indexOf(`consumed by group ${groupId}`));
+  expect(timeline).toMatch(/outbox row seq \d+ marked published after the broker's ack/);
   expect(await page.locator('#trace-id').innerText()).toBe(TRACE_ID);
   // The title is text on the page, not markup.
   await page.getByText(TITLE, { exact: true }).waitFor();

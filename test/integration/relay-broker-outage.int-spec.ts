@@ -1,5 +1,6 @@
 // The broker becomes unreachable under load and comes back: the relay backs off, marks nothing it
-// could not get acknowledged, and catches up without losing an event.
+// could not get acknowledged, and catches up without losing an event. And while idle, the relay's
+// broker state (health) follows the broker too.
 //
 // The outage is a real TCP cut, not a stopped broker: every relay connection to the broker goes
 // through a node:net proxy (kafkajs `socketFactory`), and the test closes the proxy (connection
@@ -11,13 +12,14 @@ import { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { TcpCutProxy } from '@tickets/fault-proxy';
 import { createLogger } from '@tickets/logger';
-import { OutboxRelay } from '@tickets/outbox';
+import { OutboxRelay, type OutboxRelayOptions } from '@tickets/outbox';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import {
   createRelayTestDatabase,
   deleteTopic,
   insertOutboxRows,
   readTopic,
+  ticketEventRow,
   ticketLifecycle,
   waitFor,
   type RelayTestDatabase,
@@ -51,9 +53,9 @@ async function pending(): Promise<number> {
     .rows[0].n;
 }
 
-it('loses nothing while the broker is unreachable under load, backs off, and catches up when it returns', async () => {
-  const registry = new Registry();
-  relay = new OutboxRelay({
+/** A relay whose every broker connection goes through the proxy. */
+function proxiedRelay(settings: Partial<OutboxRelayOptions> = {}): OutboxRelay {
+  return new OutboxRelay({
     databaseUrl: database.url,
     // Single-broker cluster: every connection (seed and advertised address alike) goes via the proxy.
     kafka: {
@@ -67,13 +69,19 @@ it('loses nothing while the broker is unreachable under load, backs off, and cat
       },
     },
     logger,
-    registry,
+    registry: new Registry(),
     batchSize: 100,
     pollIntervalMs: 200,
     retryBaseMs: 100,
     retryMaxMs: 1_000,
     stopTimeoutMs: 3_000,
+    ...settings,
   });
+}
+
+it('loses nothing while the broker is unreachable under load, backs off, and catches up when it returns', async () => {
+  const registry = new Registry();
+  relay = proxiedRelay({ registry });
   await relay.start();
 
   const tickets = Array.from({ length: 150 }, () => ticketLifecycle(tenantId));
@@ -120,4 +128,26 @@ it('loses nothing while the broker is unreachable under load, backs off, and cat
     const events = messages.filter((m) => m.key === created.aggregateId).map((m) => m.headers['event-id']);
     expect(events).toEqual([created.eventId, cancelled.eventId]);
   }
+});
+
+// An idle leader (nothing to publish) still knows whether the broker answers: /health/outbox reads
+// relay.stats().broker, which the sends alone would leave `up` until a row waits.
+it('an idle leader reports the broker unreachable soon after it goes away, and up once it is back', async () => {
+  await relay?.stop();
+  relay = proxiedRelay({ pollIntervalMs: 500 });
+  await relay.start();
+  const broker = async () => (await relay!.stats()).broker.state;
+  // One row published: the topic is set up and the producer connected; then the relay idles.
+  await insertOutboxRows(db, [ticketEventRow({ tenantId, kind: 'created' })]);
+  await waitFor('the row published', async () => (await pending()) === 0, 30_000);
+  expect(await broker()).toBe('up');
+
+  await proxy.cut();
+  await waitFor('the idle relay to see the broker unreachable', async () => (await broker()) === 'unreachable', 20_000);
+  const stats = await relay.stats();
+  expect(stats.pending).toBe(0); // nothing was sent: the probe found it out
+  expect(stats.isLeader).toBe(true);
+
+  await proxy.listen();
+  await waitFor('the idle relay to see the broker back', async () => (await broker()) === 'up', 20_000);
 });

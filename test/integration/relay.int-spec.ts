@@ -121,6 +121,14 @@ describe('OutboxRelay', () => {
         'correlation-id': row.headers['correlation-id'],
       });
     }
+    // The mark stores the record's own timestamp, the one a consumer reads (the console's "published").
+    const { rows: stamps } = await db.query<{ eventId: string; ms: number }>(
+      `SELECT event_id::text AS "eventId", (extract(epoch FROM kafka_timestamp) * 1000)::float8 AS ms
+         FROM outbox_events WHERE seq = ANY($1::bigint[])`,
+      [seqs],
+    );
+    expect(stamps).toHaveLength(rows.length);
+    for (const s of stamps) expect(s.ms).toBe(messages.find((m) => m.headers['event-id'] === s.eventId)!.timestamp);
     for (let i = 0; i < rows.length; i += 2) {
       const [created, cancelled] = [rows[i], rows[i + 1]].map((r) =>
         messages.find((m) => m.headers['event-id'] === r.eventId)!,

@@ -151,6 +151,8 @@ export interface ReceivedMessage {
   key: string;
   value: string;
   headers: Record<string, string>;
+  /** The record's timestamp, ms since the epoch. */
+  timestamp: number;
 }
 
 /**
@@ -181,6 +183,7 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 30
             key: message.key?.toString() ?? '',
             value: message.value?.toString() ?? '',
             headers: decodeHeaders(message.headers),
+            timestamp: Number(message.timestamp),
           });
           if (received.length >= expected) done();
         },

@@ -9,7 +9,7 @@ guardStdio();
 async function main(): Promise<void> {
   const config = loadConfigOrExit('consumer');
   const kit = loadEventConsumerConfigOrExit('consumer');
-  const logger = createLogger(config.logLevel, 'consumer');
+  const logger = createLogger(config.logLevel, 'consumer', undefined, config.logFormat);
   if (!config.notifier.webhookUrl) {
     logger.warn(
       'NOTIFY_WEBHOOK_URL is not set: notifications of tenants without a webhook of their own are recorded as skipped',

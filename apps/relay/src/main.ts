@@ -20,7 +20,7 @@ guardStdio();
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('outbox-relay');
-  const logger = createLogger(config.logLevel, 'outbox-relay');
+  const logger = createLogger(config.logLevel, 'outbox-relay', undefined, config.logFormat);
   const ctx: StartupContext = {
     ports: config.relay.metrics ? [{ variable: 'RELAY_METRICS_PORT', ...config.relay.metrics }] : [],
     databaseUrl: config.database.url,

@@ -9,7 +9,7 @@ guardStdio();
 async function main(): Promise<void> {
   const config = loadConfigOrExit('stats-consumer');
   const kit = loadEventConsumerConfigOrExit('stats-consumer');
-  const logger = createLogger(config.logLevel, 'stats-consumer');
+  const logger = createLogger(config.logLevel, 'stats-consumer', undefined, config.logFormat);
   const options = ticketEventsOptions(config, kit, kit.stats.groupId, logger);
   try {
     const { server } = await createStatsConsumer(options, logger);

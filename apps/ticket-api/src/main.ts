@@ -15,7 +15,7 @@ class MigrationsPendingError extends Error {
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit('ticket-api');
-  const logger = createLogger(config.logLevel, 'ticket-api');
+  const logger = createLogger(config.logLevel, 'ticket-api', undefined, config.logFormat);
   const ctx: StartupContext = {
     ports: [
       { variable: 'PORT', hostVariable: 'HOST', port: config.http.port, host: config.http.host },

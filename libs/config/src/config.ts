@@ -29,6 +29,8 @@ const postgresUrl = z
 const EnvSchema = z.object({
   NODE_ENV: z.string().default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** json | pretty; unset: pretty when stdout is a terminal, JSON otherwise. */
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DATABASE_URL: postgresUrl,
@@ -167,6 +169,7 @@ const NOTIFIER_TUNING = {
 export interface AppConfig {
   env: string;
   logLevel: Env['LOG_LEVEL'];
+  logFormat: Env['LOG_FORMAT'];
   http: { host: string; port: number; bodyLimitBytes: number };
   database: { url: string; poolMax: number };
   idempotency: {
@@ -242,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   return {
     env: e.NODE_ENV,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     http: { host: e.HOST, port: e.PORT, bodyLimitBytes: e.BODY_LIMIT_BYTES },
     database: { url: e.DATABASE_URL, poolMax: e.DB_POOL_MAX },
     idempotency: {

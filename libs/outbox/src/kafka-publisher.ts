@@ -1,4 +1,4 @@
-import { Partitioners, type Kafka, type Message, type Producer } from 'kafkajs';
+import { Partitioners, type Admin, type Kafka, type Message, type Producer } from 'kafkajs';
 import { createKafkaClient, ensureTopic, topicNumberSetting, withAdmin } from '@tickets/kafka';
 import type { Logger } from '@tickets/logger';
 import { tracedSend } from '@tickets/telemetry';
@@ -11,6 +11,7 @@ import type { OutboxRelayOptions } from './relay-options';
 export class KafkaPublisher {
   private readonly kafka: Kafka;
   private producer?: Producer;
+  private probeAdmin?: Admin;
   private topicReady = false;
   /** Bytes per send: the configured limit, lowered to 90 % of the topic's max.message.bytes when that is smaller. */
   maxBatchBytes: number;
@@ -44,11 +45,35 @@ export class KafkaPublisher {
     );
   }
 
+  /**
+   * One metadata request for the topic, on an admin client kept for it (no client retries: one
+   * attempt per call); throws when no broker answers. For the broker's state while idle (IdleBrokerProbe).
+   */
+  async probe(): Promise<void> {
+    try {
+      if (!this.probeAdmin) {
+        this.probeAdmin = this.kafka.admin({ retry: { retries: 0 } });
+        await this.probeAdmin.connect();
+      }
+      await this.probeAdmin.fetchTopicMetadata({ topics: [this.settings.topic] });
+    } catch (err) {
+      await this.dropProbe();
+      throw err;
+    }
+  }
+
   /** Drops the producer; the next send builds a new one (a new producer id: the broker can no longer de-duplicate a resend). */
   async reset(): Promise<void> {
     const producer = this.producer;
     this.producer = undefined;
     await producer?.disconnect().catch(() => undefined);
+    await this.dropProbe();
+  }
+
+  private async dropProbe(): Promise<void> {
+    const admin = this.probeAdmin;
+    this.probeAdmin = undefined;
+    await admin?.disconnect().catch(() => undefined);
   }
 
   private async prepareTopic(): Promise<void> {

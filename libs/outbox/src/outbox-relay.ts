@@ -4,6 +4,7 @@ import { register as defaultRegistry } from 'prom-client';
 import type { Logger } from '@tickets/logger';
 import { OutageLog, WakeableSleep, type DependencyState } from '@tickets/sleep';
 import { fullJitterBackoff } from './backoff';
+import { IdleBrokerProbe } from './idle-broker-probe';
 import { KafkaPublisher } from './kafka-publisher';
 import { LeaderLock } from './leader-lock';
 import { OutboxRepository, withRelaySessionOptions } from './outbox.repository';
@@ -58,6 +59,7 @@ export class OutboxRelay {
   private readonly pipeline: RelayPipeline;
   private readonly sleeper = new WakeableSleep();
   private readonly broker: OutageLog;
+  private readonly brokerProbe: IdleBrokerProbe;
   private readonly database: OutageLog;
   private pool?: Pool;
   private running = false;
@@ -76,6 +78,7 @@ export class OutboxRelay {
     const outageRetryMs = Math.min(this.options.retryMaxMs, this.options.outageRetryMaxMs);
     this.broker = new OutageLog(this.log, 'broker', outageRetryMs);
     this.database = new OutageLog(this.log, 'database', outageRetryMs);
+    this.brokerProbe = new IdleBrokerProbe(this.broker, () => this.publisher.probe(), this.options.pollIntervalMs);
     this.metrics = new RelayMetrics(opts.registry ?? defaultRegistry, {
       counts: () => this.repo.counts(this.getPool()),
       isLeader: () => this.leader,
@@ -91,7 +94,7 @@ export class OutboxRelay {
       isRunning: () => this.running,
       cleanup: () => this.startCleanup(),
       metrics: this.metrics,
-      broker: this.broker,
+      broker: this.brokerProbe.reporter,
       log: this.log,
     });
   }
@@ -224,7 +227,12 @@ export class OutboxRelay {
     this.leader = true;
     this.log.info('became the active outbox relay');
     this.database.ok();
-    await this.pipeline.lead(client);
+    this.brokerProbe.start();
+    try {
+      await this.pipeline.lead(client);
+    } finally {
+      this.brokerProbe.stop();
+    }
   }
 
   private startCleanup(): boolean {

@@ -12,6 +12,12 @@ export interface DeadLetterEntry {
   blocker?: string;
 }
 
+/** Acknowledged rows to mark: their seqs and the timestamp the relay set on their Kafka records (one per batch). */
+export interface PublishedRows {
+  seqs: string[];
+  kafkaTimestampMs: number;
+}
+
 export interface OutboxCounts {
   pending: number;
   oldestPendingAgeMs: number;
@@ -57,12 +63,16 @@ const CLAIM_SQL = `SELECT o.seq::text AS seq, o.event_id AS "eventId", o.aggrega
         ORDER BY o.seq -- the column: a bare "seq" would sort by the text alias ('10' < '2')
         LIMIT $1`;
 
-/** Marks the rows whose seqs are the parameter `param` published. */
-const MARK_SQL = (param: string) => `UPDATE outbox_events
-          SET published_at = now(), attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
-        WHERE seq = ANY(${param}::bigint[]) AND published_at IS NULL`;
+/**
+ * Marks the rows whose seqs are the parameter `seqs` published, with the Kafka record timestamp (ms
+ * since the epoch) in the parameter `timestamp`.
+ */
+const MARK_SQL = (seqs: string, timestamp: string) => `UPDATE outbox_events
+          SET published_at = now(), kafka_timestamp = to_timestamp(${timestamp}::float8 / 1000),
+              attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
+        WHERE seq = ANY(${seqs}::bigint[]) AND published_at IS NULL`;
 
-const MARK_AND_CLAIM_SQL = `WITH marked AS (${MARK_SQL('$3')})\n${CLAIM_SQL}`;
+const MARK_AND_CLAIM_SQL = `WITH marked AS (${MARK_SQL('$3', '$4')})\n${CLAIM_SQL}`;
 
 /**
  * The relay's SQL on outbox_events / outbox_dead_letters (raw `pg`, parameterised; Prisma cannot
@@ -85,28 +95,32 @@ export class OutboxRepository {
   }
 
   /**
-   * markPublished(`publishedSeqs`) and claim(limit, exclude) in one statement: one round trip and one
+   * markPublished(`published`) and claim(limit, exclude) in one statement: one round trip and one
    * transaction instead of two. The claim reads the snapshot from before the mark, so `exclude` must
-   * contain `publishedSeqs`. Like markPublished: only on the connection that holds the leader lock,
-   * and only after the broker acknowledged every one of `publishedSeqs`.
+   * contain `published.seqs`. Like markPublished: only on the connection that holds the leader lock,
+   * and only after the broker acknowledged every one of `published`.
    */
   async markPublishedAndClaim(
     db: Queryable,
-    publishedSeqs: string[],
+    published: PublishedRows,
     limit: number,
     exclude: string[],
   ): Promise<OutboxRow[]> {
     const { rows } = await db.query<OutboxRow>({
       name: 'outbox_mark_and_claim',
       text: MARK_AND_CLAIM_SQL,
-      values: [limit, exclude, publishedSeqs],
+      values: [limit, exclude, published.seqs, published.kafkaTimestampMs],
     });
     return rows;
   }
 
   /** Called only after the broker acknowledged every one of these rows. */
-  async markPublished(db: Queryable, seqs: string[]): Promise<number> {
-    const res = await db.query({ name: 'outbox_mark', text: MARK_SQL('$1'), values: [seqs] });
+  async markPublished(db: Queryable, published: PublishedRows): Promise<number> {
+    const res = await db.query({
+      name: 'outbox_mark',
+      text: MARK_SQL('$1', '$2'),
+      values: [published.seqs, published.kafkaTimestampMs],
+    });
     return res.rowCount ?? 0;
   }
 

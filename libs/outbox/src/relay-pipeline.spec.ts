@@ -3,7 +3,7 @@ import type { Message } from 'kafkajs';
 import { createLogger } from '@tickets/logger';
 import type { SleepEnd } from '@tickets/sleep';
 import type { OutboxRow } from './outbox-message';
-import type { DeadLetterEntry, Queryable } from './outbox.repository';
+import type { DeadLetterEntry, PublishedRows, Queryable } from './outbox.repository';
 import { RelayPipeline, type Publisher, type RelayPipelineDeps } from './relay-pipeline';
 
 // The relay pipeline against a fake repository (an in-memory outbox) and a fake publisher: no
@@ -59,6 +59,7 @@ function eventRow(seq: number, kind: 'created' | 'cancelled', ticketId: string, 
 /** outbox_events + outbox_dead_letters in memory, with the claim's rules (seq order, exclusions, blockedBy). */
 class FakeOutbox {
   readonly dead: Array<DeadLetterEntry & { eventId: string }> = [];
+  readonly kafkaTimestamps: number[] = []; // the Kafka record timestamp of each mark
   private readonly deadTickets = new Map<string, string>(); // dead letter seq -> ticket id
   private readonly published = new Set<string>();
   private readonly rows: OutboxRow[];
@@ -84,13 +85,19 @@ class FakeOutbox {
     return this.select(limit, exclude);
   }
 
-  async markPublishedAndClaim(db: Queryable, seqs: string[], limit: number, exclude: string[]): Promise<OutboxRow[]> {
+  async markPublishedAndClaim(
+    db: Queryable,
+    published: PublishedRows,
+    limit: number,
+    exclude: string[],
+  ): Promise<OutboxRow[]> {
     const claimed = this.select(limit, exclude); // the claim reads the snapshot from before the mark
-    await this.markPublished(db, seqs);
+    await this.markPublished(db, published);
     return claimed;
   }
 
-  async markPublished(db: Queryable, seqs: string[]): Promise<number> {
+  async markPublished(db: Queryable, { seqs, kafkaTimestampMs }: PublishedRows): Promise<number> {
+    this.kafkaTimestamps.push(kafkaTimestampMs);
     this.trace.push({ op: 'mark', seqs, db: who(db) });
     seqs.forEach((s) => this.published.add(s));
     this.rows.splice(0, this.rows.length, ...this.rows.filter((r) => !this.published.has(r.seq)));
@@ -246,6 +253,18 @@ describe('RelayPipeline', () => {
       expect(markedAt).toBeGreaterThan(sentAt);
     }
     expect(pipeline.publishedCount).toBe(4);
+  });
+
+  it("stamps a batch's records once, before the first send, and stores that timestamp with the mark", async () => {
+    const t = randomUUID();
+    const { pipeline, outbox, publisher } = setUp([eventRow(1, 'created', t), eventRow(2, 'cancelled', t)]);
+    publisher.failNext = 2;
+    const before = Date.now();
+    await pipeline.lead(writer);
+    const stamps = publisher.sent.flat().map((m) => Number(m.timestamp));
+    expect(stamps[0]).toBeGreaterThanOrEqual(before);
+    expect(new Set(stamps).size).toBe(1); // one batch, one timestamp, however many attempts it took
+    expect(outbox.kafkaTimestamps).toEqual([stamps[0]]);
   });
 
   it('marks nothing while the broker fails, backs off between attempts, and resends the same batch', async () => {

@@ -3,7 +3,7 @@ import type { Logger } from '@tickets/logger';
 import type { SleepEnd } from '@tickets/sleep';
 import { fullJitterBackoff } from './backoff';
 import { buildOutboundMessage, chunkMessages, type OutboundMessage, type OutboxRow } from './outbox-message';
-import type { DeadLetterEntry, OutboxRepository, Queryable } from './outbox.repository';
+import type { DeadLetterEntry, OutboxRepository, PublishedRows, Queryable } from './outbox.repository';
 import { classifyPublishError, describePublishError, type PublishErrorKind } from './publish-errors';
 import type { ResolvedRelayOptions } from './relay-options';
 
@@ -180,12 +180,7 @@ export class RelayPipeline {
     if (fold.length > 0) {
       // Marks `fold` (acknowledged; its seqs are in `exclude`) and claims, on the lock connection.
       this.deps.lock.assertHeld();
-      rows = await repo.markPublishedAndClaim(
-        writer,
-        fold.map((m) => m.row.seq),
-        settings.batchSize,
-        exclude,
-      );
+      rows = await repo.markPublishedAndClaim(writer, publishedRows(fold), settings.batchSize, exclude);
       this.countPublished(fold.length);
     } else {
       rows = await repo.claim(this.deps.reader(), settings.batchSize, exclude);
@@ -224,6 +219,10 @@ export class RelayPipeline {
     const { settings, log } = this.deps;
     const acked: OutboundMessage[] = [];
     const halted = new Set<string>();
+    // The records' timestamp (CreateTime), set here rather than by the client at each send so that a
+    // retried send carries the same one, and stored with the mark: the time the batch went to Kafka.
+    const timestamp = String(Date.now());
+    for (const m of batch.outbound) m.message.timestamp = timestamp;
     const queue = chunkMessages(batch.outbound, settings.batchSize, this.deps.publisher.maxBatchBytes);
     while (queue.length > 0) {
       const chunk = queue.shift()!.filter((m) => !halted.has(m.row.aggregateId));
@@ -270,10 +269,7 @@ export class RelayPipeline {
   private async markPublished(writer: Queryable, acked: OutboundMessage[]): Promise<void> {
     if (acked.length === 0) return;
     this.deps.lock.assertHeld();
-    await this.deps.repo.markPublished(
-      writer,
-      acked.map((m) => m.row.seq),
-    );
+    await this.deps.repo.markPublished(writer, publishedRows(acked));
     this.countPublished(acked.length);
   }
 
@@ -341,6 +337,12 @@ export class RelayPipeline {
       );
     }
   }
+}
+
+/** What a mark stores: the rows' seqs and their records' timestamp (one batch's, hence one value). */
+function publishedRows(acked: OutboundMessage[]): PublishedRows {
+  const stamps = acked.map((m) => Number(m.message.timestamp));
+  return { seqs: acked.map((m) => m.row.seq), kafkaTimestampMs: Math.min(...stamps) };
 }
 
 /** Marks a promise's rejection as handled (it is awaited later), so Node does not report it meanwhile. */

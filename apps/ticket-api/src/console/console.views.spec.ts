@@ -50,6 +50,7 @@ describe('console pages escape data from agents and receivers', () => {
             eventType: EVIL,
             createdAt: at,
             publishedAt: at,
+            kafkaTimestamp: at,
             attempts: 1,
             lastError: EVIL,
             traceparent: EVIL,

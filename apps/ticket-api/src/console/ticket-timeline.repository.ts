@@ -31,6 +31,8 @@ export interface OutboxRow {
   eventType: string;
   createdAt: Date;
   publishedAt: Date | null;
+  /** The Kafka record's timestamp the relay set (NULL for rows published before it was stored). */
+  kafkaTimestamp: Date | null;
   attempts: number;
   lastError: string | null;
   traceparent: string | null;
@@ -143,11 +145,11 @@ export class TicketTimelineRepository {
           FROM idempotency_keys WHERE ticket_id = ${id}::uuid ORDER BY created_at`),
       this.db.prisma.$queryRaw<OutboxRow[]>(Prisma.sql`
         SELECT seq::text, event_id::text AS "eventId", event_type AS "eventType", created_at AS "createdAt",
-               published_at AS "publishedAt", attempts, last_error AS "lastError", headers->>'traceparent' AS traceparent,
+               published_at AS "publishedAt", kafka_timestamp AS "kafkaTimestamp", attempts, last_error AS "lastError", headers->>'traceparent' AS traceparent,
                false AS dead, NULL::timestamptz AS "deadAt"
           FROM outbox_events WHERE aggregate_id = ${id}::uuid
         UNION ALL
-        SELECT seq::text, event_id::text, event_type, outbox_created_at, NULL, attempts, reason, headers->>'traceparent',
+        SELECT seq::text, event_id::text, event_type, outbox_created_at, NULL, NULL, attempts, reason, headers->>'traceparent',
                true, created_at
           FROM outbox_dead_letters WHERE aggregate_id = ${id}::uuid
         ORDER BY seq`),

@@ -31,12 +31,21 @@ function steps(t: TicketTimelineRows, retentionNote: string): Step[] {
       at: o.createdAt,
       what: html`outbox row seq ${o.seq}: <code>${o.eventType}</code> event <code>${o.eventId}</code>`,
     });
-    // published_at is set after the broker's ack, so a fast consumer may record the event first.
+    // The record's own timestamp is when it went to Kafka; published_at is the mark, written after the
+    // broker's ack, so a fast consumer records the event before it (docs/operating.md, "Timeline").
+    if (o.kafkaTimestamp)
+      s.push({
+        at: o.kafkaTimestamp,
+        what: html`published to Kafka: <code>${o.eventType}</code> (the record's timestamp)`,
+        cls: 'good',
+      });
     if (o.publishedAt)
       s.push({
         at: o.publishedAt,
-        what: html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s); marked after the broker's ack)`,
-        cls: 'good',
+        what: o.kafkaTimestamp
+          ? html`outbox row seq ${o.seq} marked published after the broker's ack (${o.attempts} attempt(s))`
+          : html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s); the time of the mark, after the broker's ack)`,
+        cls: o.kafkaTimestamp ? undefined : 'good',
       });
     if (o.dead) s.push({ at: o.deadAt!, what: html`dead-lettered by the relay: ${o.lastError}`, cls: 'fail' });
   }
@@ -84,8 +93,10 @@ function eventWaterfall(t: TicketTimelineRows): SafeHtml {
       const read = t.inbox
         .filter((i) => i.eventId === o.eventId)
         .sort((a, b) => ms(a.receivedAt) - ms(b.receivedAt))[0];
-      // The mark (published_at) follows the ack: an event already consumed was published by then.
-      const published = read ? Math.min(ms(o.publishedAt!), ms(read.receivedAt)) : ms(o.publishedAt!);
+      // The record's timestamp; for rows without it, the mark (published_at), which follows the ack:
+      // an event already consumed was published by then.
+      const marked = ms(o.kafkaTimestamp ?? o.publishedAt!);
+      const published = read ? Math.min(marked, ms(read.receivedAt)) : marked;
       const spans = [{ name: 'outbox → published', fromMs: ms(o.createdAt), toMs: published, color: STAGES.outbox }];
       if (read)
         spans.push({ name: 'published → consumed', fromMs: published, toMs: ms(read.receivedAt), color: STAGES.kafka });
