@@ -237,7 +237,7 @@ async function brokerKill(note: (text: string) => void): Promise<void> {
   }
 }
 
-/** SIGKILL of every broker; started again after CHAOS_BROKER_DOWN_SECONDS. "Back" is the first metadata answer with a leader for every partition. */
+/** SIGKILL of every broker; started again after CHAOS_BROKER_DOWN_SECONDS. "Back": every partition can take an acks=all write (waitUntilServing). */
 async function kafkaOutage(note: (text: string) => void): Promise<void> {
   const pids = Array.from({ length: knobs.brokers }, (_, i) => cluster.pid(i + 1));
   outageAt = Date.now();
@@ -245,7 +245,9 @@ async function kafkaOutage(note: (text: string) => void): Promise<void> {
   log(`fault: SIGKILL every broker (pids ${pids.join(', ')})`);
   await sleep(knobs.brokerDownMs);
   log('fault: starting every broker again');
-  const serving = waitUntilServing(cluster.bootstrap, topic, 120_000);
+  // kafka.sh gives a cluster of three or more min.insync.replicas 2, a smaller one 1.
+  const serving = waitUntilServing(cluster.bootstrap, topic, knobs.brokers >= 3 ? 2 : 1, 600_000);
+  serving.catch(() => undefined); // awaited below, after the start; a rejection meanwhile must not end the run
   await cluster.up();
   const upAt = Date.now();
   outageBackAt = await serving;
@@ -509,6 +511,13 @@ async function recoveryRows(db: Pool, tenantId: string, stormEndedAt: number): P
       value: `${secs(webhook.gapMs)} (goal <= ${secs(goalMs)}: ${verdict(webhook.gapMs <= goalMs, 'broker-kill')})`,
       ok: null,
     });
+    // The clients' share: from the moment the cluster had moved every leader to the end of the stall.
+    if (leadersMovedAt !== undefined && webhook.endsAt !== undefined)
+      rows.push({
+        name: 'leaders moved -> end of that stall',
+        value: secs(Math.max(0, webhook.endsAt - leadersMovedAt)),
+        ok: null,
+      });
     // Webhooks per 5 s from the kill on: a stall shows as a run of zeros while the storm still writes.
     const buckets: number[] = [];
     for (const at of t.webhook.filter((a) => a >= k)) {

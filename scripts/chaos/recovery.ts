@@ -62,11 +62,18 @@ export function brokerSessionTimeoutMs(clusterDir: string): number {
 }
 
 /**
- * Resolves to the first moment the cluster serves `topic` again: a metadata request answered with a
- * leader for every partition. Polls every 100 ms with a fresh client (no retries of its own) until
- * `boundMs`; rejects after that.
+ * Resolves to the first moment the cluster serves `topic` again: a metadata answer in which every
+ * partition's leader is a live (listed, so unfenced) broker and at least `minIsr` of its in-sync replicas
+ * are live, so an acks=all write can succeed. (Right after a restart of every node, the first node up
+ * still reports the leaders of before the kill.) Polls every 100 ms with a fresh client (no retries of
+ * its own) until `boundMs`; rejects after that.
  */
-export async function waitUntilServing(brokers: string[], topic: string, boundMs: number): Promise<number> {
+export async function waitUntilServing(
+  brokers: string[],
+  topic: string,
+  minIsr: number,
+  boundMs: number,
+): Promise<number> {
   const deadline = Date.now() + boundMs;
   const kafka = new Kafka({
     clientId: 'chaos-probe',
@@ -80,10 +87,12 @@ export async function waitUntilServing(brokers: string[], topic: string, boundMs
     const admin = kafka.admin({ retry: { retries: 0 } });
     const at = await admin
       .connect()
-      .then(() => admin.fetchTopicMetadata({ topics: [topic] }))
-      .then((m) => {
-        const parts = m.topics[0]?.partitions ?? [];
-        return parts.length > 0 && parts.every((p) => p.leader >= 0) ? Date.now() : undefined;
+      .then(async () => {
+        const live = new Set((await admin.describeCluster()).brokers.map((b) => b.nodeId));
+        const parts = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions ?? [];
+        const serving = (p: (typeof parts)[number]) =>
+          live.has(p.leader) && p.isr.filter((r) => live.has(r)).length >= minIsr;
+        return parts.length > 0 && parts.every(serving) ? Date.now() : undefined;
       })
       .catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
