@@ -13,6 +13,7 @@ import { ChaosProcess, type UnexpectedExit } from './chaos-process';
 import { converged, formatTable, invariantRows, readDatabase, readDeliveries, readTopic, type Row } from './invariants';
 import { KafkaCluster, ROOT, busiestLeader, formatLeaders, partitionLeaders } from './kafka-cluster';
 import { PgCluster } from './pg-cluster';
+import { brokerSessionTimeoutMs, firstAt, longestGap, readStageTimes, secs, waitUntilServing } from './recovery';
 import { runStorm, type StormResult } from './storm';
 import { WebhookRecorder } from './webhook-recorder';
 import { DEFAULT_RELAY_LOCK_KEY } from '@tickets/outbox';
@@ -73,11 +74,8 @@ const pg = knobs.externalDatabaseUrl
   ? undefined
   : new PgCluster({ dir: join(tmpdir(), `tickets-chaos-pg-${knobs.pgPort}`), port: knobs.pgPort, maxConnections: 100 });
 const databaseUrl = knobs.externalDatabaseUrl ?? pg!.urlFor('tickets_chaos');
-const cluster = new KafkaCluster({
-  brokers: knobs.brokers,
-  port: knobs.kafkaPort,
-  dir: join(ROOT, '.cache', 'kafka', `chaos-${knobs.kafkaPort}`),
-});
+const clusterDir = join(ROOT, '.cache', 'kafka', `chaos-${knobs.kafkaPort}`);
+const cluster = new KafkaCluster({ brokers: knobs.brokers, port: knobs.kafkaPort, dir: clusterDir });
 const recorder = new WebhookRecorder(secret);
 const apis: ChaosProcess[] = [];
 const consumers: ChaosProcess[] = [];
@@ -86,6 +84,10 @@ const timings: Row[] = [];
 let lastFaultEndedAt = 0;
 let brokerBackAt: number | undefined;
 let brokerKilledAt: number | undefined;
+let leadersMovedAt: number | undefined;
+/** kafka-outage: when every broker was killed, and when the cluster served the topic again. */
+let outageAt: number | undefined;
+let outageBackAt: number | undefined;
 let stormStartedAt = Date.now();
 /** Every fault with its times; `kind` says which client-visible answers it must not cause. */
 const faultLog: Array<{
@@ -220,6 +222,7 @@ async function brokerKill(note: (text: string) => void): Promise<void> {
       },
       60_000,
     );
+    leadersMovedAt = Date.now();
     log(`fault: leaders after (${((Date.now() - brokerKilledAt) / 1000).toFixed(1)} s): ${formatLeaders(after)}`);
     note(`broker ${victim} killed; leaders moved in ${((Date.now() - brokerKilledAt) / 1000).toFixed(1)} s`);
     await sleep(Math.max(0, knobs.brokerDownMs - (Date.now() - brokerKilledAt)));
@@ -232,6 +235,27 @@ async function brokerKill(note: (text: string) => void): Promise<void> {
   } finally {
     await admin.disconnect();
   }
+}
+
+/** SIGKILL of every broker; started again after CHAOS_BROKER_DOWN_SECONDS. "Back": every partition can take an acks=all write (waitUntilServing). */
+async function kafkaOutage(note: (text: string) => void): Promise<void> {
+  const pids = Array.from({ length: knobs.brokers }, (_, i) => cluster.pid(i + 1));
+  outageAt = Date.now();
+  for (let i = 1; i <= knobs.brokers; i++) cluster.kill(i);
+  log(`fault: SIGKILL every broker (pids ${pids.join(', ')})`);
+  await sleep(knobs.brokerDownMs);
+  log('fault: starting every broker again');
+  // kafka.sh gives a cluster of three or more min.insync.replicas 2, a smaller one 1.
+  const serving = waitUntilServing(cluster.bootstrap, topic, knobs.brokers >= 3 ? 2 : 1, 600_000);
+  serving.catch(() => undefined); // awaited below, after the start; a rejection meanwhile must not end the run
+  await cluster.up();
+  const upAt = Date.now();
+  outageBackAt = await serving;
+  const s = ((outageBackAt - outageAt) / 1000).toFixed(1);
+  log(
+    `fault: the cluster serves ${topic} again ${s} s after the kill (kafka.sh up returned ${((upAt - outageBackAt) / 1000).toFixed(1)} s after that)`,
+  );
+  note(`every broker down; serving again after ${s} s`);
 }
 
 /** A fast shutdown (every session terminated with 57P01, new ones refused) and a start of the run's own server. */
@@ -285,6 +309,7 @@ const FAULTS: Record<string, Fault> = {
     run: () => killAndRestart(consumers[0], () => consumerReady(consumers[0])),
   },
   'broker-kill': { name: 'SIGKILL of the broker leading most partitions', kind: 'broker', run: brokerKill },
+  'kafka-outage': { name: 'SIGKILL of every broker, started again', kind: 'broker', run: kafkaOutage },
   'postgres-restart': {
     name: 'PostgreSQL restart (fast shutdown, then start)',
     kind: 'database',
@@ -398,21 +423,128 @@ async function startStack(): Promise<void> {
   );
 }
 
-/** Each chosen fault fires at its own time (first + i * gap seconds into the storm), whether or not the previous one has finished. */
+let brokerFaults: Promise<void> = Promise.resolve();
+let lastBrokerFaultEndedAt = 0;
+
+/**
+ * Each chosen fault fires at its own time (first + i * gap seconds into the storm), whether or not the
+ * previous one has finished; except that a broker fault waits for the previous broker fault to end, plus 10 s.
+ */
 async function injectFaults(): Promise<void> {
   await Promise.all(
     knobs.faults.map(async (key, i) => {
       const fault = FAULTS[key];
       await sleep((knobs.firstFaultS + i * knobs.faultGapS) * 1000);
-      const entry: (typeof faultLog)[number] = { key, kind: fault.kind, firedAt: Date.now(), note: '' };
-      faultLog.push(entry);
-      log(`fault ${key}: ${fault.name}`);
-      await fault.run((text) => (entry.note = text));
-      entry.endedAt = Date.now();
-      log(`fault ${key} over (${((entry.endedAt - entry.firedAt) / 1000).toFixed(1)} s)`);
-      lastFaultEndedAt = Math.max(lastFaultEndedAt, entry.endedAt);
+      // Broker faults take turns: killing the cluster while a killed node is still starting would fail its start.
+      if (fault.kind === 'broker') {
+        const previous = brokerFaults;
+        let done = () => {};
+        brokerFaults = new Promise<void>((r) => (done = r));
+        await previous;
+        await sleep(Math.max(0, lastBrokerFaultEndedAt + 10_000 - Date.now()));
+        try {
+          await runFault(key, fault);
+        } finally {
+          lastBrokerFaultEndedAt = Date.now();
+          done();
+        }
+      } else await runFault(key, fault);
     }),
   );
+}
+
+async function runFault(key: string, fault: Fault): Promise<void> {
+  const entry: (typeof faultLog)[number] = { key, kind: fault.kind, firedAt: Date.now(), note: '' };
+  faultLog.push(entry);
+  log(`fault ${key}: ${fault.name}`);
+  try {
+    await fault.run((text) => (entry.note = text));
+  } catch (err) {
+    // Left unfinished: the "faults fired and completed" row shows it, and the run still tears down.
+    log(`fault ${key} FAILED: ${(err as Error).message}`);
+    return;
+  }
+  entry.endedAt = Date.now();
+  log(`fault ${key} over (${((entry.endedAt - entry.firedAt) / 1000).toFixed(1)} s)`);
+  lastFaultEndedAt = Math.max(lastFaultEndedAt, entry.endedAt);
+}
+
+/** Other faults whose window (extended by 5 s) overlaps this one's: a recovery goal is judged only on a fault alone. */
+function overlapping(key: string): string[] {
+  const f = faultLog.find((e) => e.key === key);
+  if (!f) return [];
+  const end = (e: (typeof faultLog)[number]) => (e.endedAt ?? Date.now()) + 5_000;
+  return faultLog.filter((e) => e !== f && e.firedAt < end(f) && f.firedAt < end(e)).map((e) => e.key);
+}
+
+const verdict = (met: boolean, key: string): string => {
+  const others = overlapping(key);
+  return others.length ? `not judged: overlaps ${others.join(', ')}` : met ? 'goal met' : 'goal MISSED';
+};
+
+/**
+ * The broker faults' timelines, per stage of the event path (relay ack, consumer, webhook), logged;
+ * and the two recovery rows with their goals: broker back -> first webhook (kafka-outage, <= 2 s) and
+ * the longest stall after a leader loss (broker-kill, <= the brokers' session timeout + 2 s).
+ */
+async function recoveryRows(db: Pool, tenantId: string, stormEndedAt: number): Promise<Row[]> {
+  const rows: Row[] = [];
+  if (brokerKilledAt === undefined && outageBackAt === undefined) return rows;
+  const t = await readStageTimes(
+    db,
+    tenantId,
+    recorder.deliveries.map((d) => d.at),
+  );
+  if (brokerKilledAt !== undefined) {
+    const k = brokerKilledAt;
+    // Until 5 s after the fault ended (the killed broker back and answering), so its return counts too.
+    const until = (faultLog.find((f) => f.key === 'broker-kill')?.endedAt ?? k + 60_000) + 5_000;
+    const gap = (times: number[]) => longestGap(times, k, until);
+    const [relay, consumed, webhook] = [gap(t.relayAck), gap(t.consumed), gap(t.webhook)];
+    const rel = (at?: number) => (at === undefined ? '?' : `+${((at - k) / 1000).toFixed(1)} s`);
+    log(
+      `leader loss timeline (from the SIGKILL): leaders moved ${rel(leadersMovedAt)}; longest stall of relay acks ${secs(relay.gapMs)} (until ${rel(relay.endsAt)}), of the consumer ${secs(consumed.gapMs)} (until ${rel(consumed.endsAt)}), of webhooks ${secs(webhook.gapMs)} (until ${rel(webhook.endsAt)})`,
+    );
+    const goalMs = brokerSessionTimeoutMs(clusterDir) + 2_000;
+    rows.push({
+      name: 'longest stall after a leader loss',
+      value: `${secs(webhook.gapMs)} (goal <= ${secs(goalMs)}: ${verdict(webhook.gapMs <= goalMs, 'broker-kill')})`,
+      ok: null,
+    });
+    // The clients' share: from the moment the cluster had moved every leader to the end of the stall.
+    if (leadersMovedAt !== undefined && webhook.endsAt !== undefined)
+      rows.push({
+        name: 'leaders moved -> end of that stall',
+        value: secs(Math.max(0, webhook.endsAt - leadersMovedAt)),
+        ok: null,
+      });
+    // Webhooks per 5 s from the kill on: a stall shows as a run of zeros while the storm still writes.
+    const buckets: number[] = [];
+    for (const at of t.webhook.filter((a) => a >= k)) {
+      const b = Math.floor((at - k) / 5_000);
+      buckets[b] = (buckets[b] ?? 0) + 1;
+    }
+    log(
+      `webhooks per 5 s after the broker kill (storm ended ${rel(stormEndedAt)}, broker back ${rel(brokerBackAt)}): ${Array.from(buckets, (n) => n ?? 0).join(' ')}`,
+    );
+  }
+  if (outageBackAt !== undefined) {
+    const b = outageBackAt;
+    const after = (times: number[]) => {
+      const at = firstAt(times, b);
+      return at === undefined ? undefined : at - b;
+    };
+    const [relay, consumed, webhook] = [after(t.relayAck), after(t.consumed), after(t.webhook)];
+    log(
+      `outage timeline (from the cluster serving again, ${secs(b - outageAt!)} after the kill): relay's first ack +${secs(relay)}, consumer's first event +${secs(consumed)}, first webhook +${secs(webhook)}`,
+    );
+    rows.push({
+      name: 'broker back -> first webhook',
+      value: `${secs(webhook)} (goal <= 2.0 s: ${verdict(webhook !== undefined && webhook <= 2_000, 'kafka-outage')})`,
+      ok: null,
+    });
+  }
+  return rows;
 }
 
 async function main(): Promise<number> {
@@ -555,37 +687,7 @@ async function main(): Promise<number> {
     value: ok ? `${((convergedAt - lastFault) / 1000).toFixed(1)} s` : 'never',
     ok: null,
   });
-  if (brokerBackAt !== undefined) {
-    const first = recorder.firstAfter(brokerBackAt);
-    timings.push({
-      name: 'broker back -> first webhook',
-      value: first ? `${((first.at - brokerBackAt) / 1000).toFixed(1)} s` : 'none',
-      ok: null,
-    });
-  }
-  if (brokerKilledAt !== undefined) {
-    const after = recorder.deliveries.filter((d) => d.at >= brokerKilledAt!).map((d) => d.at);
-    // Measured from the kill itself, so a stall right after it counts.
-    let gap = 0;
-    let prev = brokerKilledAt;
-    for (const at of after) {
-      gap = Math.max(gap, at - prev);
-      prev = at;
-    }
-    timings.push({
-      name: 'longest webhook gap after the broker kill',
-      value: `${(gap / 1000).toFixed(1)} s`,
-      ok: null,
-    });
-    // Webhooks per 5 s from the kill on: a stall shows as a run of zeros while the storm still writes.
-    const buckets: number[] = [];
-    for (const at of after)
-      buckets[Math.floor((at - brokerKilledAt) / 5_000)] =
-        (buckets[Math.floor((at - brokerKilledAt) / 5_000)] ?? 0) + 1;
-    log(
-      `webhooks per 5 s after the broker kill (storm ended +${((stormEndedAt - brokerKilledAt) / 1000).toFixed(0)} s, broker back +${brokerBackAt ? ((brokerBackAt - brokerKilledAt) / 1000).toFixed(0) : '?'} s): ${Array.from(buckets, (n) => n ?? 0).join(' ')}`,
-    );
-  }
+  timings.push(...(await recoveryRows(db, tenantId, stormEndedAt)));
   const errors =
     [...storm.responses.entries()]
       .sort()

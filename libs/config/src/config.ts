@@ -143,9 +143,10 @@ const RELAY_TUNING = {
   /**
    * Cap of the backoff while the broker or the database is unreachable (at most RELAY_RETRY_MAX_DELAY):
    * a retry is one refused connection, and a 30 s cap left the relay asleep for up to 30 s after the
-   * broker was back (docs/relay.md, "Outages").
+   * broker was back (docs/relay.md, "Outages"). 500 ms: the relay's first ack after a broker outage
+   * counts toward the 2 s goal of broker back -> first webhook (docs/operating.md).
    */
-  outageRetryMaxMs: 1_000,
+  outageRetryMaxMs: 500,
   /** stop() waits this long for the in-flight batch before cutting connections. */
   stopTimeoutMs: 10_000,
   /** Published rows deleted per retention statement. */

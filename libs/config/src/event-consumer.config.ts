@@ -18,18 +18,17 @@ const EventConsumerEnv = z.object({
   /** The notifier's /metrics and /health/ready (its own port: it may run beside the stats consumer). */
   NOTIFIER_METRICS_PORT: z.coerce.number().int().min(-1).max(65535).default(9465),
   /**
-   * Group membership and client retries. A 3-broker cluster losing the group coordinator recovered in
-   * 23-24 s with kafkajs' defaults (30 s session, 3 s heartbeat, 100 ms..30 s retries) and in 12.8-19 s
-   * with these (measured, see docs/consumer.md "Under failure").
+   * Group membership and client retries: no client wait longer than 1 s, so the consumer moves at most
+   * about a second after the cluster does (docs/consumer.md "Under failure" has the timeline).
    */
   EVENT_CONSUMER_SESSION_TIMEOUT: duration('10s'),
   EVENT_CONSUMER_HEARTBEAT_INTERVAL: duration('1s'),
   EVENT_CONSUMER_REBALANCE_TIMEOUT: duration('15s'),
   EVENT_CONSUMER_KAFKA_RETRY_INITIAL: duration('200ms'),
-  EVENT_CONSUMER_KAFKA_RETRY_MAX: duration('2s'),
-  EVENT_CONSUMER_KAFKA_RETRIES: z.coerce.number().int().min(0).max(100).default(5),
+  EVENT_CONSUMER_KAFKA_RETRY_MAX: duration('1s'),
+  EVENT_CONSUMER_KAFKA_RETRIES: z.coerce.number().int().min(0).max(100).default(7),
   /** Cap of the full-jitter backoff between two rebuilds of a kafkajs consumer that gave up. */
-  EVENT_CONSUMER_RECONNECT_MAX_DELAY: duration('5s'),
+  EVENT_CONSUMER_RECONNECT_MAX_DELAY: duration('1s'),
   /** Same variables as the notifier: the inbox must outlive the topic's retention.ms (checked at start). */
   INBOX_RETENTION: duration('30d'),
   INBOX_PURGE_INTERVAL: duration('1h'),

@@ -10,6 +10,8 @@ export {
 export { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf } from './kit.migrations';
 export { DEFAULT_SCHEMA, KitTables, KitSchemaError } from './kit-schema';
 export { forgetGroupInbox } from './group-inbox';
+// Takes a dead consumer's member out of its group (the kit does it itself before a rebuilt consumer joins).
+export { leaveAsStaleMember, type LeaveOutcome } from './stale-member';
 export {
   replayTopic,
   isReplayStart,

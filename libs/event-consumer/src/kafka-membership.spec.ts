@@ -36,7 +36,11 @@ class FakeConsumer extends EventEmitter {
   readonly events = { GROUP_JOIN: 'group_join', CRASH: 'crash' };
   connected = false;
   runs = 0;
-  constructor(private readonly world: { brokerDown: boolean }) {
+  constructor(
+    private readonly world: { brokerDown: boolean },
+    readonly config: { retry?: { restartOnFailure?: (e: Error) => Promise<boolean> } },
+    private readonly memberId: string,
+  ) {
     super();
   }
   override on(event: string, listener: (...args: unknown[]) => void): this {
@@ -49,7 +53,7 @@ class FakeConsumer extends EventEmitter {
   async subscribe() {}
   async run() {
     this.runs++;
-    this.emit('group_join', {});
+    this.emit('group_join', { payload: { memberId: this.memberId } });
   }
   async disconnect() {
     this.connected = false;
@@ -59,10 +63,13 @@ class FakeConsumer extends EventEmitter {
   }
 }
 
-function setup() {
+function setup(leaveStaleMember: (memberId: string) => Promise<unknown> = async () => 'left') {
   const world = { brokerDown: false };
   const made: FakeConsumer[] = [];
-  const kafka = { consumer: () => made[made.push(new FakeConsumer(world)) - 1] } as unknown as Kafka;
+  const kafka = {
+    consumer: (config: FakeConsumer['config']) =>
+      made[made.push(new FakeConsumer(world, config, `member-${made.length}`)) - 1],
+  } as unknown as Kafka;
   const lines: string[] = [];
   const log = {
     info: (_: unknown, m: string) => lines.push(m),
@@ -72,7 +79,7 @@ function setup() {
   let rebuilt = 0;
   const m = new KafkaMembership(
     kafka,
-    { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20 },
+    { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20, leaveStaleMember },
     { eachBatch: async () => undefined },
     log as never,
     { rebuilt: () => rebuilt++ },
@@ -111,6 +118,34 @@ describe('KafkaMembership', () => {
     expect(m.status().state).toBe('stopped');
   });
 
+  it('takes the member of a consumer that gave up out of the group before the rebuild joins, retrying while the coordinator does not answer', async () => {
+    const left: string[] = [];
+    let coordinatorDown = true;
+    const { made, m, lines } = setup(async (memberId) => {
+      left.push(memberId);
+      if (coordinatorDown) throw refused();
+    });
+    await m.start();
+    // kafkajs never restarts a crashed consumer itself: it would join as a new member past the stale one.
+    expect(await made[0].config.retry?.restartOnFailure?.(new Error('x'))).toBe(false);
+
+    made[0].crash(false);
+    await until(() => left.length >= 3);
+    expect(made).toHaveLength(1); // no new consumer joins while the stale member may still be in the group
+    coordinatorDown = false;
+    await until(() => m.status().ready);
+    expect(new Set(left)).toEqual(new Set(['member-0']));
+    expect(made).toHaveLength(2);
+    expect(lines.filter((l) => /stale member/.test(l))).toHaveLength(1);
+
+    // The next crash leaves the rebuilt consumer's member, once.
+    const before = left.length;
+    made[1].crash(false);
+    await until(() => made.length === 3 && m.status().ready);
+    expect(left.slice(before)).toEqual(['member-1']);
+    await m.stop();
+  });
+
   it('waits for the broker at the first start (topic check included), but throws a configuration error at once', async () => {
     const { world, made, m, lines } = setup();
     world.brokerDown = true;
@@ -139,7 +174,7 @@ describe('KafkaMembership', () => {
     await m.start();
     made[0].crash(true);
     expect(m.status()).toEqual({ ready: false, state: 'rejoining' });
-    made[0].emit('group_join', {});
+    made[0].emit('group_join', { payload: { memberId: 'member-0' } });
     expect(m.status().ready).toBe(true);
     expect(made).toHaveLength(1);
 

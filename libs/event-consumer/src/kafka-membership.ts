@@ -1,5 +1,6 @@
 import type { Consumer, ConsumerConfig, ConsumerRunConfig, Kafka } from 'kafkajs';
 import type { KitLogger as Logger } from './kit-logger';
+import { leaveAsStaleMember } from './stale-member';
 
 /**
  * starting → running (joined) ⇄ rejoining (kafkajs restarts itself) / reconnecting (rebuilt by us) → stopped;
@@ -15,6 +16,8 @@ export interface MembershipOptions {
   consumer?: Omit<Partial<ConsumerConfig>, 'groupId'>;
   /** Cap of the full-jitter backoff between two rebuild attempts. */
   reconnectMaxDelayMs: number;
+  /** Takes a member of a consumer that gave up out of the group before the rebuild joins (default: a LeaveGroup at the coordinator). */
+  leaveStaleMember?: (memberId: string) => Promise<unknown>;
 }
 
 const UNREACHABLE = new Set([
@@ -48,6 +51,12 @@ export function fullJitterMs(attempt: number, capMs: number, baseMs = 200, rando
  * coordinator" while a broker is down) ends it for good (`restart: false`). Then this class builds a new
  * consumer (connect, subscribe, run) with full-jitter backoff until one runs, so a broker outage of any
  * length never ends the process. One log line per state change; `status()` feeds /health/ready.
+ *
+ * kafkajs is told never to restart a crashed consumer itself: either way the next consumer joins as a
+ * new member, and the crashed one could not leave while its coordinator was unreachable, so the group
+ * would wait a whole session timeout for it at the next join. The rebuild first takes that stale
+ * member out of the group (a LeaveGroup on its behalf, retried with the backoff until the coordinator
+ * answers), then joins.
  */
 export class KafkaMembership {
   private consumer?: Consumer;
@@ -57,6 +66,9 @@ export class KafkaMembership {
   private leaving?: Promise<void>;
   private rebuilding?: Promise<void>;
   private wake?: () => void;
+  /** The member id of the current consumer (from its last join), and that of a consumer that gave up. */
+  private memberId?: string;
+  private staleMemberId?: string;
 
   constructor(
     private readonly kafka: Kafka,
@@ -159,10 +171,13 @@ export class KafkaMembership {
       // Bounds an idle fetch, and so how long stop() waits for the fetch in flight.
       maxWaitTimeInMs: 500,
       ...this.o.consumer,
+      // A crash comes back to crashed() with restart false: rebuild() leaves the stale member, then joins.
+      retry: { ...this.o.consumer?.retry, restartOnFailure: async () => false },
     });
     this.consumer = c;
-    c.on(c.events.GROUP_JOIN, () => {
+    c.on(c.events.GROUP_JOIN, (e) => {
       if (c !== this.consumer) return;
+      this.memberId = e.payload?.memberId;
       this.hooks.joined?.();
       this.setState('running');
     });
@@ -185,6 +200,8 @@ export class KafkaMembership {
       return;
     }
     this.setState('reconnecting', err);
+    this.staleMemberId = this.memberId ?? this.staleMemberId;
+    this.memberId = undefined;
     this.rebuilding ??= this.rebuild(c).finally(() => (this.rebuilding = undefined));
   }
 
@@ -195,6 +212,7 @@ export class KafkaMembership {
       await this.backoff(attempt);
       if (this.stopping || this.paused) return;
       try {
+        if (this.staleMemberId !== undefined) await this.leaveStale(this.staleMemberId);
         await this.connect();
         if (old) this.hooks.rebuilt?.();
         this.log?.info(
@@ -207,6 +225,14 @@ export class KafkaMembership {
         await this.consumer?.disconnect().catch(() => undefined);
       }
     }
+  }
+
+  /** Throws while the coordinator does not answer (the rebuild backs off and tries again). */
+  private async leaveStale(memberId: string): Promise<void> {
+    const leave = this.o.leaveStaleMember ?? ((id: string) => leaveAsStaleMember(this.kafka, this.o.groupId, id));
+    const outcome = await leave(memberId);
+    this.staleMemberId = undefined;
+    this.log?.info({ memberId, outcome }, 'stale member of the group removed before joining again');
   }
 
   private setState(next: MembershipState, err?: Error): void {

@@ -23,11 +23,12 @@ export interface TicketEventsOptions {
    * (needs CREATE on the database). Default false.
    */
   migrate?: boolean;
-  /** kafkajs client settings under kafkajs' own names (ssl, sasl, connectionTimeout, retry ...). Default retry: 200 ms..2 s, 5 retries. */
+  /** kafkajs client settings under kafkajs' own names (ssl, sasl, connectionTimeout, retry ...). Default retry: 200 ms..1 s, 7 retries. */
   kafka?: Omit<Partial<KafkaConfig>, 'brokers'>;
   /**
    * kafkajs consumer settings under kafkajs' own names. Defaults: sessionTimeout 10000,
-   * heartbeatInterval 1000, rebalanceTimeout 15000, retry = the client's, maxWaitTimeInMs 500.
+   * heartbeatInterval 1000, rebalanceTimeout 15000, metadataMaxAge 1000, retry = the client's,
+   * maxWaitTimeInMs 500.
    */
   consumer?: Omit<Partial<ConsumerConfig>, 'groupId'>;
   /** Messages per database transaction. Default 500. */
@@ -50,7 +51,7 @@ export interface TicketEventsOptions {
    * error for a taken port (default "metrics.port").
    */
   metrics?: false | { port?: number; host?: string; setting?: string };
-  /** Cap of the backoff between rebuilds of a kafkajs consumer that gave up. Default 5000. */
+  /** Cap of the backoff between rebuilds of a kafkajs consumer that gave up. Default 1000. */
   reconnectMaxDelayMs?: number;
   /** A group with no committed offset starts at the beginning of the topic. Default true. */
   fromBeginning?: boolean;
@@ -89,10 +90,16 @@ export const DEFAULTS = {
   retryMaxDelayMs: 10_000,
   inbox: { retentionMs: 30 * 86_400_000, purgeIntervalMs: 3_600_000 },
   metrics: { port: 9464, host: '127.0.0.1' },
-  reconnectMaxDelayMs: 5_000,
-  /** A 3-broker cluster losing its group coordinator recovered in 12.8-19 s with these, 23-24 s with kafkajs' own (docs/consumer.md). */
-  retry: { initialRetryTime: 200, maxRetryTime: 2_000, retries: 5 },
-  consumer: { sessionTimeout: 10_000, heartbeatInterval: 1_000, rebalanceTimeout: 15_000 },
+  /** A retry of a rebuild at most 1 s after the broker answers again (docs/consumer.md "Under failure"). */
+  reconnectMaxDelayMs: 1_000,
+  /** About 5 s of retries (200 ms doubling to 1 s, 7 times) before kafkajs gives up: no retry waits more than 1 s. */
+  retry: { initialRetryTime: 200, maxRetryTime: 1_000, retries: 7 },
+  /**
+   * metadataMaxAge: kafkajs refreshes the partition leaders before a fetch only when they are older than
+   * this; a connection error to a dead leader does not refresh them. 1 s: a fetch finds the new leader
+   * within about a second of the cluster's failover (one Metadata request a second while fetching).
+   */
+  consumer: { sessionTimeout: 10_000, heartbeatInterval: 1_000, rebalanceTimeout: 15_000, metadataMaxAge: 1_000 },
 } as const;
 
 export class TicketEventsOptionsError extends Error {
