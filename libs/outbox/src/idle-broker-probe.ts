@@ -9,6 +9,8 @@ import type { OutageLog } from '@tickets/sleep';
  */
 export class IdleBrokerProbe {
   private lastReportAt = Date.now();
+  /** Counts the reports: a probe compares it, not the clock (a report in the probe's first millisecond counts too). */
+  private reports = 0;
   private timer?: NodeJS.Timeout;
   private probing = false;
 
@@ -21,10 +23,12 @@ export class IdleBrokerProbe {
   /** What the sends and the topic set-up report to: the broker's state, and the probe stands back. */
   readonly reporter = {
     failed: (err: unknown, fields?: Record<string, unknown>): number => {
+      this.reports++;
       this.lastReportAt = Date.now();
       return this.state.failed(err, fields);
     },
     ok: (): void => {
+      this.reports++;
       this.lastReportAt = Date.now();
       this.state.ok();
     },
@@ -45,11 +49,12 @@ export class IdleBrokerProbe {
     const startedAt = Date.now();
     if (this.probing || startedAt - this.lastReportAt < this.intervalMs) return;
     this.probing = true;
+    const reportsBefore = this.reports;
     try {
       await this.probe();
-      if (this.lastReportAt <= startedAt) this.state.ok({ by: 'idle probe' });
+      if (this.reports === reportsBefore) this.state.ok({ by: 'idle probe' });
     } catch (err) {
-      if (this.lastReportAt <= startedAt) this.state.failed(err, { step: 'idle probe' });
+      if (this.reports === reportsBefore) this.state.failed(err, { step: 'idle probe' });
     } finally {
       this.probing = false;
     }
