@@ -39,7 +39,7 @@
 // whatever the bars say (1 only when the bench itself cannot run).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -49,7 +49,7 @@ import { configDefaults, loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
-import { cpuMeter, type CpuShares } from './support/cpu-meter';
+import { brokerPid, cpuMeter, type CpuShares } from './support/cpu-meter';
 import { BODY_TEXT, plainTablesDdl, runThreeInsertLoop } from './support/three-inserts';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
 import { API_HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
@@ -280,27 +280,6 @@ function benchDatabaseUrl(): string {
 
 /** CPU time the request path used per successful request: API child + this process + the bench DB's Postgres. */
 const cpuMsPerReq = (p: Phase) => ((p.cpu.api + p.cpu.bench + p.cpu.pg + (p.broker ?? 0)) * 10) / p.rate;
-
-/** The broker's JVM: BENCH_BROKER_PID, else the pid file of the project's own broker (npm run kafka:up). */
-function brokerPid(root: string): number | undefined {
-  const raw = env.BENCH_BROKER_PID ?? readFileOr(join(root, '.cache', 'kafka', 'kafka.pid'));
-  const pid = Number(raw?.trim());
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  try {
-    cpuSecondsOf(pid);
-    return pid;
-  } catch {
-    return undefined;
-  }
-}
-
-function readFileOr(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
 
 const phaseLine = (p: Phase) =>
   `${int(p.rate).padStart(6)} req/s  p50 ${fixed(p.p50).padStart(6)} ms  p99 ${fixed(p.p99).padStart(6)} ms  ` +

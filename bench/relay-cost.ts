@@ -10,7 +10,6 @@
 // Env: RELAY_COST_RATE (1500 creates/s), RELAY_COST_SECONDS (10 per phase), RELAY_COST_ROUNDS (4; the order
 // alternates: off/on, on/off, ...), RELAY_COST_CONNECTIONS (32), BENCH_CPU_PROF=<dir> (V8 CPU profiles of both
 // APIs), BENCH_BROKER_PID (the broker JVM; default: .cache/kafka/kafka.pid). Everything else the APIs inherit.
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -20,6 +19,7 @@ import { configDefaults } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, memoryOf, startApi, type ApiChild } from './support/api-process';
+import { brokerPid, cpuSecondsOfAll, postgresPids } from './support/cpu-meter';
 import { BODY_TEXT } from './support/three-inserts';
 import { fixed, int, mb, median, percentile } from './support/stats';
 import { API_HEAP_CAP, positiveNumberEnv as num, repoRoot, requireHooks, scratchDatabase } from './support/paths';
@@ -58,39 +58,15 @@ async function relayCounters(api: ApiChild): Promise<{ published: number; sends:
   return { published: read('outbox_published_total'), sends: read('outbox_publish_sends_total') };
 }
 
-function brokerPid(): number | undefined {
-  const fromEnv = process.env.BENCH_BROKER_PID;
-  if (fromEnv) return Number(fromEnv);
-  try {
-    const pid = Number(readFileSync(join(repoRoot(), '.cache', 'kafka', 'kafka.pid'), 'utf8').trim());
-    return cpuSecondsOf(pid) >= 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function backendPids(pool: Pool): Promise<number[]> {
-  const { rows } = await pool.query<{ pid: number }>(
-    'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
-  );
-  return rows.map((r) => r.pid);
-}
-
-const cpuOf = (pids: number[]) =>
-  pids.reduce((s, pid) => {
-    try {
-      return s + cpuSecondsOf(pid);
-    } catch {
-      return s;
-    }
-  }, 0);
+/** CPU seconds the processes have used so far (those gone are left out). */
+const cpuOf = (pids: number[]) => [...cpuSecondsOfAll(pids).values()].reduce((a, b) => a + b, 0);
 
 /** Fixed-rate creates against one API; CPU per create of the API, its database's Postgres and the broker. */
 async function phase(side: Side, rate: number, seconds: number, connections: number, broker?: number): Promise<Sample> {
   let created = 0;
   let bad = 0;
   const lat: number[] = [];
-  const pids = await backendPids(side.pool);
+  const pids = await postgresPids(side.pool);
   const api0 = cpuSecondsOf(side.api.pid);
   const pg0 = cpuOf(pids);
   const br0 = broker ? cpuSecondsOf(broker) : 0;
@@ -153,7 +129,7 @@ export async function runRelayCostBench(): Promise<string> {
   const log = (line: string) => console.log(`[${fixed((Date.now() - started) / 1000).padStart(5)}s] ${line}`);
   const topic = `bench-relay-cost-${Date.now().toString(36)}`;
   const brokers = (process.env.KAFKA_BROKERS || configDefaults().kafka.brokers.join(',')).split(',');
-  const broker = brokerPid();
+  const broker = brokerPid(repoRoot());
   const dbs = { on: scratchDatabase(base, 'relay_on'), off: scratchDatabase(base, 'relay_off') };
   const sides: Side[] = [];
   try {

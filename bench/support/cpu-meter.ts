@@ -1,6 +1,8 @@
 // CPU use per phase from /proc: the API child (if any), this process, the database's Postgres processes, and
 // everything else on the box. On a shared box req/s swing with the neighbours; CPU per request much less.
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Pool } from 'pg';
 import { cpuSecondsOf, machineJiffies } from './api-process';
@@ -14,14 +16,14 @@ export interface CpuShares {
 }
 
 /** The pool's database's backends plus Postgres's shared background processes (WAL writer, checkpointer, ...). */
-async function postgresPids(pool: Pool): Promise<number[]> {
+export async function postgresPids(pool: Pool): Promise<number[]> {
   const { rows } = await pool.query<{ pid: number }>(
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
   );
   return rows.map((r) => r.pid);
 }
 
-function cpuSecondsOfAll(pids: number[]): Map<number, number> {
+export function cpuSecondsOfAll(pids: number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {
@@ -53,4 +55,27 @@ export async function cpuMeter(pool: Pool, apiPid?: number): Promise<() => CpuSh
     const box = ((m.busy - m0.busy) / Math.max(1, m.total - m0.total)) * 100 * cpus().length;
     return { api, bench, pg, other: Math.max(0, box - api - bench - pg) };
   };
+}
+
+/**
+ * The broker's JVM, whose CPU the relay's sends cost: BENCH_BROKER_PID, else the pid file of the
+ * project's own broker (npm run kafka:up) under `root`. Undefined when neither names a live process.
+ */
+export function brokerPid(root: string): number | undefined {
+  let raw = process.env.BENCH_BROKER_PID;
+  if (!raw) {
+    try {
+      raw = readFileSync(join(root, '.cache', 'kafka', 'kafka.pid'), 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const pid = Number(raw.trim());
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    cpuSecondsOf(pid);
+    return pid;
+  } catch {
+    return undefined;
+  }
 }

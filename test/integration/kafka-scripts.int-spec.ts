@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { eventually } from '../support/events-factory';
+import { alive } from '../support/children';
 
 jest.setTimeout(300_000);
 
@@ -55,15 +56,6 @@ function nodePid(i: number): number | undefined {
     return undefined;
   }
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 beforeAll(() => rmSync(HOME, { recursive: true, force: true }));
 

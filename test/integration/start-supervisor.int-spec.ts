@@ -3,7 +3,7 @@
 // told to stop passes one SIGTERM on, waits, and prints no job-control "Terminated" notice.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
-import { trackChild } from '../support/children';
+import { trackChild, alive } from '../support/children';
 import { eventually } from '../support/events-factory';
 
 const ROOT = join(__dirname, '..', '..');
@@ -43,15 +43,6 @@ function supervise(): Supervised {
   running.push(s);
   return s;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 afterEach(() => {
   for (const s of running.splice(0)) s.proc.kill('SIGKILL');

@@ -51,3 +51,13 @@ export function trackChild<T extends ChildProcess | number | undefined | null>(c
 
 // Outside Jest (a bench or a script importing the test support) there is no afterAll.
 if (typeof afterAll === 'function') afterAll(killAll);
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
