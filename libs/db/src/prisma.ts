@@ -75,13 +75,6 @@ export interface DatabaseClients {
    * and its prepared-statement name is `name`, saving the text's concatenation and hashing per call.
    */
   query<T>(sql: Prisma.Sql, name?: string): Promise<T[]>;
-  /**
-   * Opens up to `connections` of the pool's connections at once and gives them back: a process that
-   * warms its pool at start does not pay for tens of connection set-ups (a backend fork each) in its
-   * first burst of requests. Resolves with how many opened; never rejects (a database that is away is
-   * reported by the statements that follow).
-   */
-  warm(connections: number): Promise<number>;
   /** Disconnects Prisma and ends the pool (`prisma.$disconnect()` alone leaves it open when only `query` used it). */
   close(): Promise<void>;
 }
@@ -124,19 +117,6 @@ export function createDatabaseClients(
       }
       const res = await pool.query({ name: name ?? names({ sql: text }), text, values: sql.values });
       return res.rows as T[];
-    },
-    warm: async (connections: number) => {
-      const opened = await Promise.allSettled(
-        Array.from({ length: Math.min(connections, poolMax) }, () => pool.connect()),
-      );
-      let n = 0;
-      for (const r of opened) {
-        if (r.status === 'fulfilled') {
-          r.value.release();
-          n++;
-        }
-      }
-      return n;
     },
     close: async () => {
       await prisma.$disconnect();

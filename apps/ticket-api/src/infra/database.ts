@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { createDatabaseClients, type Prisma, type PrismaClient } from '@tickets/db';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
@@ -8,19 +8,14 @@ export type Tx = Prisma.TransactionClient;
 
 /** The API's one Prisma client (pg pool behind the driver adapter). */
 @Injectable()
-export class Database implements OnModuleInit, OnApplicationShutdown {
+export class Database implements OnApplicationShutdown {
   readonly prisma: PrismaClient;
   /** One statement over the same pool, without Prisma's query layer: for the create path only (see DatabaseClients.query). */
   readonly query: <T>(sql: Prisma.Sql, name?: string) => Promise<T[]>;
   private readonly close: () => Promise<void>;
-  private readonly warm: (connections: number) => Promise<number>;
-  private readonly log: Logger;
 
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Inject(LOGGER) logger: Logger,
-  ) {
-    const log = (this.log = logger.child({ component: 'database' }));
+  constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(LOGGER) logger: Logger) {
+    const log = logger.child({ component: 'database' });
     const clients = createDatabaseClients(config.database.url, config.database.poolMax, 'ticket-api', {
       fixedPlans: true,
       onIdleError: (err) =>
@@ -32,13 +27,6 @@ export class Database implements OnModuleInit, OnApplicationShutdown {
     this.prisma = clients.prisma;
     this.query = clients.query;
     this.close = clients.close;
-    this.warm = clients.warm;
-  }
-
-  /** Opens the whole pool before the port opens: the first burst of requests pays for no connection set-up. */
-  async onModuleInit(): Promise<void> {
-    const opened = await this.warm(this.config.database.poolMax);
-    this.log.debug({ opened, poolMax: this.config.database.poolMax }, 'database pool warmed');
   }
 
   /** The one way to run a multi-statement write: an interactive Prisma transaction. */
