@@ -19,7 +19,7 @@ import { configDefaults } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, memoryOf, startApi, type ApiChild } from './support/api-process';
-import { brokerPid, cpuSecondsOfAll, postgresPids } from './support/cpu-meter';
+import { brokerPid, cpuSecondsOfAll, postgresCpuSince, postgresPids } from './support/cpu-meter';
 import { BODY_TEXT } from './support/three-inserts';
 import { fixed, int, mb, median, percentile } from './support/stats';
 import { API_HEAP_CAP, positiveNumberEnv as num, repoRoot, requireHooks, scratchDatabase } from './support/paths';
@@ -58,17 +58,13 @@ async function relayCounters(api: ApiChild): Promise<{ published: number; sends:
   return { published: read('outbox_published_total'), sends: read('outbox_publish_sends_total') };
 }
 
-/** CPU seconds the processes have used so far (those gone are left out). */
-const cpuOf = (pids: number[]) => [...cpuSecondsOfAll(pids).values()].reduce((a, b) => a + b, 0);
-
 /** Fixed-rate creates against one API; CPU per create of the API, its database's Postgres and the broker. */
 async function phase(side: Side, rate: number, seconds: number, connections: number, broker?: number): Promise<Sample> {
   let created = 0;
   let bad = 0;
   const lat: number[] = [];
-  const pids = await postgresPids(side.pool);
+  const pg0 = cpuSecondsOfAll(await postgresPids(side.pool));
   const api0 = cpuSecondsOf(side.api.pid);
-  const pg0 = cpuOf(pids);
   const br0 = broker ? cpuSecondsOf(broker) : 0;
   const relay0 = await relayCounters(side.api);
   const t0 = performance.now();
@@ -103,6 +99,7 @@ async function phase(side: Side, rate: number, seconds: number, connections: num
   // The relay publishes (and marks) a create a few ms after its commit: let the last ones finish inside the measurement.
   await new Promise((r) => setTimeout(r, 300));
   const relay1 = await relayCounters(side.api);
+  const pgSecs = await postgresCpuSince(side.pool, pg0);
   const per = (cpuSecs: number) => (created > 0 ? (cpuSecs * 1000) / created : NaN);
   return {
     side: side.name,
@@ -111,7 +108,7 @@ async function phase(side: Side, rate: number, seconds: number, connections: num
     bad,
     p99: percentile(lat, 0.99),
     api: per(cpuSecondsOf(side.api.pid) - api0),
-    pg: per(cpuOf(pids) - pg0),
+    pg: per(pgSecs),
     broker: broker ? per(cpuSecondsOf(broker) - br0) : NaN,
     rssMb: mb(memoryOf(side.api.pid).rss),
     rowsPerSend: (relay1.published - relay0.published) / (relay1.sends - relay0.sends),

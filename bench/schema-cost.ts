@@ -196,7 +196,7 @@ async function runPhase(
       seconds,
       keyPrefix: `sc-${runId}-${v.name}`,
     });
-    const cpu = meter();
+    const cpu = await meter();
     running = false;
     await sampler;
     return {

@@ -35,23 +35,32 @@ export function cpuSecondsOfAll(pids: number[]): Map<number, number> {
   return out;
 }
 
+/**
+ * PostgreSQL CPU seconds since `start` (a snapshot of cpuSecondsOfAll(postgresPids(pool))): the processes of
+ * the snapshot, plus every backend that opened after it (all of its CPU falls inside the window), such as a
+ * pool's connection that replaced one closed while idle. A backend that closed before the end is missed.
+ */
+export async function postgresCpuSince(pool: Pool, start: Map<number, number>): Promise<number> {
+  const now = cpuSecondsOfAll([...new Set([...start.keys(), ...(await postgresPids(pool))])]);
+  let secs = 0;
+  for (const [pid, s] of now) secs += s - (start.get(pid) ?? 0);
+  return secs;
+}
+
 /** Starts a meter; the returned function gives the shares since the start. Open the pool's connections first. */
-export async function cpuMeter(pool: Pool, apiPid?: number): Promise<() => CpuShares> {
-  const pids = await postgresPids(pool);
+export async function cpuMeter(pool: Pool, apiPid?: number): Promise<() => Promise<CpuShares>> {
+  const pg0 = cpuSecondsOfAll(await postgresPids(pool));
   const t0 = performance.now();
   const api0 = apiPid ? cpuSecondsOf(apiPid) : 0;
   const b0 = process.cpuUsage();
-  const pg0 = cpuSecondsOfAll(pids);
   const m0 = machineJiffies();
-  return () => {
+  return async () => {
     const s = (performance.now() - t0) / 1000;
     const b = process.cpuUsage(b0);
     const m = machineJiffies();
-    let pgSecs = 0;
-    for (const [pid, secs] of cpuSecondsOfAll(pids)) pgSecs += secs - (pg0.get(pid) ?? secs);
     const api = apiPid ? ((cpuSecondsOf(apiPid) - api0) / s) * 100 : 0;
+    const pg = ((await postgresCpuSince(pool, pg0)) / s) * 100;
     const bench = ((b.user + b.system) / 1e6 / s) * 100;
-    const pg = (pgSecs / s) * 100;
     const box = ((m.busy - m0.busy) / Math.max(1, m.total - m0.total)) * 100 * cpus().length;
     return { api, bench, pg, other: Math.max(0, box - api - bench - pg) };
   };
