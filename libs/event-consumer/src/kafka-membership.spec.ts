@@ -31,13 +31,23 @@ describe('brokerUnreachable', () => {
   });
 });
 
-/** A kafkajs consumer double: connect fails while `brokerDown`, CRASH is emitted by the test. */
+/** What the coordinator answers to a SyncGroup while it moves (retriable), or to a group the client may not join. */
+const protocolError = (type: string, retriable: boolean) =>
+  Object.assign(new Error(`injected ${type}`), { name: 'KafkaJSProtocolError', type, retriable });
+
+interface World {
+  brokerDown: boolean;
+  /** The next joins crash with these (kafkajs's run() resolves all the same, after the CRASH event). */
+  joinCrashes: Error[];
+}
+
+/** A kafkajs consumer double: connect fails while `brokerDown`, a join crashes as `joinCrashes` says, CRASH is emitted by the test. */
 class FakeConsumer extends EventEmitter {
   readonly events = { GROUP_JOIN: 'group_join', CRASH: 'crash' };
   connected = false;
   runs = 0;
   constructor(
-    private readonly world: { brokerDown: boolean },
+    private readonly world: World,
     readonly config: { retry?: { restartOnFailure?: (e: Error) => Promise<boolean> } },
     private readonly memberId: string,
   ) {
@@ -53,7 +63,9 @@ class FakeConsumer extends EventEmitter {
   async subscribe() {}
   async run() {
     this.runs++;
-    this.emit('group_join', { payload: { memberId: this.memberId } });
+    const crash = this.world.joinCrashes.shift();
+    if (crash) this.emit('crash', { payload: { error: crash, restart: false } });
+    else this.emit('group_join', { payload: { memberId: this.memberId } });
   }
   async disconnect() {
     this.connected = false;
@@ -64,7 +76,7 @@ class FakeConsumer extends EventEmitter {
 }
 
 function setup(leaveStaleMember: (memberId: string) => Promise<unknown> = async () => 'left') {
-  const world = { brokerDown: false };
+  const world: World = { brokerDown: false, joinCrashes: [] };
   const made: FakeConsumer[] = [];
   const kafka = {
     consumer: (config: FakeConsumer['config']) =>
@@ -144,6 +156,32 @@ describe('KafkaMembership', () => {
     await until(() => made.length === 3 && m.status().ready);
     expect(left.slice(before)).toEqual(['member-1']);
     await m.stop();
+  });
+
+  it('fails an attempt whose join crashed though run() resolved: the next attempt joins, at start and in a rebuild', async () => {
+    const { world, made, m, lines, rebuilt } = setup();
+    world.joinCrashes = [protocolError('NOT_COORDINATOR', true)];
+    await m.start();
+    expect(m.status()).toEqual({ ready: true, state: 'running' });
+    expect(made).toHaveLength(2);
+    expect(made[0].connected).toBe(false);
+
+    world.joinCrashes = [protocolError('NOT_COORDINATOR', true), protocolError('COORDINATOR_NOT_AVAILABLE', true)];
+    made[1].crash(false);
+    await until(() => m.status().ready);
+    expect(made).toHaveLength(5);
+    expect(made.slice(0, -1).every((c) => !c.connected)).toBe(true);
+    expect(rebuilt()).toBe(1);
+    // Each failed join logs its cause, though the state does not change.
+    expect(lines.filter((l) => l === 'kafka consumer crashed')).toHaveLength(3);
+    await m.stop();
+
+    // A join the coordinator refuses for good ends the first start, like any configuration error.
+    const other = setup();
+    other.world.joinCrashes = [protocolError('GROUP_AUTHORIZATION_FAILED', false)];
+    await expect(other.m.start()).rejects.toThrow('GROUP_AUTHORIZATION_FAILED');
+    expect(other.made).toHaveLength(1);
+    expect(other.made[0].connected).toBe(false);
   });
 
   it('waits for the broker at the first start (topic check included), but throws a configuration error at once', async () => {

@@ -1,5 +1,6 @@
 import type { Consumer, ConsumerConfig, ConsumerRunConfig, Kafka } from 'kafkajs';
 import type { KitLogger as Logger } from './kit-logger';
+import { consumerWithJoinTap } from './coordinator-tap';
 import { leaveAsStaleMember } from './stale-member';
 
 /**
@@ -16,7 +17,7 @@ export interface MembershipOptions {
   consumer?: Omit<Partial<ConsumerConfig>, 'groupId'>;
   /** Cap of the full-jitter backoff between two rebuild attempts. */
   reconnectMaxDelayMs: number;
-  /** Takes a member of a consumer that gave up out of the group before the rebuild joins (default: a LeaveGroup at the coordinator). */
+  /** Takes a stale member (of a consumer that gave up, or of a failed join) out of the group (default: a LeaveGroup at the coordinator). */
   leaveStaleMember?: (memberId: string) => Promise<unknown>;
 }
 
@@ -40,6 +41,31 @@ export function brokerUnreachable(err: unknown): boolean {
   return false;
 }
 
+/** kafkajs's own rule for restarting a crashed consumer: its retries ran out, or the root cause is retriable. */
+function retriableCrash(err: unknown): boolean {
+  if ((err as { name?: string } | undefined)?.name === 'KafkaJSNumberOfRetriesExceeded') return true;
+  const seen = new Set<unknown>();
+  let root = err;
+  while (root && typeof root === 'object' && !seen.has(root) && (root as { cause?: unknown }).cause) {
+    seen.add(root);
+    root = (root as { cause?: unknown }).cause;
+  }
+  return (root as { retriable?: boolean } | undefined)?.retriable === true;
+}
+
+/** An attempt to join that the group's coordinator ended: the consumer crashed in its join, or a stale member could not be left. */
+export class JoinAttemptFailed extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'KafkaJoinAttemptFailed';
+  }
+}
+
+/** Worth another attempt at the first start: the broker did not answer, or the coordinator answered a retriable error. */
+function worthRetryingAtStart(err: unknown): boolean {
+  return brokerUnreachable(err) || (err instanceof JoinAttemptFailed && retriableCrash(err.cause));
+}
+
 /** Full jitter: uniform in [0, min(cap, base · 2^(n-1))], so members of a group don't reconnect in step. */
 export function fullJitterMs(attempt: number, capMs: number, baseMs = 200, random: () => number = Math.random): number {
   return Math.round(random() * Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1)));
@@ -57,6 +83,12 @@ export function fullJitterMs(attempt: number, capMs: number, baseMs = 200, rando
  * would wait a whole session timeout for it at the next join. The rebuild first takes that stale
  * member out of the group (a LeaveGroup on its behalf, retried with the backoff until the coordinator
  * answers), then joins.
+ *
+ * An attempt counts only once its consumer joined: kafkajs's run() resolves even when the join crashed
+ * (its runner reports the crash and returns), so a crash before run() resolves fails the attempt, which
+ * is tried again after the backoff. A failed join leaves member ids behind (every JoinGroup answer hands
+ * one out, a pending one included), and kafkajs sends no LeaveGroup for a consumer that never ran: each
+ * id the attempt obtained is left at once, and those the coordinator did not answer before the next join.
  */
 export class KafkaMembership {
   private consumer?: Consumer;
@@ -66,9 +98,9 @@ export class KafkaMembership {
   private leaving?: Promise<void>;
   private rebuilding?: Promise<void>;
   private wake?: () => void;
-  /** The member id of the current consumer (from its last join), and that of a consumer that gave up. */
+  /** The member id of the current consumer (from its last join), and those of consumers that gave up or failed to join. */
   private memberId?: string;
-  private staleMemberId?: string;
+  private readonly staleMemberIds = new Set<string>();
 
   constructor(
     private readonly kafka: Kafka,
@@ -102,12 +134,13 @@ export class KafkaMembership {
         } else await this.connect();
         return;
       } catch (err) {
-        await this.consumer?.disconnect().catch(() => undefined);
-        if (this.stopping || !brokerUnreachable(err)) throw err;
+        if (this.stopping || !worthRetryingAtStart(err)) throw err;
         if (attempt === 1)
           this.log?.error(
             { err: `${(err as Error).name}: ${(err as Error).message}` },
-            'kafka unreachable at start; retrying with backoff until the broker answers',
+            brokerUnreachable(err)
+              ? 'kafka unreachable at start; retrying with backoff until the broker answers'
+              : 'joining the group failed at start; retrying with backoff',
           );
         await this.backoff(attempt);
         if (this.stopping) throw new Error('stopped while waiting for the broker', { cause: err });
@@ -164,8 +197,11 @@ export class KafkaMembership {
     });
   }
 
+  /** One attempt: leaves the stale members, then a new consumer joins. Throws when it did not join (its consumer disconnected). */
   private async connect(): Promise<void> {
-    const c = this.kafka.consumer({
+    await this.leaveStale('strict');
+    const memberIds = new Set<string>();
+    const config = {
       groupId: this.o.groupId,
       allowAutoTopicCreation: false,
       // Bounds an idle fetch, and so how long stop() waits for the fetch in flight.
@@ -173,21 +209,42 @@ export class KafkaMembership {
       ...this.o.consumer,
       // A crash comes back to crashed() with restart false: rebuild() leaves the stale member, then joins.
       retry: { ...this.o.consumer?.retry, restartOnFailure: async () => false },
-    });
+    };
+    const c = consumerWithJoinTap(this.kafka, config, (id) => memberIds.add(id));
     this.consumer = c;
+    let ran = false;
+    let crash: Error | undefined;
     c.on(c.events.GROUP_JOIN, (e) => {
       if (c !== this.consumer) return;
       this.memberId = e.payload?.memberId;
       this.hooks.joined?.();
       this.setState('running');
     });
-    c.on(c.events.CRASH, (e) => this.crashed(c, e.payload.error, e.payload.restart));
-    await c.connect();
-    await c.subscribe({ topic: this.o.topic, fromBeginning: this.o.fromBeginning });
-    await c.run(this.run);
+    // Until run() resolves, a crash fails this attempt (the caller tries again); then it is the running consumer's.
+    c.on(c.events.CRASH, (e) =>
+      ran ? this.crashed(c, e.payload.error, e.payload.restart, memberIds) : (crash ??= e.payload.error),
+    );
+    try {
+      await c.connect();
+      await c.subscribe({ topic: this.o.topic, fromBeginning: this.o.fromBeginning });
+      await c.run(this.run);
+      if (crash)
+        throw new JoinAttemptFailed(
+          `kafka consumer crashed while joining the group: ${crash.name}: ${crash.message}`,
+          crash,
+        );
+      ran = true;
+    } catch (err) {
+      await c.disconnect().catch(() => undefined);
+      this.memberId = undefined;
+      if (crash) this.setState(this.state === 'running' ? 'reconnecting' : this.state, crash);
+      for (const id of memberIds) this.staleMemberIds.add(id);
+      await this.leaveStale('once');
+      throw err;
+    }
   }
 
-  private crashed(c: Consumer, err: Error, restart: boolean): void {
+  private crashed(c: Consumer, err: Error, restart: boolean, memberIds: Set<string>): void {
     if (this.stopping || c !== this.consumer) {
       // A consumer we left (or are stopping) that crashed in its join: kafkajs would restart it after
       // the retry time and it would join again. Its restart timer is set right after this event, so a
@@ -200,7 +257,7 @@ export class KafkaMembership {
       return;
     }
     this.setState('reconnecting', err);
-    this.staleMemberId = this.memberId ?? this.staleMemberId;
+    for (const id of [this.memberId, ...memberIds]) if (id !== undefined) this.staleMemberIds.add(id);
     this.memberId = undefined;
     this.rebuilding ??= this.rebuild(c).finally(() => (this.rebuilding = undefined));
   }
@@ -212,7 +269,6 @@ export class KafkaMembership {
       await this.backoff(attempt);
       if (this.stopping || this.paused) return;
       try {
-        if (this.staleMemberId !== undefined) await this.leaveStale(this.staleMemberId);
         await this.connect();
         if (old) this.hooks.rebuilt?.();
         this.log?.info(
@@ -221,22 +277,42 @@ export class KafkaMembership {
         );
         return;
       } catch {
-        // Still down: the next attempt after the backoff (the state, and so the log, is unchanged).
-        await this.consumer?.disconnect().catch(() => undefined);
+        // Still down, or the join failed: the next attempt after the backoff (connect() disconnected its consumer).
       }
     }
   }
 
-  /** Throws while the coordinator does not answer (the rebuild backs off and tries again). */
-  private async leaveStale(memberId: string): Promise<void> {
+  /**
+   * Takes the stale members out of the group. 'strict' (before a join): throws at the first one the
+   * coordinator does not answer, since the join would wait for it. 'once' (right after a failed
+   * attempt): one try each; the unanswered ones stay for the next join.
+   */
+  private async leaveStale(mode: 'strict' | 'once'): Promise<void> {
     const leave = this.o.leaveStaleMember ?? ((id: string) => leaveAsStaleMember(this.kafka, this.o.groupId, id));
-    const outcome = await leave(memberId);
-    this.staleMemberId = undefined;
-    this.log?.info({ memberId, outcome }, 'stale member of the group removed before joining again');
+    for (const memberId of [...this.staleMemberIds]) {
+      let outcome: unknown;
+      try {
+        outcome = await leave(memberId);
+      } catch (err) {
+        if (mode === 'once') continue;
+        throw new JoinAttemptFailed('the coordinator did not answer the LeaveGroup of a stale member', err);
+      }
+      this.staleMemberIds.delete(memberId);
+      this.log?.info(
+        { memberId, outcome },
+        mode === 'strict'
+          ? 'stale member of the group removed before joining again'
+          : 'member of a failed join removed from the group',
+      );
+    }
   }
 
   private setState(next: MembershipState, err?: Error): void {
-    if (next === this.state) return;
+    if (next === this.state) {
+      // A crash that does not change the state (a join attempt while rebuilding): its cause is still worth a line.
+      if (err) this.log?.warn({ state: next, err: `${err.name}: ${err.message}` }, 'kafka consumer crashed');
+      return;
+    }
     const prev = this.state;
     this.state = next;
     const line = { state: next, from: prev, ...(err ? { err: `${err.name}: ${err.message}` } : {}) };

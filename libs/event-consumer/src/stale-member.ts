@@ -1,13 +1,5 @@
 import type { Kafka } from 'kafkajs';
-
-interface CoordinatorLike {
-  leaveGroup(request: { groupId: string; memberId: string }): Promise<unknown>;
-}
-interface ClusterLike {
-  connect(): Promise<void>;
-  disconnect(): Promise<void>;
-  findGroupCoordinator(request: { groupId: string }): Promise<CoordinatorLike>;
-}
+import { clusterFactory } from './coordinator-tap';
 
 /** What became of a stale member: removed, already gone, or the client has no way to say it. */
 export type LeaveOutcome = 'left' | 'unknown' | 'unsupported';
@@ -23,10 +15,9 @@ export type LeaveOutcome = 'left' | 'unknown' | 'unsupported';
  * answer (the caller retries with its backoff).
  */
 export async function leaveAsStaleMember(kafka: Kafka, groupId: string, memberId: string): Promise<LeaveOutcome> {
-  const key = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
-  const create = key === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[key];
-  if (typeof create !== 'function') return 'unsupported';
-  const cluster = (create as (o: object) => ClusterLike)({ allowAutoTopicCreation: false });
+  const factory = clusterFactory(kafka);
+  if (!factory) return 'unsupported';
+  const cluster = factory.create({ allowAutoTopicCreation: false });
   try {
     await cluster.connect();
     const coordinator = await cluster.findGroupCoordinator({ groupId });
