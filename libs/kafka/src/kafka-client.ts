@@ -1,4 +1,5 @@
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { filterKafkajsTimeoutWarning } from '@tickets/event-consumer/admin';
 import type { Logger } from '@tickets/logger';
 import { kafkaLogCreator } from './kafka-log';
 
@@ -11,8 +12,12 @@ export interface KafkaClientOptions {
   client?: Omit<KafkaConfig, 'brokers' | 'clientId' | 'logCreator' | 'logLevel'>;
 }
 
-/** The kafkajs client of the relay and the consumer (no connection is opened until a producer, consumer or admin connects). */
+/**
+ * The kafkajs client of the relay and the consumer (no connection is opened until a producer, consumer or admin connects).
+ * kafkajs's own TimeoutNegativeWarning is kept off stderr (see filterKafkajsTimeoutWarning).
+ */
 export function createKafkaClient(opts: KafkaClientOptions): Kafka {
+  filterKafkajsTimeoutWarning();
   return new Kafka({
     ...opts.client,
     brokers: opts.brokers,
