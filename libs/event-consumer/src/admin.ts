@@ -40,7 +40,7 @@ export { kafkaRepublisher, type MessageRepublisher, type RawMessageOut } from '.
 export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message';
 export { isDatabaseUnavailable, sqlState } from './database-errors';
 // Keeps kafkajs's TimeoutNegativeWarning (tulios/kafkajs#1751) off stderr, for a kafkajs client the kit does not create.
-export { filterKafkajsTimeoutWarning } from './kafkajs-warnings';
+export { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 export { wellFormedTraceparent } from './tracing';
 export { DEFAULTS as OPTION_DEFAULTS, resolveOptions, type ResolvedOptions } from './ticket-events.options';
 export { optionsFromEnv, binEnvironment } from './ticket-events.env';

@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
-import { filterKafkajsTimeoutWarning } from '@tickets/event-consumer/admin';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/admin';
 import type { Logger } from '@tickets/logger';
 import { kafkaLogCreator } from './kafka-log';
 
@@ -14,10 +14,10 @@ export interface KafkaClientOptions {
 
 /**
  * The kafkajs client of the relay and the consumer (no connection is opened until a producer, consumer or admin connects).
- * kafkajs's own TimeoutNegativeWarning is kept off stderr (see filterKafkajsTimeoutWarning).
+ * kafkajs's request queues get patchKafkajsRequestQueue (no 1 ms timer per idle connection, no TimeoutNegativeWarning).
  */
 export function createKafkaClient(opts: KafkaClientOptions): Kafka {
-  filterKafkajsTimeoutWarning();
+  patchKafkajsRequestQueue();
   return new Kafka({
     ...opts.client,
     brokers: opts.brokers,
