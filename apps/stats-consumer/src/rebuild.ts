@@ -1,6 +1,6 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { Pool } from 'pg';
-import { forgetGroupInbox } from '@tickets/event-consumer/admin';
+import { patchKafkajsRequestQueue, forgetGroupInbox } from '@tickets/event-consumer/admin';
 import { StatsProjectionRepository } from './stats-projection.repository';
 
 export interface RebuildTarget {
@@ -27,6 +27,7 @@ export async function resetStatsGroup(
   t: RebuildTarget,
   opts: { clear: boolean },
 ): Promise<{ cleared: boolean; inboxRowsForgotten: number }> {
+  patchKafkajsRequestQueue();
   const admin = new Kafka({
     clientId: `stats-rebuild-${t.groupId}`,
     brokers: t.brokers,

@@ -39,6 +39,8 @@ export type {
 export { kafkaRepublisher, type MessageRepublisher, type RawMessageOut } from './dead-letters/message-republisher';
 export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message';
 export { isDatabaseUnavailable, sqlState } from './database-errors';
+// Keeps kafkajs's TimeoutNegativeWarning (tulios/kafkajs#1751) off stderr, for a kafkajs client the kit does not create.
+export { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 export { wellFormedTraceparent } from './tracing';
 export { DEFAULTS as OPTION_DEFAULTS, resolveOptions, type ResolvedOptions } from './ticket-events.options';
 export { optionsFromEnv, binEnvironment } from './ticket-events.env';

@@ -9,6 +9,7 @@ import { parseEnvelope } from './envelope-parser';
 import { faultsOf, type KitFaults } from './faults';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
+import { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 import type { KitLogger as Logger } from './kit-logger';
 import { KitTables } from './kit-schema';
 import { assertMigrated, migrate } from './kit-schema.repository';
@@ -73,6 +74,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       connectionTimeoutMillis: 5_000,
     });
     this.pool.on('error', (err) => this.log?.warn({ err }, 'idle database connection failed'));
+    patchKafkajsRequestQueue();
     this.kafka = new Kafka({
       logLevel: KafkaLogLevel.WARN,
       logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),

@@ -1,4 +1,5 @@
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/admin';
 import type { Logger } from '@tickets/logger';
 import { kafkaLogCreator } from './kafka-log';
 
@@ -11,8 +12,12 @@ export interface KafkaClientOptions {
   client?: Omit<KafkaConfig, 'brokers' | 'clientId' | 'logCreator' | 'logLevel'>;
 }
 
-/** The kafkajs client of the relay and the consumer (no connection is opened until a producer, consumer or admin connects). */
+/**
+ * The kafkajs client of the relay and the consumer (no connection is opened until a producer, consumer or admin connects).
+ * kafkajs's request queues get patchKafkajsRequestQueue (no 1 ms timer per idle connection, no TimeoutNegativeWarning).
+ */
 export function createKafkaClient(opts: KafkaClientOptions): Kafka {
+  patchKafkajsRequestQueue();
   return new Kafka({
     ...opts.client,
     brokers: opts.brokers,

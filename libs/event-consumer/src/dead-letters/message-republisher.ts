@@ -1,4 +1,5 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { patchKafkajsRequestQueue } from '../kafkajs-request-queue';
 
 export interface RawMessageOut {
   topic: string;
@@ -23,6 +24,7 @@ export function kafkaRepublisher(brokers: string[], clientId: string): MessageRe
   return {
     async send(m) {
       if (!producer) {
+        patchKafkajsRequestQueue();
         producer = new Kafka({ brokers, clientId, logLevel: logLevel.NOTHING }).producer({
           allowAutoTopicCreation: false,
         });

@@ -1,5 +1,6 @@
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { Pool } from 'pg';
+import { patchKafkajsRequestQueue } from '../kafkajs-request-queue';
 import { KitTables } from '../kit-schema';
 import { awaitEmptyGroup } from './group-liveness';
 import { awaitRejoin, pauseGroup, type PauseHold } from './group-pause';
@@ -64,6 +65,7 @@ export function isReplayStart(from: string): boolean {
  * (group-pause.ts): they commit and leave, the offsets move, the request is released and they rejoin.
  */
 export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise<ReplayOutcome> {
+  patchKafkajsRequestQueue();
   const kafka = new Kafka({ logLevel: logLevel.NOTHING, ...deps.kafka });
   const admin = kafka.admin();
   const pool = new Pool({ connectionString: deps.databaseUrl, max: 2, application_name: 'ticket-events-replay' });
