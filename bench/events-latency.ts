@@ -18,6 +18,7 @@
 //      scheduler or a full socket pool counts against us). Matched by the ticket id of the 201 body and
 //      the webhook body's data.ticketId. Per stage (measureOpenLoop): API created_at, the Kafka
 //      timestamp of the relay's send, the consumer's inbox statement, the webhook's arrival.
+// Before the warm-up: CHECKPOINT (superuser), so that pages earlier runs dirtied are not written during the loops.
 // Tuning goes through the environment only (the children inherit it): RELAY_POLL_INTERVAL,
 // NOTIFY_CONCURRENCY, NOTIFY_POLL_INTERVAL, CONSUMER_PARTITIONS_CONCURRENCY, DB_POOL_MAX ... The bench
 // sets LOG_LEVEL=warn, TICKET_EVENTS_TOPIC, NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL/_SECRET, DATABASE_URL;
@@ -656,6 +657,13 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     await prisma.$disconnect();
     db = new Client({ connectionString: url, application_name: 'bench-events' });
     await db.connect();
+    // What earlier runs left dirty would otherwise be written by a checkpoint spread over the loops, at
+    // the cost of PostgreSQL CPU (docs/benchmarks.md, "After the kafkajs request-queue patch"). Needs superuser.
+    await db
+      .query('CHECKPOINT')
+      .catch((e: Error) =>
+        log(`CHECKPOINT refused (${e.message}): a checkpoint of earlier writes may run during the loops`),
+      );
 
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: config.kafka.partitions }] });

@@ -162,6 +162,12 @@ export async function runRelayCostBench(): Promise<string> {
       log(`${name}: API pid ${api.pid} on ${api.baseUrl}, RSS ${mb(memoryOf(api.pid).rss)} MB`);
     }
     log(`broker JVM: ${broker ? `pid ${broker}` : 'not found (set BENCH_BROKER_PID); its CPU is not counted'}`);
+    // Earlier runs' dirty pages are written now, not by a checkpoint spread over the phases (needs superuser).
+    await sides[0].pool
+      .query('CHECKPOINT')
+      .catch((e: Error) =>
+        log(`CHECKPOINT refused (${e.message}): a checkpoint of earlier writes may run during the phases`),
+      );
     for (const s of sides) log(`warm-up ${s.name}: ${fmt(await phase(s, rate, 3, connections, broker))}`);
     const samples: Sample[] = [];
     for (let r = 0; r < rounds; r++) {
