@@ -54,7 +54,7 @@ import { configDefaults, loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, memoryOf, rssSampler, startApi, type ApiChild } from './support/api-process';
-import { brokerPid, cpuMeter, type CpuShares } from './support/cpu-meter';
+import { brokerPid, checkpoint, cpuMeter, type CpuShares } from './support/cpu-meter';
 import { BODY_TEXT, plainTablesDdl, runThreeInsertLoop } from './support/three-inserts';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
 import { API_HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
@@ -387,7 +387,7 @@ export async function runCreateBench(): Promise<string> {
     );
     await pool.query('TRUNCATE tickets, idempotency_keys, outbox_events, outbox_dead_letters, api_keys, tenants');
     for (const sql of plainTablesDdl(PLAIN_SCHEMA)) await pool.query(sql);
-    await pool.query('CHECKPOINT').catch(() => undefined); // start every run from a clean WAL position (needs superuser)
+    await checkpoint(pool, log, 'phases');
     log(`truncated the bench tables, created the plain tables in schema ${PLAIN_SCHEMA}`);
 
     const prisma = createPrismaClient(url, 1, 'bench-setup');
@@ -465,7 +465,6 @@ export async function runCreateBench(): Promise<string> {
     log(
       `warm-up: (c'') db replay ${phaseLine(await runHttp(ctx, 'replay', warmup, 'warm-up replay (db)', w1.created, ctx.dbReplay))}`,
     );
-    await Promise.all(Array.from({ length: 2 }, () => relayPool.connect().then((c) => c.release())));
     log(
       `warm-up: (r) relay    ${phaseLine(await runHttp(ctx, 'create', warmup, 'warm-up create (relay)', [], ctx.relay))}`,
     );

@@ -41,6 +41,7 @@ import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
+import { checkpoint } from './support/cpu-meter';
 import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 
 // autocannon ships no types; the slice of its programmatic API used here.
@@ -657,13 +658,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     await prisma.$disconnect();
     db = new Client({ connectionString: url, application_name: 'bench-events' });
     await db.connect();
-    // What earlier runs left dirty would otherwise be written by a checkpoint spread over the loops, at
-    // the cost of PostgreSQL CPU (docs/benchmarks.md, "After the kafkajs request-queue patch"). Needs superuser.
-    await db
-      .query('CHECKPOINT')
-      .catch((e: Error) =>
-        log(`CHECKPOINT refused (${e.message}): a checkpoint of earlier writes may run during the loops`),
-      );
+    await checkpoint(db, log, 'loops'); // before the warm-up (docs/benchmarks.md, "After the kafkajs request-queue patch")
 
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: config.kafka.partitions }] });

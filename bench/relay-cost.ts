@@ -19,7 +19,7 @@ import { configDefaults } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, memoryOf, startApi, type ApiChild } from './support/api-process';
-import { brokerPid, cpuSecondsOfAll, postgresCpuSince, postgresPids } from './support/cpu-meter';
+import { brokerPid, checkpoint, postgresCpuSince, postgresCpuSnapshot } from './support/cpu-meter';
 import { BODY_TEXT } from './support/three-inserts';
 import { fixed, int, mb, median, percentile } from './support/stats';
 import { API_HEAP_CAP, positiveNumberEnv as num, repoRoot, requireHooks, scratchDatabase } from './support/paths';
@@ -63,10 +63,11 @@ async function phase(side: Side, rate: number, seconds: number, connections: num
   let created = 0;
   let bad = 0;
   const lat: number[] = [];
-  const pg0 = cpuSecondsOfAll(await postgresPids(side.pool));
+  // Read before the CPU snapshots and after the CPU reads: rendering /metrics is not part of a create's cost.
+  const relay0 = await relayCounters(side.api);
+  const pg0 = await postgresCpuSnapshot(side.pool);
   const api0 = cpuSecondsOf(side.api.pid);
   const br0 = broker ? cpuSecondsOf(broker) : 0;
-  const relay0 = await relayCounters(side.api);
   const t0 = performance.now();
   let seq = 0;
   const prefix = `${side.name.replace(' ', '-')}-${Date.now().toString(36)}`;
@@ -98,8 +99,10 @@ async function phase(side: Side, rate: number, seconds: number, connections: num
   const secs = (performance.now() - t0) / 1000;
   // The relay publishes (and marks) a create a few ms after its commit: let the last ones finish inside the measurement.
   await new Promise((r) => setTimeout(r, 300));
-  const relay1 = await relayCounters(side.api);
+  const apiSecs = cpuSecondsOf(side.api.pid) - api0;
+  const brokerSecs = broker ? cpuSecondsOf(broker) - br0 : NaN;
   const pgSecs = await postgresCpuSince(side.pool, pg0);
+  const relay1 = await relayCounters(side.api);
   const per = (cpuSecs: number) => (created > 0 ? (cpuSecs * 1000) / created : NaN);
   return {
     side: side.name,
@@ -107,9 +110,9 @@ async function phase(side: Side, rate: number, seconds: number, connections: num
     rate: created / secs,
     bad,
     p99: percentile(lat, 0.99),
-    api: per(cpuSecondsOf(side.api.pid) - api0),
+    api: per(apiSecs),
     pg: per(pgSecs),
-    broker: broker ? per(cpuSecondsOf(broker) - br0) : NaN,
+    broker: per(brokerSecs),
     rssMb: mb(memoryOf(side.api.pid).rss),
     rowsPerSend: (relay1.published - relay0.published) / (relay1.sends - relay0.sends),
   };
@@ -162,12 +165,7 @@ export async function runRelayCostBench(): Promise<string> {
       log(`${name}: API pid ${api.pid} on ${api.baseUrl}, RSS ${mb(memoryOf(api.pid).rss)} MB`);
     }
     log(`broker JVM: ${broker ? `pid ${broker}` : 'not found (set BENCH_BROKER_PID); its CPU is not counted'}`);
-    // Earlier runs' dirty pages are written now, not by a checkpoint spread over the phases (needs superuser).
-    await sides[0].pool
-      .query('CHECKPOINT')
-      .catch((e: Error) =>
-        log(`CHECKPOINT refused (${e.message}): a checkpoint of earlier writes may run during the phases`),
-      );
+    await checkpoint(sides[0].pool, log, 'phases');
     for (const s of sides) log(`warm-up ${s.name}: ${fmt(await phase(s, rate, 3, connections, broker))}`);
     const samples: Sample[] = [];
     for (let r = 0; r < rounds; r++) {

@@ -16,14 +16,14 @@ export interface CpuShares {
 }
 
 /** The pool's database's backends plus Postgres's shared background processes (WAL writer, checkpointer, ...). */
-export async function postgresPids(pool: Pool): Promise<number[]> {
+async function postgresPids(pool: Pool): Promise<number[]> {
   const { rows } = await pool.query<{ pid: number }>(
     'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
   );
   return rows.map((r) => r.pid);
 }
 
-export function cpuSecondsOfAll(pids: number[]): Map<number, number> {
+function cpuSecondsOfAll(pids: number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {
@@ -35,8 +35,13 @@ export function cpuSecondsOfAll(pids: number[]): Map<number, number> {
   return out;
 }
 
+/** CPU seconds so far of each PostgreSQL process of the pool's database (postgresPids): the start of postgresCpuSince. */
+export async function postgresCpuSnapshot(pool: Pool): Promise<Map<number, number>> {
+  return cpuSecondsOfAll(await postgresPids(pool));
+}
+
 /**
- * PostgreSQL CPU seconds since `start` (a snapshot of cpuSecondsOfAll(postgresPids(pool))): the processes of
+ * PostgreSQL CPU seconds since `start` (a postgresCpuSnapshot of the same pool): the processes of
  * the snapshot, plus every backend that opened after it (all of its CPU falls inside the window), such as a
  * pool's connection that replaced one closed while idle. A backend that closed before the end is missed.
  */
@@ -49,7 +54,7 @@ export async function postgresCpuSince(pool: Pool, start: Map<number, number>): 
 
 /** Starts a meter; the returned function gives the shares since the start. Open the pool's connections first. */
 export async function cpuMeter(pool: Pool, apiPid?: number): Promise<() => Promise<CpuShares>> {
-  const pg0 = cpuSecondsOfAll(await postgresPids(pool));
+  const pg0 = await postgresCpuSnapshot(pool);
   const t0 = performance.now();
   const api0 = apiPid ? cpuSecondsOf(apiPid) : 0;
   const b0 = process.cpuUsage();
@@ -87,4 +92,20 @@ export function brokerPid(root: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CHECKPOINT (needs superuser), so that pages earlier runs dirtied are written now rather than by a
+ * checkpoint spread over the measurement; a refusal is logged, naming what it may cost.
+ */
+export async function checkpoint(
+  db: { query(sql: string): Promise<unknown> },
+  log: (line: string) => void,
+  during: string,
+): Promise<void> {
+  await db
+    .query('CHECKPOINT')
+    .catch((e: Error) =>
+      log(`CHECKPOINT refused (${e.message}): a checkpoint of earlier writes may run during the ${during}`),
+    );
 }
