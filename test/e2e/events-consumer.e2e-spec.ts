@@ -44,7 +44,7 @@ beforeAll(async () => {
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
   const prisma = createPrismaClient(TEST_DATABASE_URL, 1, 'events-e2e-cli');
   try {
-    expect(await setTenantWebhook(prisma, slug, tenantReceiver.url, tenantSecret, () => undefined)).toBe(0);
+    expect(await setTenantWebhook(prisma, slug, tenantReceiver.url, tenantSecret)).toBe(0);
   } finally {
     await prisma.$disconnect();
   }

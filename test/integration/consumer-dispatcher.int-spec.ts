@@ -85,7 +85,7 @@ beforeAll(async () => {
     bareTenantId,
     `${slug}-bare`,
   ]);
-  expect(await setTenantWebhook(prisma, slug, receiver.url, secret, () => undefined)).toBe(0);
+  expect(await setTenantWebhook(prisma, slug, receiver.url, secret)).toBe(0);
   // No NOTIFY_WEBHOOK_URL: only the tenant with an override has a target.
   consumer = await startTestNotifier({ topic, groupId });
 });

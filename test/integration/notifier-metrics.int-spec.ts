@@ -37,7 +37,7 @@ beforeAll(async () => {
   db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
   receiver = await startWebhookReceiver({ secret });
   await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [tenantId, slug]);
-  expect(await setTenantWebhook(prisma, slug, receiver.url, secret, () => undefined)).toBe(0);
+  expect(await setTenantWebhook(prisma, slug, receiver.url, secret)).toBe(0);
   consumer = await startTestNotifier({ topic, groupId });
 });
 

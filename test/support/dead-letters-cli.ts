@@ -3,8 +3,6 @@ import type { PrismaClient } from '@tickets/db';
 import { deadLettersCli } from '../../apps/cli/src/dead-letters.command';
 import { cliInProcess, type CliRun } from './cli-in-process';
 
-export type { CliRun };
-
 /** `prisma` on the test database (TEST_DATABASE_URL), where the consumer kind's kit tables are read too. */
 export function deadLettersCommand(prisma: PrismaClient, ...argv: string[]): Promise<CliRun> {
   return cliInProcess(deadLettersCli, prisma, ...argv);
