@@ -1,6 +1,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import { Pool } from 'pg';
-import { patchKafkajsRequestQueue, forgetGroupInbox } from '@tickets/event-consumer/admin';
+import { forgetGroupInbox } from '@tickets/event-consumer/admin';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 import { StatsProjectionRepository } from './stats-projection.repository';
 
 export interface RebuildTarget {

@@ -39,7 +39,7 @@ export type {
 export { kafkaRepublisher, type MessageRepublisher, type RawMessageOut } from './dead-letters/message-republisher';
 export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message';
 export { isDatabaseUnavailable, sqlState } from './database-errors';
-// Keeps kafkajs's TimeoutNegativeWarning (tulios/kafkajs#1751) off stderr, for a kafkajs client the kit does not create.
+// Stops kafkajs's 1 ms timer per idle connection (and its TimeoutNegativeWarning), for a kafkajs client the kit does not create; also at @tickets/event-consumer/kafkajs-request-queue.
 export { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 export { wellFormedTraceparent } from './tracing';
 export { DEFAULTS as OPTION_DEFAULTS, resolveOptions, type ResolvedOptions } from './ticket-events.options';

@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
-import { patchKafkajsRequestQueue } from '@tickets/event-consumer/admin';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 import type { Logger } from '@tickets/logger';
 import { kafkaLogCreator } from './kafka-log';
 

@@ -156,7 +156,7 @@ export class RelayPipeline {
   }
 
   /**
-   * Backoff cap while the broker does not answer: low (outageRetryMaxMs, 1 s), so the relay notices
+   * Backoff cap while the broker does not answer: low (outageRetryMaxMs, 500 ms), so the relay notices
    * within about a second that it is back, however long the outage was. A retry is one send of
    * the same batch, which costs a refused connection while the broker is away.
    */
@@ -339,10 +339,9 @@ export class RelayPipeline {
   }
 }
 
-/** What a mark stores: the rows' seqs and their records' timestamp (one batch's, hence one value). */
+/** What a mark stores: the rows' seqs and their records' timestamp (one batch's: publishBatch stamps every record of it alike). */
 function publishedRows(acked: OutboundMessage[]): PublishedRows {
-  const stamps = acked.map((m) => Number(m.message.timestamp));
-  return { seqs: acked.map((m) => m.row.seq), kafkaTimestampMs: Math.min(...stamps) };
+  return { seqs: acked.map((m) => m.row.seq), kafkaTimestampMs: Number(acked[0].message.timestamp) };
 }
 
 /** Marks a promise's rejection as handled (it is awaited later), so Node does not report it meanwhile. */
