@@ -1,13 +1,12 @@
 export {
   createDatabaseClients,
   createPrismaClient,
-  FIXED_PLANS_OPTION,
-  withSessionOption,
   Prisma,
   PrismaClient,
   type DatabaseClients,
   type DatabaseClientOptions,
 } from './prisma';
+export { FIXED_PLANS_OPTION, withSessionOption } from './session-option';
 export {
   sqlState,
   isUniqueViolation,

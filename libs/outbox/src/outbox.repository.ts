@@ -1,5 +1,5 @@
 import type { ClientBase, Pool } from 'pg';
-import { withSessionOption } from '@tickets/db';
+import { withSessionOption } from '@tickets/db/session-option';
 import type { OutboxRow } from './outbox-message';
 
 export type Queryable = Pick<ClientBase | Pool, 'query'>;

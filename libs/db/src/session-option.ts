@@ -1,0 +1,29 @@
+// Session options carried by a connection URL: no Prisma here, so a pg-only user (the relay) loads none.
+
+/**
+ * The planner setting of the hot paths' sessions (the API's and the notifier's pools): no sequential
+ * scan where an index can answer. Their statements are named, so each connection plans them once as a
+ * generic plan after five runs and keeps that plan until the table's statistics change. On a fresh
+ * database the tables are empty when that happens, and the planner picked a hash join over a
+ * sequential scan for key lookups (the dispatcher's record statement read 835 buffers per call until
+ * autovacuum's first ANALYZE, docs/benchmarks.md). Every statement of these paths reads by key, so with
+ * this setting the plan is the index lookup whatever the statistics say. A statement without a usable
+ * index still scans the table (the setting only prices the sequential scan out of a choice).
+ */
+export const FIXED_PLANS_OPTION = '-c enable_seqscan=off';
+
+/**
+ * `url` with `option` appended to its `options` startup parameter (kept after the URL's own), so every
+ * connection of a pool starts with it, no statement needed. A string that is not a URL is returned as it is.
+ */
+export function withSessionOption(url: string, option: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  const own = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', [own, option].filter(Boolean).join(' '));
+  return parsed.toString();
+}
