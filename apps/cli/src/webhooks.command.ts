@@ -1,3 +1,4 @@
+import { text as readText } from 'node:stream/consumers';
 import { readFile } from 'node:fs/promises';
 import { configDefaults } from '@tickets/config';
 import {
@@ -31,12 +32,6 @@ export type WebhooksContext = Pick<CliContext, 'prisma' | 'out'> &
 const ACTIONS = ['set', 'show', 'clear', 'reencrypt'];
 const NO_SECRET_ON_COMMAND_LINE =
   'a secret on the command line shows in the process list and the shell history: put it in a file (--secret-file <path>) or pipe it (--secret-file -)';
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 /**
  * `webhooks set|show|clear --tenant <slug>`: the per-tenant override of NOTIFY_WEBHOOK_URL/SECRET;
@@ -107,15 +102,14 @@ export const webhooksCli: CliCommand<WebhooksArgs> = {
     }
     if (values.secret !== undefined) return new UsageProblem(`--secret is not taken: ${NO_SECRET_ON_COMMAND_LINE}`);
     const tenant = values.tenant as string | undefined;
+    // An option that goes only with set, given with another action.
+    const stray =
+      values.url !== undefined ? '--url' : values['secret-file'] !== undefined ? '--secret-file' : undefined;
     if (action === 'reencrypt') {
-      const stray =
-        values.url !== undefined ? '--url' : values['secret-file'] !== undefined ? '--secret-file' : undefined;
       return stray ? new UsageProblem(`${stray} goes only with set`) : { action, ...(tenant ? { tenant } : {}) };
     }
     if (!tenant) return new UsageProblem(`--tenant <slug> is required: whose webhook to ${action}`);
     if (action !== 'set') {
-      const stray =
-        values.url !== undefined ? '--url' : values['secret-file'] !== undefined ? '--secret-file' : undefined;
       return stray ? new UsageProblem(`${stray} goes only with set`) : { action: action as 'show' | 'clear', tenant };
     }
     const url = values.url as string | undefined;
@@ -152,7 +146,7 @@ async function runWebhooks(args: WebhooksArgs, ctx: WebhooksContext): Promise<nu
     let secret: string;
     try {
       const text =
-        args.secretFile === '-' ? await readAll(ctx.stdin ?? process.stdin) : await readFile(args.secretFile, 'utf8');
+        args.secretFile === '-' ? await readText(ctx.stdin ?? process.stdin) : await readFile(args.secretFile, 'utf8');
       secret = text.replace(/\r?\n$/, '');
     } catch (e) {
       out(usageMessage('webhooks', `--secret-file ${args.secretFile} cannot be read: ${(e as Error).message}`));

@@ -2,11 +2,10 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 // Pure functions over a keyring (no I/O). The format is docs/security.md's "Webhook secrets at rest".
 
-/** One AES-256 key and the id stored with what it encrypts. */
-export interface SecretKey {
-  id: string;
-  key: Buffer;
-}
+import type { WebhookSecretKey } from '@tickets/config';
+
+/** One AES-256 key and the id stored with what it encrypts (WEBHOOK_SECRET_KEYS's entries). */
+export type SecretKey = WebhookSecretKey;
 
 const PREFIX = 'enc:v1:';
 const IV_BYTES = 12;

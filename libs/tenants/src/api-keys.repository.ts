@@ -22,6 +22,8 @@ export const API_KEYS_CHANGED_CHANNEL = 'api_keys_changed';
 const ROW = Prisma.sql`k.id::text AS id, k.tenant_id::text AS "tenantId", t.slug AS "tenantSlug", k.prefix, k.label,
   k.created_at AS "createdAt", k.last_used_at AS "lastUsedAt", k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt"`;
 
+/** A key that works now: not revoked, not expired. */
+const WORKS_NOW = Prisma.sql`k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -91,7 +93,7 @@ export class ApiKeysRepository {
     const rows = await this.prisma.$queryRaw<ActiveKey[]>(Prisma.sql`
       SELECT k.id::text AS "keyId", k.expires_at AS "expiresAt", t.id::text AS "tenantId", t.slug AS "tenantSlug"
         FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-       WHERE k.key_hash = ${keyHash} AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`);
+       WHERE k.key_hash = ${keyHash} AND ${WORKS_NOW}`);
     return rows[0] ?? null;
   }
 
@@ -111,7 +113,7 @@ export class ApiKeysRepository {
     return this.prisma.$queryRaw<ApiKeyRow[]>(Prisma.sql`
       SELECT ${ROW} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
        WHERE (${filter.tenantSlug ?? null}::text IS NULL OR t.slug = ${filter.tenantSlug ?? null})
-         AND (${filter.all}::boolean OR (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())))
+         AND (${filter.all}::boolean OR (${WORKS_NOW}))
        ORDER BY t.slug, k.created_at DESC, k.id
        LIMIT ${filter.limit}`);
   }
@@ -153,7 +155,7 @@ export class ApiKeysRepository {
     return this.transaction(async (tx) => {
       const [old] = await tx.$queryRaw<ApiKeyRow[]>(Prisma.sql`
         SELECT ${ROW} FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-         WHERE k.id = ${oldKeyId}::uuid AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+         WHERE k.id = ${oldKeyId}::uuid AND ${WORKS_NOW}
            FOR UPDATE OF k`);
       if (!old) return null;
       const newKeyId = await this.insertKey(tx, old.tenantId, { ...next, label: old.label });
