@@ -41,6 +41,7 @@ export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message
 export { isDatabaseUnavailable, sqlState } from './database-errors';
 // Stops kafkajs's 1 ms timer per idle connection (and its TimeoutNegativeWarning), for a kafkajs client the kit does not create; also at @tickets/event-consumer/kafkajs-request-queue.
 export { patchKafkajsRequestQueue } from './kafkajs-request-queue';
+export { patchKafkajsProduceEncoding, KeyHashPartitioner } from './kafkajs-produce-encoding';
 export { wellFormedTraceparent } from './tracing';
 export { DEFAULTS as OPTION_DEFAULTS, resolveOptions, type ResolvedOptions } from './ticket-events.options';
 export { optionsFromEnv, binEnvironment } from './ticket-events.env';

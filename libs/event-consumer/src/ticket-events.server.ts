@@ -9,6 +9,7 @@ import { parseEnvelope } from './envelope-parser';
 import { faultsOf, type KitFaults } from './faults';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
+import { patchKafkajsProduceEncoding } from './kafkajs-produce-encoding';
 import { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 import type { KitLogger as Logger } from './kit-logger';
 import { KitTables } from './kit-schema';
@@ -75,6 +76,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
     });
     this.pool.on('error', (err) => this.log?.warn({ err }, 'idle database connection failed'));
     patchKafkajsRequestQueue();
+    patchKafkajsProduceEncoding(); // before the first fetch, which loads the record batch module
     this.kafka = new Kafka({
       logLevel: KafkaLogLevel.WARN,
       logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),

@@ -1,5 +1,5 @@
-import { Partitioners, type Admin, type Kafka, type Message, type Producer } from 'kafkajs';
-import { createKafkaClient, ensureTopic, topicNumberSetting, withAdmin } from '@tickets/kafka';
+import { type Admin, type Kafka, type Message, type Producer } from 'kafkajs';
+import { KeyHashPartitioner, createKafkaClient, ensureTopic, topicNumberSetting, withAdmin } from '@tickets/kafka';
 import type { Logger } from '@tickets/logger';
 import { tracedSend } from '@tickets/telemetry';
 import type { OutboxRelayOptions } from './relay-options';
@@ -95,8 +95,9 @@ export class KafkaPublisher {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      // The Java-compatible murmur2 partitioner: same key -> same partition as any other client.
-      createPartitioner: Partitioners.DefaultPartitioner,
+      // The Java client's murmur2 placement (kafkajs's DefaultPartitioner's, in cheaper arithmetic):
+      // same key -> same partition as any other client.
+      createPartitioner: KeyHashPartitioner,
       // Bounded client retries so the relay's own backoff (and stop()) stay in control. A failed send
       // is always retried with the very same messages on the same producer, so the broker still
       // de-duplicates by producer id and sequence (kafkajs warns about this setting; it is safe here).

@@ -1,4 +1,5 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { patchKafkajsProduceEncoding } from '../kafkajs-produce-encoding';
 import { patchKafkajsRequestQueue } from '../kafkajs-request-queue';
 
 export interface RawMessageOut {
@@ -25,6 +26,7 @@ export function kafkaRepublisher(brokers: string[], clientId: string): MessageRe
     async send(m) {
       if (!producer) {
         patchKafkajsRequestQueue();
+        patchKafkajsProduceEncoding();
         producer = new Kafka({ brokers, clientId, logLevel: logLevel.NOTHING }).producer({
           allowAutoTopicCreation: false,
         });

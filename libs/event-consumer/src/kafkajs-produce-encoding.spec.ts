@@ -1,0 +1,148 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Partitioners, type PartitionerArgs, type PartitionMetadata } from 'kafkajs';
+import {
+  KeyHashPartitioner,
+  crc32c,
+  murmur2,
+  patchKafkajsProduceEncoding,
+  type KafkajsRecordArgs,
+} from './kafkajs-produce-encoding';
+
+// kafkajs's own functions, taken before the patch replaces them in this module registry.
+const kafkajsCrc32c = require('kafkajs/src/protocol/recordBatch/crc32C/index.js') as (b: Buffer) => number;
+const kafkajsRecord = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (a: KafkajsRecordArgs) => {
+  buffer: Buffer;
+};
+const kafkajsMurmur2 = require('kafkajs/src/producer/partitioners/default/murmur2.js') as (k: unknown) => number;
+const Long = require('kafkajs/src/utils/long.js') as { fromValue(v: unknown): unknown };
+
+const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)];
+const randomText = (max: number) =>
+  Array.from({ length: Math.floor(Math.random() * max) }, () =>
+    pick(['a', 'Z', '0', '"', 'é', '漢', '🎫', '\n', ' ']),
+  ).join('');
+
+function randomRecord(i: number): KafkajsRecordArgs {
+  const headers: Record<string, unknown> = {};
+  for (let h = 0; h < Math.floor(Math.random() * 5); h++) {
+    headers[`h-${h}-${randomText(8)}`] = pick<unknown>([
+      randomUUID(),
+      randomText(60),
+      Buffer.from(randomBytes(Math.floor(Math.random() * 40))),
+      null,
+      [randomText(10), Buffer.from('x')],
+      [],
+    ]);
+  }
+  return {
+    offsetDelta: pick([0, 1, 63, 64, 8191, 8192, i]),
+    timestampDelta: pick<unknown>([0, 1, -1, 63, 64, 2 ** 31, 2 ** 40 + i, Long.fromValue(2 ** 35)]),
+    key: pick<unknown>([randomUUID(), null, Buffer.from(randomBytes(17)), randomText(30)]),
+    value: pick<unknown>([
+      null,
+      randomText(3000),
+      Buffer.from(randomBytes(Math.floor(Math.random() * 5000))),
+      JSON.stringify({ id: randomUUID(), text: randomText(1500) }),
+    ]),
+    headers: Math.random() < 0.1 ? undefined : headers,
+  };
+}
+
+describe('crc32c', () => {
+  it('gives the CRC-32C check value and kafkajs’s checksum for every length around the 8-byte step', () => {
+    expect(crc32c(Buffer.from('123456789'))).toBe(0xe3069283);
+    for (let n = 0; n < 600; n++) {
+      const b = randomBytes(n < 100 ? n : Math.floor(Math.random() * 80_000));
+      expect(crc32c(b)).toBe(kafkajsCrc32c(b));
+    }
+  });
+});
+
+describe('KeyHashPartitioner', () => {
+  const metadata = (n: number, down: number[] = []): PartitionMetadata[] =>
+    Array.from({ length: n }, (_, partitionId) => ({
+      partitionId,
+      leader: down.includes(partitionId) ? -1 : 0,
+      replicas: [0],
+      isr: [0],
+      partitionErrorCode: 0,
+    }));
+  const args = (message: PartitionerArgs['message'], n: number, down: number[] = []): PartitionerArgs => ({
+    topic: 'ticket-events',
+    partitionMetadata: metadata(n, down),
+    message,
+  });
+
+  it('places every key where kafkajs’s DefaultPartitioner (the Java client’s placement) does', () => {
+    const ours = KeyHashPartitioner();
+    const theirs = Partitioners.DefaultPartitioner();
+    for (let i = 0; i < 10_000; i++) {
+      const key = pick<string | Buffer>([randomUUID(), randomText(40), Buffer.from(randomBytes(i % 50))]);
+      expect(murmur2(key)).toBe(kafkajsMurmur2(key));
+      const n = 1 + (i % 24);
+      // A partition without a leader changes nothing for a keyed message, in either.
+      expect(ours(args({ key, value: 'v' }, n, [0]))).toBe(theirs(args({ key, value: 'v' }, n, [0])));
+    }
+  });
+
+  it('keeps an explicit partition, and spreads keyless messages over the partitions that have a leader', () => {
+    const ours = KeyHashPartitioner();
+    expect(ours(args({ key: randomUUID(), value: 'v', partition: 4 }, 6))).toBe(4);
+    const seen = new Set<number>();
+    for (let i = 0; i < 60; i++) seen.add(ours(args({ key: null, value: 'v' }, 6, [2, 5])));
+    expect([...seen].sort()).toEqual([0, 1, 3, 4]);
+  });
+});
+
+describe('patchKafkajsProduceEncoding', () => {
+  const produceRequest = () =>
+    require('kafkajs/src/protocol/requests/produce/index.js') as {
+      protocol(o: { version: number }): (a: object) => { request: { encode(): Promise<{ buffer: Buffer }> } };
+    };
+
+  it('replaces the record encoder and the checksum before kafkajs’s produce requests load them', () => {
+    expect(require.cache[require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js')]).toBeUndefined();
+    expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true });
+    expect(require('kafkajs/src/protocol/recordBatch/record/v0/index.js')).not.toBe(kafkajsRecord);
+    expect(require('kafkajs/src/protocol/recordBatch/crc32C/index.js')).not.toBe(kafkajsCrc32c);
+    expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true });
+  });
+
+  it('encodes every record to the bytes kafkajs’s own encoder gives, and refuses what it refuses', () => {
+    const patched = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as typeof kafkajsRecord;
+    const outcome = (encode: typeof kafkajsRecord, record: KafkajsRecordArgs) => {
+      try {
+        return encode(record).buffer.toString('hex');
+      } catch (err) {
+        return `throws ${(err as Error).constructor.name}`;
+      }
+    };
+    let refused = 0;
+    for (let i = 0; i < 3_000; i++) {
+      const record = randomRecord(i);
+      const expected = outcome(kafkajsRecord, record);
+      if (expected.startsWith('throws')) refused++;
+      expect(outcome(patched, record)).toBe(expected);
+    }
+    expect(refused).toBeGreaterThan(0); // a null header value: kafkajs measures it before its null check
+  });
+
+  it('leaves kafkajs as it is once a produce request has loaded the originals', async () => {
+    // A produce request of the patched kafkajs: loading it captures the patched functions.
+    const { request } = produceRequest().protocol({ version: 3 })({
+      acks: -1,
+      timeout: 1_000,
+      topicData: [
+        { topic: 't', partitions: [{ partition: 0, firstSequence: 0, messages: [{ key: 'k', value: 'v' }] }] },
+      ],
+    });
+    expect((await request.encode()).buffer.length).toBeGreaterThan(60);
+    jest.isolateModules(() => {
+      require('kafkajs/src/protocol/requests/produce/v3/request.js');
+      const { patchKafkajsProduceEncoding: again } = require('./kafkajs-produce-encoding') as {
+        patchKafkajsProduceEncoding: typeof patchKafkajsProduceEncoding;
+      };
+      expect(again()).toEqual({ crc32c: false, record: false });
+    });
+  });
+});
