@@ -58,6 +58,9 @@ import { brokerPid, checkpoint, cpuMeter, type CpuShares } from './support/cpu-m
 import { BODY_TEXT, plainTablesDdl, runThreeInsertLoop } from './support/three-inserts';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
 import { API_HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
+
+patchKafkajsRequestQueue(); // the bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
 
 // autocannon ships no types; the slice of its programmatic API used here.
 interface AcRequest {
