@@ -28,7 +28,27 @@ const SETTINGS = {
   max_wal_size: '8GB',
   checkpoint_timeout: '30min',
   listen_addresses: '127.0.0.1',
+  // Loaded only (no statement tracking until the extension is created, BENCH_PG_STATEMENTS).
+  shared_preload_libraries: 'pg_stat_statements',
 };
+
+/** The statements that took the server's time during the bench, in every database, dropped ones too (BENCH_PG_STATEMENTS=1). */
+async function printStatements(port: number): Promise<void> {
+  const c = new Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres` });
+  await c.connect();
+  try {
+    const { rows } = await c.query<Record<string, string>>(
+      `SELECT calls::text, round(total_exec_time)::text AS total_ms, round(mean_exec_time::numeric, 3)::text AS mean_ms,
+              round((shared_blks_hit + shared_blks_read)::numeric / greatest(calls, 1), 1)::text AS blks,
+              left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
+         FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20`,
+    );
+    console.error('[fresh-postgres] statements by total time: calls | total ms | mean ms | buffers per call | query');
+    for (const r of rows) console.error(`  ${r.calls} | ${r.total_ms} | ${r.mean_ms} | ${r.blks} | ${r.query}`);
+  } finally {
+    await c.end();
+  }
+}
 
 function binDir(): string {
   try {
@@ -83,6 +103,7 @@ async function main(): Promise<void> {
     const url = `postgresql://postgres@127.0.0.1:${port}/tickets`;
     const admin = new Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres` });
     await admin.connect();
+    if (process.env.BENCH_PG_STATEMENTS === '1') await admin.query('CREATE EXTENSION pg_stat_statements');
     await admin.query('CREATE DATABASE tickets');
     await admin.end();
     execFileSync(process.execPath, [join(repoRoot(), 'scripts', 'db-migrate.mjs')], {
@@ -104,6 +125,10 @@ async function main(): Promise<void> {
       child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
     });
     process.exitCode = code;
+    if (process.env.BENCH_PG_STATEMENTS === '1')
+      await printStatements(port).catch((err) =>
+        console.error(`[fresh-postgres] statements: ${(err as Error).message}`),
+      );
   } finally {
     stop();
   }
