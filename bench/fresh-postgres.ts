@@ -12,25 +12,27 @@
 //
 // Its data directory goes under BENCH_PG_DIR (default /dev/shm when it exists, so the disk's own
 // state does not enter the measurement either; set BENCH_PG_DIR to a disk path to include it).
-// The binaries are `pg_config --bindir`'s (or the newest /usr/lib/postgresql/<v>/bin). As root, the
-// server runs as the `postgres` user (PostgreSQL refuses to run as root). The bench gets
+// The server is scripts/chaos/pg-cluster.ts's (the newest installed PostgreSQL; as root it runs as
+// the `postgres` user, since PostgreSQL refuses to run as root), on a port the OS hands out. The bench gets
 // DATABASE_URL=postgresql://postgres@127.0.0.1:<port>/tickets, migrated; everything else it inherits.
-import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { PgCluster } from '../scripts/chaos/pg-cluster';
+import { freePort } from '../scripts/free-port';
 import { repoRoot } from './support/paths';
 
 const SETTINGS = {
-  max_connections: '200',
   shared_buffers: '1GB',
   max_wal_size: '8GB',
   checkpoint_timeout: '30min',
-  listen_addresses: '127.0.0.1',
+  fsync: 'on',
   // Loaded only (no statement tracking until the extension is created, BENCH_PG_STATEMENTS).
   shared_preload_libraries: 'pg_stat_statements',
 };
+const MAX_CONNECTIONS = 200;
 
 /** The statements that took the server's time during the bench, in every database, dropped ones too (BENCH_PG_STATEMENTS=1). */
 async function printStatements(port: number): Promise<void> {
@@ -50,58 +52,47 @@ async function printStatements(port: number): Promise<void> {
   }
 }
 
-function binDir(): string {
-  try {
-    return execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
-  } catch {
-    const root = '/usr/lib/postgresql';
-    const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)) : [];
-    if (versions.length === 0)
-      throw new Error('no PostgreSQL binaries: install the server (initdb, pg_ctl) or put pg_config on PATH');
-    return join(root, versions.sort((a, b) => Number(b) - Number(a))[0], 'bin');
-  }
-}
-
-/** Runs a PostgreSQL binary, as the postgres user when this process is root. */
-function pgCommand(bin: string, args: string[], asUser: string | undefined): void {
-  const [cmd, argv] = asUser ? ['runuser', ['-u', asUser, '--', bin, ...args]] : [bin, args];
-  execFileSync(cmd, argv, { stdio: ['ignore', 'ignore', 'inherit'] });
-}
-
 async function main(): Promise<void> {
   const [script, ...args] = process.argv.slice(2);
   if (!script) throw new Error('usage: node dist/bench/fresh-postgres.js <compiled bench .js> [its arguments]');
-  const bin = binDir();
   const parent = process.env.BENCH_PG_DIR || (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
   const dir = mkdtempSync(join(parent, 'tickets-bench-pg-'));
-  const data = join(dir, 'data');
-  const asUser = process.getuid?.() === 0 ? 'postgres' : undefined;
-  if (asUser) {
-    const uid = Number(execFileSync('id', ['-u', asUser], { encoding: 'utf8' }));
-    const gid = Number(execFileSync('id', ['-g', asUser], { encoding: 'utf8' }));
-    chownSync(dir, uid, gid);
-  }
-  const port = 40_000 + Math.floor(Math.random() * 10_000);
-  const options = [`-p ${port}`, `-k ${dir}`, ...Object.entries(SETTINGS).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
-  let started = false;
-  const stop = () => {
-    if (started) {
-      started = false;
-      try {
-        pgCommand(join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop'], asUser);
-      } catch (err) {
-        console.error(`[fresh-postgres] stopping the server failed: ${(err as Error).message}`);
-      }
+  let cluster: PgCluster | undefined;
+  // Set before the server is asked to start: a start that times out may still leave one running.
+  let mayRun = false;
+  const stop = async () => {
+    if (cluster && mayRun) {
+      mayRun = false;
+      await cluster
+        .stop('fast')
+        .catch((err) => console.error(`[fresh-postgres] fast stop failed: ${(err as Error).message}`));
     }
-    rmSync(dir, { recursive: true, force: true });
+    // An immediate stop (for a server the fast one did not stop), then the directory.
+    if (cluster) await cluster.destroy();
+    else rmSync(dir, { recursive: true, force: true });
   };
+  let child: ChildProcess | undefined;
+  // A signal while the bench runs goes to the bench (its own cleanup runs, then ours); before or after
+  // it, the server is stopped and its directory removed here.
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    process.on(signal, () => {
+      if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+      else void stop().finally(() => process.exit(code));
+    });
+  }
   try {
-    console.error(`[fresh-postgres] initdb in ${data} (${bin})`);
-    pgCommand(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], asUser);
-    pgCommand(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', join(dir, 'server.log'), '-w', 'start'], asUser);
-    started = true;
-    const url = `postgresql://postgres@127.0.0.1:${port}/tickets`;
-    const admin = new Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres` });
+    const port = await freePort();
+    cluster = new PgCluster({ dir, port, maxConnections: MAX_CONNECTIONS, settings: SETTINGS });
+    console.error(`[fresh-postgres] initdb in ${dir}`);
+    await cluster.init();
+    mayRun = true;
+    await cluster.start();
+    const url = cluster.urlFor('tickets');
+    const admin = new Client({ connectionString: cluster.url });
     await admin.connect();
     if (process.env.BENCH_PG_STATEMENTS === '1') await admin.query('CREATE EXTENSION pg_stat_statements');
     await admin.query('CREATE DATABASE tickets');
@@ -111,17 +102,15 @@ async function main(): Promise<void> {
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     console.error(
-      `[fresh-postgres] PostgreSQL on port ${port} (${Object.entries(SETTINGS)
+      `[fresh-postgres] PostgreSQL on port ${port} (max_connections=${MAX_CONNECTIONS}, ${Object.entries(SETTINGS)
         .map(([k, v]) => `${k}=${v}`)
         .join(', ')}); running ${script}`,
     );
     const code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, [...process.execArgv, script, ...args], {
+      child = spawn(process.execPath, [...process.execArgv, script, ...args], {
         stdio: 'inherit',
         env: { ...process.env, DATABASE_URL: url },
       });
-      const forward = (signal: NodeJS.Signals) => child.kill(signal);
-      process.on('SIGINT', forward).on('SIGTERM', forward);
       child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
     });
     process.exitCode = code;
@@ -130,7 +119,7 @@ async function main(): Promise<void> {
         console.error(`[fresh-postgres] statements: ${(err as Error).message}`),
       );
   } finally {
-    stop();
+    await stop();
   }
 }
 

@@ -10,7 +10,7 @@
 //
 //   npm run bench:producer      (build, then node dist/bench/producer-encoding.js)
 //
-// Env: PRODUCER_BENCH_RECORDS (20000), PRODUCER_BENCH_BATCH (50, the relay's rows per send at 1,500
+// Env: PRODUCER_BENCH_RECORDS (20000), PRODUCER_BENCH_BATCH (50, the relay's rows per send at 1,000
 // creates/s), PRODUCER_BENCH_ROUNDS (4), KAFKA_BROKERS (127.0.0.1:9092).
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';

@@ -24,6 +24,8 @@ export interface PgClusterOptions {
   dir: string;
   port: number;
   maxConnections?: number;
+  /** Server settings (`-c name=value`) over the defaults: listen_addresses=127.0.0.1, max_connections, fsync=off. */
+  settings?: Record<string, string>;
 }
 
 export class PgCluster {
@@ -68,7 +70,17 @@ export class PgCluster {
 
   /** Starts the server and waits until it accepts connections. */
   async start(): Promise<void> {
-    const opts = `-p ${this.o.port} -k ${this.o.dir} -c listen_addresses=127.0.0.1 -c max_connections=${this.o.maxConnections ?? 50} -c fsync=off`;
+    const settings = {
+      listen_addresses: '127.0.0.1',
+      max_connections: String(this.o.maxConnections ?? 50),
+      fsync: 'off',
+      ...this.o.settings,
+    };
+    const opts = [
+      `-p ${this.o.port}`,
+      `-k ${this.o.dir}`,
+      ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`),
+    ].join(' ');
     await this.as('pg_ctl', [
       '-D',
       `${this.o.dir}/data`,

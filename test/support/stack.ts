@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '../../scripts/free-port';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -80,17 +80,7 @@ export async function startTestStack(opts: { env?: Record<string, string> } = {}
   };
 }
 
-/** A port the OS has just handed out as free on 127.0.0.1 (a random guess can hit a live server or the ephemeral range). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** The API as a separate OS process (compiled dist/), for the cross-process tests. Needs `npm run build` first. */
 export async function startApiProcess(

@@ -36,7 +36,7 @@ function randomRecord(i: number): KafkajsRecordArgs {
   }
   return {
     offsetDelta: pick([0, 1, 63, 64, 8191, 8192, i]),
-    timestampDelta: pick<unknown>([0, 1, -1, 63, 64, 2 ** 31, 2 ** 40 + i, Long.fromValue(2 ** 35)]),
+    timestampDelta: pick<unknown>([0, 1, -1, 0.5, 63, 64, 2 ** 31, 2 ** 40 + i, Long.fromValue(2 ** 35)]),
     key: pick<unknown>([randomUUID(), null, Buffer.from(randomBytes(17)), randomText(30)]),
     value: pick<unknown>([
       null,
@@ -127,22 +127,45 @@ describe('patchKafkajsProduceEncoding', () => {
     expect(refused).toBeGreaterThan(0); // a null header value: kafkajs measures it before its null check
   });
 
-  it('leaves kafkajs as it is once a produce request has loaded the originals', async () => {
-    // A produce request of the patched kafkajs: loading it captures the patched functions.
-    const { request } = produceRequest().protocol({ version: 3 })({
-      acks: -1,
-      timeout: 1_000,
-      topicData: [
-        { topic: 't', partitions: [{ partition: 0, firstSequence: 0, messages: [{ key: 'k', value: 'v' }] }] },
-      ],
-    });
-    expect((await request.encode()).buffer.length).toBeGreaterThan(60);
-    jest.isolateModules(() => {
-      require('kafkajs/src/protocol/requests/produce/v3/request.js');
-      const { patchKafkajsProduceEncoding: again } = require('./kafkajs-produce-encoding') as {
-        patchKafkajsProduceEncoding: typeof patchKafkajsProduceEncoding;
+  it('gives whole produce requests the bytes kafkajs gives them, uncompressed and gzipped', async () => {
+    const { Types } = require('kafkajs/src/protocol/message/compression/index.js') as {
+      Types: { None: number; GZIP: number };
+    };
+    const messages = Array.from({ length: 40 }, (_, i) => {
+      const r = randomRecord(i);
+      return {
+        key: r.key ?? null,
+        value: r.value ?? null,
+        timestamp: String(1_700_000_000_000 + i),
+        headers: { 'event-id': randomUUID(), 'event-type': 'ticket.created.v1', empty: '' },
       };
-      expect(again()).toEqual({ crc32c: false, record: false });
     });
+    const encode = async (produce: ReturnType<typeof produceRequest>, compression: number) => {
+      const { request } = produce.protocol({ version: 3 })({
+        acks: -1,
+        timeout: 1_000,
+        compression,
+        producerId: Long.fromValue(7),
+        producerEpoch: 0,
+        topicData: [{ topic: 't', partitions: [{ partition: 0, firstSequence: 5, messages }] }],
+      });
+      return (await request.encode()).buffer;
+    };
+    // This registry's produce request loads with the patched encoder and checksum; a fresh one has kafkajs's own.
+    const patched = [await encode(produceRequest(), Types.None), await encode(produceRequest(), Types.GZIP)];
+    let kafkajs: ReturnType<typeof produceRequest> | undefined;
+    let again: ReturnType<typeof patchKafkajsProduceEncoding> | undefined;
+    jest.isolateModules(() => {
+      kafkajs = produceRequest();
+      require('kafkajs/src/protocol/requests/produce/v3/request.js');
+      // Too late in that registry: its produce request has taken kafkajs's originals.
+      again = (
+        require('./kafkajs-produce-encoding') as { patchKafkajsProduceEncoding: typeof patchKafkajsProduceEncoding }
+      ).patchKafkajsProduceEncoding();
+    });
+    expect(again).toEqual({ crc32c: false, record: false });
+    expect(patched[0].equals(await encode(kafkajs!, Types.None))).toBe(true);
+    expect(patched[1].equals(await encode(kafkajs!, Types.GZIP))).toBe(true);
+    expect(patched[0].length).toBeGreaterThan(patched[1].length); // the gzipped one is a different request
   });
 });

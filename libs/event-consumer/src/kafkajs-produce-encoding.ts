@@ -79,6 +79,13 @@ function recordEncoder(Encoder: EncoderClass) {
       if (Array.isArray(v)) for (const each of v) pairs.push(name, each);
       else pairs.push(name, v);
     }
+    // Sized in kafkajs's order (timestamp, offset, key, value, then headers), so a bad argument throws what kafkajs throws.
+    let sizeOfBody =
+      1 +
+      Encoder.sizeOfVarLong(timestampDelta) +
+      Encoder.sizeOfVarInt(offsetDelta) +
+      Encoder.sizeOfVarIntBytes(key) +
+      Encoder.sizeOfVarIntBytes(value);
     let headersSize = Encoder.sizeOfVarInt(pairs.length / 2);
     for (let i = 0; i < pairs.length; i += 2) {
       const keySize = Buffer.byteLength(pairs[i] as string);
@@ -87,13 +94,7 @@ function recordEncoder(Encoder: EncoderClass) {
       const valueSize = Buffer.byteLength(pairs[i + 1] as string);
       headersSize += pairs[i + 1] === null ? Encoder.sizeOfVarInt(-1) : Encoder.sizeOfVarInt(valueSize) + valueSize;
     }
-    const sizeOfBody =
-      1 +
-      Encoder.sizeOfVarLong(timestampDelta) +
-      Encoder.sizeOfVarInt(offsetDelta) +
-      Encoder.sizeOfVarIntBytes(key) +
-      Encoder.sizeOfVarIntBytes(value) +
-      headersSize;
+    sizeOfBody += headersSize;
     // Encoder allocates the power of two above its argument: minus one, so an exact power of two fits as it is.
     const encoder = new Encoder(Encoder.sizeOfVarInt(sizeOfBody) + sizeOfBody - 1)
       .writeVarInt(sizeOfBody)
@@ -153,8 +154,8 @@ function replaceModule(id: string, users: string[], known: RegExp, make: () => u
 }
 
 /**
- * Halves kafkajs 2.2.4's CPU per produced record (17.6 → 7.9 µs for a 50-record send of relay-sized
- * records, bench/producer-encoding.ts), with the same bytes on the wire:
+ * About 0.6× kafkajs 2.2.4's CPU per produced relay-sized record, the socket writes and replies
+ * included (`npm run bench:producer`: 0.60-0.63×, docs/benchmarks.md), with the same bytes on the wire:
  * - the record batch's CRC-32C eight bytes a step instead of one (about 2.9× faster);
  * - each record encoded into one buffer of its exact size (the original grows a 512-byte buffer and
  *   encodes every header into a buffer of its own).
