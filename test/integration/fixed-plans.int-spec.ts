@@ -2,12 +2,17 @@
 // statements are named: each connection plans them once as a generic plan (after five runs) and keeps it
 // until the table's statistics change. Planned while `notifications` is empty, the dispatcher's record
 // statement (UPDATE ... FROM unnest(...)) became a hash join over a sequential scan, kept while the table
-// grew, until autovacuum's first ANALYZE. Measured through PostgreSQL's own counters: heap blocks the
-// statement reads after the table has grown, on a connection whose plan was made while it was empty.
+// grew, until autovacuum's first ANALYZE. The notifier's inbox statement, on the kit's pool, probed the
+// inbox with a sequential scan per event the same way. Measured through PostgreSQL's own counters: blocks
+// the statement reads after the table has grown, on a connection whose plan was made while it was empty.
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
+import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
 import { createPrismaClient, withSessionOption, type PrismaClient } from '@tickets/db';
+import { notifierOptions } from '../../apps/consumer/src/consumer.app';
+import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
 import { NotificationsRepository } from '../../libs/notifications/src/notifications.repository';
+import { ticketCreated } from '../support/events-factory';
 import { createRelayTestDatabase, waitFor, type RelayTestDatabase } from '../support/outbox-factory';
 
 jest.setTimeout(120_000);
@@ -16,6 +21,8 @@ const ROWS = 5_000;
 let database: RelayTestDatabase;
 let db: Client;
 let prisma: PrismaClient | undefined;
+/** The kit's pool for the notifier, one connection (the one that caches the plan). */
+let inboxSession: Pool | undefined;
 
 async function heapBlocks(): Promise<number> {
   const { rows } = await db.query<{ blocks: number }>(
@@ -58,9 +65,11 @@ beforeAll(async () => {
   await db.connect();
   // No automatic ANALYZE during the test: it would replace the cached plan (what autovacuum does, later).
   await db.query('ALTER TABLE notifications SET (autovacuum_enabled = false)');
+  await db.query('ALTER TABLE ticket_events.inbox_events SET (autovacuum_enabled = false)');
 });
 
 afterAll(async () => {
+  await inboxSession?.end();
   await prisma?.$disconnect();
   await db?.end();
   await database?.drop();
@@ -102,5 +111,78 @@ it("the dispatcher's record statement reads by key on a connection that planned 
   await settled('notification_attempts', first.length + 2);
   const read = (await heapBlocks()) - before;
   // Two index lookups (and the rows' updates): a handful of blocks, not the table.
+  expect(read).toBeLessThan(50);
+});
+
+/** Heap and index blocks of ticket_events.inbox_events read so far (a full index scan counts too). */
+async function inboxBlocks(): Promise<number> {
+  const { rows } = await db.query<{ blocks: number }>(
+    `SELECT (heap_blks_hit + coalesce(heap_blks_read, 0) + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0))::int AS blocks
+       FROM pg_statio_user_tables WHERE schemaname = 'ticket_events' AND relname = 'inbox_events'`,
+  );
+  return rows[0].blocks;
+}
+
+/** Until the statistics show `n` rows inserted or updated in the inbox (both backends asked to report at once). */
+async function inboxSettled(n: number): Promise<void> {
+  await db.query('SELECT pg_stat_force_next_flush()');
+  await inboxSession!.query('SELECT pg_stat_force_next_flush()');
+  await waitFor(`${n} inbox rows written in the statistics`, async () => {
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT (n_tup_ins + n_tup_upd)::int AS n FROM pg_stat_user_tables WHERE schemaname = 'ticket_events' AND relname = 'inbox_events'`,
+    );
+    return rows[0].n >= n;
+  });
+}
+
+it("the notifier's inbox statement probes the inbox by key on a kit connection that planned it while the inbox was empty", async () => {
+  const groupId = 'fixed-plans-notifier';
+  // The URL the notifier's kit pool connects with, as the consumer app builds it; the generic plan from the first run on.
+  const config = loadConfig({ DATABASE_URL: database.url, NOTIFIER_GROUP_ID: groupId });
+  const kitUrl = notifierOptions(config, loadEventConsumerConfig({})).databaseUrl;
+  inboxSession = new Pool({
+    connectionString: withSessionOption(kitUrl, '-c plan_cache_mode=force_generic_plan'),
+    max: 1,
+    idleTimeoutMillis: 0,
+  });
+  const repo = new InboxRepository();
+  const tenantId = randomUUID();
+  let offset = 0;
+  const record = (events: ReturnType<typeof ticketCreated>[]) =>
+    repo.recordBatch(inboxSession!, {
+      groupId,
+      topic: 'ticket-events',
+      partition: 0,
+      defaultWebhookUrl: 'http://127.0.0.1:9/hooks',
+      events,
+      offsets: events.map(() => String(offset++)),
+      values: events.map((e) => Buffer.from(JSON.stringify(e))),
+      invalid: [],
+    });
+  // Ten chunks while the inbox holds a few rows (a fresh database's first events): the plan is cached now.
+  const early = Array.from({ length: 10 }, () => ticketCreated(tenantId));
+  for (const e of early) expect((await record([e])).processed).toBe(1);
+
+  const ROWS_INBOX = 20_000;
+  await db.query(
+    `INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
+     SELECT $1, gen_random_uuid(), 'ticket.created.v1', gen_random_uuid(), 'ticket-events', 1, i, 0 FROM generate_series(1, $2::int) i`,
+    [groupId, ROWS_INBOX],
+  );
+  const pages = (
+    await db.query<{ pages: string }>(`SELECT pg_relation_size('ticket_events.inbox_events') / 8192 AS pages`)
+  ).rows[0].pages;
+  expect(Number(pages)).toBeGreaterThan(200); // what a sequential scan would read
+
+  let written = ROWS_INBOX + early.length;
+  await inboxSettled(written);
+  // Two new events and a copy of an early one (the duplicate path updates its inbox row).
+  const before = await inboxBlocks();
+  const r = await record([ticketCreated(tenantId), ticketCreated(tenantId), early[3]]);
+  expect(r).toMatchObject({ processed: 2, skippedDuplicate: 1 });
+  written += 3;
+  await inboxSettled(written);
+  const read = (await inboxBlocks()) - before;
+  // Three probes, two inserts and one update through the primary key: a handful of blocks, not the table.
   expect(read).toBeLessThan(50);
 });

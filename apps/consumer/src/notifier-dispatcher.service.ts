@@ -23,7 +23,8 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
   private readonly dispatcher?: WebhookDispatcher;
 
   constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger, registry?: Registry) {
-    // Fixed plans: the inbox statement and the dispatcher's read by key (FIXED_PLANS_OPTION, libs/db).
+    // Fixed plans: the dispatcher's claim and record statements read by key (FIXED_PLANS_OPTION, libs/db);
+    // the inbox statement runs on the kit's pool, which notifierOptions() sets up the same way.
     this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer', {
       fixedPlans: true,
     });

@@ -181,9 +181,13 @@ export class InboxRepository {
         ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
         RETURNING event_id, "offset"
       ),
+      -- The ids as an array condition: the primary key is probed for them (as a join, a plan made while
+      -- the inbox was nearly empty walked the group's whole index).
       dup AS (
         UPDATE ticket_events.inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
-        FROM c WHERE c.seen AND i.event_id = c.event_id AND i.group_id = ${groupId}
+        FROM c
+        WHERE i.event_id = ANY (ARRAY(SELECT event_id FROM c WHERE c.seen)) AND i.group_id = ${groupId}
+          AND c.event_id = i.event_id AND c.seen
       ),
       -- A new notification with a target is pending; the first lease.limit of them are leased to this
       -- process's dispatcher (handOver) the way a claim leases them: attempts 1, due when the lease ends.
