@@ -159,7 +159,8 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
       values: events.map((e) => Buffer.from(JSON.stringify(e))),
       invalid: [],
     });
-  // Ten chunks while the inbox holds a few rows (a fresh database's first events): the plan is cached now.
+  // Ten chunks while the inbox holds a few rows (a fresh database's first events): the generic plan,
+  // made on the first of them, is cached now.
   const early = Array.from({ length: 10 }, () => ticketCreated(tenantId));
   for (const e of early) expect((await record([e])).processed).toBe(1);
 
@@ -172,7 +173,7 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
   const pages = (
     await db.query<{ pages: string }>(`SELECT pg_relation_size('ticket_events.inbox_events') / 8192 AS pages`)
   ).rows[0].pages;
-  expect(Number(pages)).toBeGreaterThan(200); // what a sequential scan would read
+  expect(Number(pages)).toBeGreaterThan(300); // what a sequential scan would read
 
   let written = ROWS_INBOX + early.length;
   await inboxSettled(written);
@@ -183,6 +184,7 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
   written += 3;
   await inboxSettled(written);
   const read = (await inboxBlocks()) - before;
-  // Three probes, two inserts and one update through the primary key: a handful of blocks, not the table.
-  expect(read).toBeLessThan(50);
+  // Three probes, two inserts and one update through the primary key (33 blocks, measured), not the
+  // table: one sequential scan alone reads every page (more than 300), the index walk 20,000 blocks.
+  expect(read).toBeLessThan(100);
 });

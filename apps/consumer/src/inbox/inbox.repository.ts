@@ -182,7 +182,7 @@ export class InboxRepository {
         RETURNING event_id, "offset"
       ),
       -- The ids as an array condition: the primary key is probed for them (as a join, a plan made while
-      -- the inbox was nearly empty walked the group's whole index).
+      -- the inbox was nearly empty walked the whole primary-key index).
       dup AS (
         UPDATE ticket_events.inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
         FROM c
