@@ -24,27 +24,43 @@ let prisma: PrismaClient | undefined;
 /** The kit's pool for the notifier, one connection (the one that caches the plan). */
 let inboxSession: Pool | undefined;
 
-async function heapBlocks(): Promise<number> {
+/** `schema.table` (default schema public) as the statistics views name it. */
+function relation(qualified: string): [schema: string, table: string] {
+  const [schema, table] = qualified.includes('.') ? qualified.split('.') : ['public', qualified];
+  return [schema, table];
+}
+
+/** Blocks of `table` read so far: its heap, and with `indexes` its indexes too (a full index scan counts then). */
+async function blocksRead(table: string, indexes = false): Promise<number> {
+  const idx = indexes ? ' + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0)' : '';
   const { rows } = await db.query<{ blocks: number }>(
-    `SELECT (heap_blks_hit + coalesce(heap_blks_read, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = 'notifications'`,
+    `SELECT (heap_blks_hit + coalesce(heap_blks_read, 0)${idx})::int AS blocks
+       FROM pg_statio_user_tables WHERE schemaname = $1 AND relname = $2`,
+    relation(table),
   );
   return rows[0].blocks;
 }
 
-/** Rows inserted into `table` as the statistics show them (a backend reports its counts when it goes idle). */
-async function inserted(table: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    'SELECT n_tup_ins::int AS n FROM pg_stat_user_tables WHERE relname = $1',
-    [table],
-  );
-  return rows[0].n;
-}
-
-/** Until the statistics show `n` rows inserted into `table` (both backends asked to report at once). */
-async function settled(table: string, n: number): Promise<void> {
+/**
+ * Until the statistics show `n` rows written to `table` (the sum of the `counted` columns of
+ * pg_stat_user_tables): this backend and the statement's (`flush` runs on it) are asked to report at
+ * once; a backend otherwise reports its counts when it goes idle.
+ */
+async function settled(
+  table: string,
+  n: number,
+  flush: (sql: string) => Promise<unknown>,
+  counted: Array<'n_tup_ins' | 'n_tup_upd'> = ['n_tup_ins'],
+): Promise<void> {
   await db.query('SELECT pg_stat_force_next_flush()');
-  await prisma!.$executeRawUnsafe('SELECT pg_stat_force_next_flush()');
-  await waitFor(`${n} inserts into ${table} in the statistics`, async () => (await inserted(table)) >= n);
+  await flush('SELECT pg_stat_force_next_flush()');
+  await waitFor(`${n} rows written to ${table} in the statistics`, async () => {
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT (${counted.join(' + ')})::int AS n FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`,
+      relation(table),
+    );
+    return rows[0].n >= n;
+  });
 }
 
 const record = (id: string) => ({
@@ -101,39 +117,19 @@ it("the dispatcher's record statement reads by key on a connection that planned 
     .pages;
   expect(Number(pages)).toBeGreaterThan(500); // what a sequential scan would read
 
-  await settled('notifications', ROWS + first.length);
-  await settled('notification_attempts', first.length);
-  const before = await heapBlocks();
+  const flush = (sql: string) => prisma!.$executeRawUnsafe(sql);
+  await settled('notifications', ROWS + first.length, flush);
+  await settled('notification_attempts', first.length, flush);
+  const before = await blocksRead('notifications');
   await repo.record([
     { ...record(rows[0].id), attemptNo: 1 },
     { ...record(rows[1].id), attemptNo: 1 },
   ]);
-  await settled('notification_attempts', first.length + 2);
-  const read = (await heapBlocks()) - before;
+  await settled('notification_attempts', first.length + 2, flush);
+  const read = (await blocksRead('notifications')) - before;
   // Two index lookups (and the rows' updates): a handful of blocks, not the table.
   expect(read).toBeLessThan(50);
 });
-
-/** Heap and index blocks of ticket_events.inbox_events read so far (a full index scan counts too). */
-async function inboxBlocks(): Promise<number> {
-  const { rows } = await db.query<{ blocks: number }>(
-    `SELECT (heap_blks_hit + coalesce(heap_blks_read, 0) + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0))::int AS blocks
-       FROM pg_statio_user_tables WHERE schemaname = 'ticket_events' AND relname = 'inbox_events'`,
-  );
-  return rows[0].blocks;
-}
-
-/** Until the statistics show `n` rows inserted or updated in the inbox (both backends asked to report at once). */
-async function inboxSettled(n: number): Promise<void> {
-  await db.query('SELECT pg_stat_force_next_flush()');
-  await inboxSession!.query('SELECT pg_stat_force_next_flush()');
-  await waitFor(`${n} inbox rows written in the statistics`, async () => {
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT (n_tup_ins + n_tup_upd)::int AS n FROM pg_stat_user_tables WHERE schemaname = 'ticket_events' AND relname = 'inbox_events'`,
-    );
-    return rows[0].n >= n;
-  });
-}
 
 it("the notifier's inbox statement probes the inbox by key on a kit connection that planned it while the inbox was empty", async () => {
   const groupId = 'fixed-plans-notifier';
@@ -175,15 +171,18 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
   ).rows[0].pages;
   expect(Number(pages)).toBeGreaterThan(300); // what a sequential scan would read
 
+  const inbox = 'ticket_events.inbox_events';
+  const flush = (sql: string) => inboxSession!.query(sql);
+  const counted: Array<'n_tup_ins' | 'n_tup_upd'> = ['n_tup_ins', 'n_tup_upd'];
   let written = ROWS_INBOX + early.length;
-  await inboxSettled(written);
+  await settled(inbox, written, flush, counted);
   // Two new events and a copy of an early one (the duplicate path updates its inbox row).
-  const before = await inboxBlocks();
+  const before = await blocksRead(inbox, true);
   const r = await record([ticketCreated(tenantId), ticketCreated(tenantId), early[3]]);
   expect(r).toMatchObject({ processed: 2, skippedDuplicate: 1 });
   written += 3;
-  await inboxSettled(written);
-  const read = (await inboxBlocks()) - before;
+  await settled(inbox, written, flush, counted);
+  const read = (await blocksRead(inbox, true)) - before;
   // Three probes, two inserts and one update through the primary key (33 blocks, measured), not the
   // table: one sequential scan alone reads every page (more than 300), the index walk 20,000 blocks.
   expect(read).toBeLessThan(100);
