@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# What the relay's claim and mark cost PostgreSQL per create, with the outbox schema as migrated and with
+# two schemas that let the mark be a HOT update (docs/benchmarks.md, "The mark's cost per row").
+#
+#   bash bench/outbox-mark/run.sh          (a quiet PostgreSQL server: the CPU of all its processes is read)
+#
+# Variants, each in its own copy of the migrated database:
+#   schema   as migrated: the claim reads the partial index on published_at IS NULL; the mark is a non-HOT
+#            update (published_at is in the keys or predicates of three indexes)
+#   pending  a narrow queue table (seq, aggregate_id, next_attempt_at) written by the create in the same
+#            statement; the mark deletes the entries and updates the rows HOT (the three indexes dropped,
+#            fillfactor 50)
+#   floor    no queue table; the claim reads the primary key above a floor and the mark is HOT (the same
+#            indexes dropped, fillfactor 50). A cost model only: its floor is not safe (relay_floor.sql).
+# Per round and variant: pgbench creates at a fixed rate (create*.sql) with the relay off, then with the
+# relay's statement (relay_*.sql, 60 rows every 50 ms) beside them, each on an emptied table after a
+# CHECKPOINT. The CPU is that of every process of the server (backends, autovacuum, WAL writer,
+# checkpointer) over the phase, the WAL the server wrote (pg_current_wal_insert_lsn) and the buffers the
+# database read or hit (pg_stat_database), each divided by the creates. A warm-up phase of each variant and
+# side runs first, not counted.
+#
+# Env: PGHOST (127.0.0.1), PGPORT (5432), PGUSER (postgres); OUTBOX_MARK_RATE creates/s (1000),
+# OUTBOX_MARK_SECONDS per phase (30), OUTBOX_MARK_ROUNDS (3), OUTBOX_MARK_DB name prefix
+# (tickets_outbox_mark; the databases are dropped at the end). Needs pgbench and psql.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+export PGHOST="${PGHOST:-127.0.0.1}" PGPORT="${PGPORT:-5432}" PGUSER="${PGUSER:-postgres}"
+rate="${OUTBOX_MARK_RATE:-1000}" secs="${OUTBOX_MARK_SECONDS:-30}" rounds="${OUTBOX_MARK_ROUNDS:-3}"
+db="${OUTBOX_MARK_DB:-tickets_outbox_mark}"
+for tool in pgbench psql; do
+  command -v "$tool" >/dev/null || { echo "outbox-mark: $tool not found; install PostgreSQL's client tools (Debian: postgresql-client)" >&2; exit 1; }
+done
+q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+say() { printf '[outbox-mark %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# The server's processes: the children of the postmaster named in its data directory's postmaster.pid.
+postmaster=$(head -1 "$(psql -X -Atc 'SHOW data_directory' postgres)/postmaster.pid" 2>/dev/null || true)
+[ -n "$postmaster" ] || { echo "outbox-mark: cannot find the postmaster of $PGHOST:$PGPORT (a server on this machine is needed)" >&2; exit 1; }
+hz=$(getconf CLK_TCK)
+server_ticks() { # utime+stime of the postmaster's live children, plus cutime+cstime of those that exited
+  local t=0 p s
+  for p in $(pgrep -P "$postmaster"); do
+    s=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+    t=$((t + ${s% *} + ${s#* }))
+  done
+  s=$(cut -d' ' -f16,17 "/proc/$postmaster/stat")
+  echo $((t + ${s% *} + ${s#* }))
+}
+
+cleanup() { for v in tpl schema pending floor; do q -c "DROP DATABASE IF EXISTS ${db}_$v WITH (FORCE)" postgres 2>/dev/null || true; done; }
+trap cleanup EXIT
+cleanup
+say "migrating ${db}_tpl (scripts/db-migrate.mjs)"
+q -c "CREATE DATABASE ${db}_tpl" postgres
+DATABASE_URL="postgresql://$PGUSER@$PGHOST:$PGPORT/${db}_tpl" bash "$root/scripts/node.sh" "$root/scripts/db-migrate.mjs" >/dev/null
+hot_ddl="DROP INDEX outbox_events_published_at_idx; DROP INDEX outbox_events_unpublished_seq_idx; DROP INDEX outbox_events_parked_idx; ALTER TABLE outbox_events SET (fillfactor = 50);"
+for v in schema pending floor; do q -c "CREATE DATABASE ${db}_$v TEMPLATE ${db}_tpl" postgres; done
+q -c "$hot_ddl CREATE TABLE outbox_pending (seq bigint PRIMARY KEY, aggregate_id uuid NOT NULL, next_attempt_at timestamptz(3)); CREATE INDEX outbox_pending_parked_idx ON outbox_pending (aggregate_id) WHERE next_attempt_at IS NOT NULL;" "${db}_pending"
+q -c "$hot_ddl CREATE TABLE relay_floor (id int PRIMARY KEY, floor bigint NOT NULL);" "${db}_floor"
+
+phase() { # variant relay(0|1) -> prints "creates ticks hot_updates updates"
+  local v=$1 relay=$2 create=create.sql a b rp=
+  [ "$v" = pending ] && create=create_pending.sql
+  q -c "TRUNCATE outbox_events" "${db}_$v"
+  [ "$v" = pending ] && q -c "TRUNCATE outbox_pending" "${db}_$v"
+  [ "$v" = floor ] && q -c "TRUNCATE relay_floor; INSERT INTO relay_floor VALUES (1, 0)" "${db}_$v"
+  q -c "VACUUM ANALYZE outbox_events" -c "CHECKPOINT" "${db}_$v"
+  sleep 1
+  local lsn0 blk0
+  lsn0=$(psql -X -Atc 'SELECT pg_current_wal_insert_lsn()' postgres)
+  blk0=$(blocks "$v")
+  a=$(server_ticks)
+  if [ "$relay" = 1 ]; then pgbench -n -c 1 -T "$secs" -f "$here/relay_$v.sql" "${db}_$v" >/dev/null 2>&1 & rp=$!; fi
+  local n
+  n=$(pgbench -n -c 8 -j 2 -R "$rate" -T "$secs" -f "$here/$create" "${db}_$v" 2>&1 | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
+  [ -n "$rp" ] && wait "$rp"
+  b=$(server_ticks)
+  sleep 1 # the statistics of the last transactions reach pg_stat_database
+  echo "$n $((b - a)) $(psql -X -Atc "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0')::bigint" postgres) $(($(blocks "$v") - blk0))"
+}
+blocks() { psql -X -Atc "SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = '${db}_$1'" postgres; }
+
+results=$(mktemp)
+say "warm-up: one phase of each variant and side, not counted"
+for relay in 0 1; do for v in schema pending floor; do phase "$v" "$relay" >/dev/null; done; done
+for r in $(seq 1 "$rounds"); do
+  for relay in 0 1; do
+    for v in schema pending floor; do
+      read -r n ticks wal blk < <(phase "$v" "$relay")
+      read -r us walb blkc < <(awk -v t="$ticks" -v n="$n" -v hz="$hz" -v w="$wal" -v b="$blk" \
+        'BEGIN { printf "%.1f %.0f %.1f\n", t / hz / n * 1e6, w / n, b / n }')
+      say "round $r/$rounds $v relay $([ "$relay" = 1 ] && echo on || echo off): $n creates; per create: PostgreSQL $us µs of CPU, $walb bytes of WAL, $blkc buffers"
+      echo "$r $v $relay $us $walb $blkc" >>"$results"
+    done
+  done
+done
+
+echo
+echo "## bench/outbox-mark — $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short HEAD)"
+echo
+echo "PostgreSQL $(psql -X -Atc 'SHOW server_version' postgres), $(nproc) CPUs; $rate creates/s for $secs s per phase, $rounds rounds; the relay's statement on 60 rows every 50 ms."
+echo
+echo "| variant | PostgreSQL CPU µs per create, relay off / on (rounds) | on/off | WAL bytes per create, off / on | buffers per create, off / on |"
+echo "|---|---|---|---|---|"
+for v in schema pending floor; do
+  awk -v v="$v" '
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                                     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    $2 == v { k = $1 "," $3; cpu[k] = $4; wal[k] = $5; blk[k] = $6; if ($1 > R) R = $1 }
+    END {
+      for (r = 1; r <= R; r++) {
+        ratio[r] = cpu[r ",1"] / cpu[r ",0"]
+        c0[r] = cpu[r ",0"]; c1[r] = cpu[r ",1"]; w0[r] = wal[r ",0"]; w1[r] = wal[r ",1"]; b0[r] = blk[r ",0"]; b1[r] = blk[r ",1"]
+        lo = lo (r > 1 ? ", " : "") cpu[r ",0"]; hi = hi (r > 1 ? ", " : "") cpu[r ",1"]
+      }
+      printf "| %s | %s / %s | %.2fx | %.0f / %.0f | %.1f / %.1f |\n", v, lo, hi, med(ratio, R), med(w0, R), med(w1, R), med(b0, R), med(b1, R)
+    }' "$results"
+done
+echo
+echo "WAL and buffers: medians of the rounds. CPU: every process of the server; on a shared 2-core box its spread between"
+echo "phases of one variant can exceed the relay's share."
+rm -f "$results"
