@@ -1,20 +1,30 @@
 // The public packages as their users get them: `npm pack` tarballs installed into the example projects
 // (examples/*, outside the workspaces) copied to a temporary folder outside the checkout, then run
 // against the real API, PostgreSQL and Kafka.
-import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Message } from 'kafkajs';
 import { Pool } from 'pg';
+import { checkLinks, formatBrokenLink } from '../../scripts/doc-links';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, testKafka, uniqueName } from '../support/events-factory';
 import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
 import { copyExample, npmInstall, packPublicPackages, run } from '../support/packed';
-import { createTenant, post, startApiProcess, type TestTenant } from '../support/stack';
+import { createTenant, post, ROOT, startApiProcess, type TestTenant } from '../support/stack';
 
 let packDir: string;
 let tarballs: Record<string, string>;
@@ -37,9 +47,45 @@ it('packs the four public packages, and no tarball carries the service, its test
     const files = stdout.split('\n').filter(Boolean);
     expect({
       name,
-      files: files.filter((f) => /\.spec\.|\.fake\.|tsbuildinfo|prisma|\/src\/|\/test\//.test(f)),
+      files: files.filter((f) => /\.spec\.|\.fake\.|tsbuildinfo|prisma|\/src\/|\/test\/|README\.md./.test(f)),
     }).toEqual({ name, files: [] });
     expect(files).toEqual(expect.arrayContaining(['package/package.json', 'package/README.md', 'package/LICENSE']));
+  }
+});
+
+it('ships the guides its README links to, and every link in a tarball resolves in an install of the four', async () => {
+  // Unpacked as npm installs them: node_modules/@tickets/<name>/, side by side.
+  const scope = join(packDir, 'unpacked', '@tickets');
+  const pages = new Map<string, string>();
+  for (const [name, tgz] of Object.entries(tarballs)) {
+    const dir = join(scope, name.replace('@tickets/', ''));
+    mkdirSync(dir, { recursive: true });
+    expect((await run('tar', ['xzf', tgz, '-C', dir, '--strip-components=1'], { cwd: packDir })).code).toBe(0);
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory() && e.name !== 'node_modules') walk(join(d, e.name));
+        else if (e.name.endsWith('.md'))
+          pages.set(relative(scope, join(d, e.name)), readFileSync(join(d, e.name), 'utf8'));
+      }
+    };
+    walk(dir);
+  }
+  expect([...pages.keys()].filter((p) => p.includes('/docs/')).sort()).toEqual([
+    'event-consumer/docs/consuming.md',
+    'event-consumer/docs/replay.md',
+    'mcp-server/docs/mcp.md',
+  ]);
+  const { broken } = checkLinks(
+    pages,
+    (path) => existsSync(join(scope, path)),
+    (path) => readFileSync(join(scope, path), 'utf8'),
+  );
+  expect(broken.map(formatBrokenLink)).toEqual([]);
+  // The pack left the checkout as it was: the READMEs link into the repository's docs/ again.
+  for (const pkg of ['event-consumer', 'mcp-server']) {
+    expect(readFileSync(join(ROOT, 'libs', pkg, 'README.md'), 'utf8')).toContain('](../../docs/');
+    expect(existsSync(join(ROOT, 'libs', pkg, 'docs'))).toBe(false);
+    expect(existsSync(join(ROOT, '.tmp', 'package-docs', pkg, 'README.md'))).toBe(false);
   }
 });
 
