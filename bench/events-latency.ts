@@ -25,9 +25,10 @@
 // everything else is the application's default (reported in the "Step 3 settings" line).
 // EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_OPEN_LOOPS (3), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
 // the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
+// BENCH_BROKER_PID: the broker JVM whose CPU is reported as Kafka's (default .cache/kafka/kafka.pid of this
+// checkout; without it the broker's CPU counts as "other").
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
@@ -41,7 +42,7 @@ import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
-import { checkpoint } from './support/cpu-meter';
+import { brokerPid, checkpoint } from './support/cpu-meter';
 import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
@@ -433,15 +434,6 @@ async function waitForWebhooks(
 
 // ---------- CPU ----------
 
-function kafkaBrokerPid(): number | undefined {
-  try {
-    const pid = Number(readFileSync(join(repoRoot(), '.cache', 'kafka', 'kafka.pid'), 'utf8').trim());
-    return Number.isFinite(pid) && existsSync(`/proc/${pid}`) ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function cpuMeter(pids: Record<string, number[]>) {
   const read = () =>
     Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((s, p) => s + safeCpu(p), 0)]));
@@ -733,7 +725,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
         'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
       )
     ).rows.map((r) => r.pid);
-    const brokerPid = kafkaBrokerPid();
+    const broker = brokerPid(repoRoot());
     const loops: OpenLoopResult[] = [];
     for (let loop = 1; loop <= openLoops; loop++) {
       log(
@@ -750,7 +742,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
             api: [api!.pid],
             consumer: [consumer!.pid],
             postgres: pgPids,
-            ...(brokerPid ? { kafka: [brokerPid] } : {}),
+            ...(broker ? { kafka: [broker] } : {}),
           }),
       });
       log(
