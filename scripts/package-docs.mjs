@@ -3,49 +3,25 @@
 // tarball does not contain. Run from the package's folder as its `prepack`, this ships them:
 //
 //   node ../../scripts/package-docs.mjs            copy each linked docs/*.md into the package's docs/ and
-//                                                  point the README's links there (README.md kept as
-//                                                  in .tmp/package-docs/<folder>/)
-//   node ../../scripts/package-docs.mjs --restore  (postpack) put README.md back, remove docs/
+//                                                  point the README's links there (the README as it was
+//                                                  is kept in .tmp/package-docs/<libs|apps>/<folder>/)
+//   node ../../scripts/package-docs.mjs --restore  (postpack) put README.md back, remove the copies
 //
 // In the copies, a link to another shipped doc stays as it is; a link to a public package's README points
 // to it where npm installs it (node_modules/@tickets/<name>/README.md, a sibling of this package); any
 // other link becomes its text followed by the repository path, since the tarball cannot resolve it.
-// A leftover copy (a pack that stopped before its postpack) is restored first.
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { basename, dirname, join, posix, relative, resolve } from 'node:path';
+// It runs only in the folder of a public workspace package, and removes only the files it wrote. A copy
+// left by a pack that stopped before its postpack is restored first, if the README is still the one it
+// wrote; if the README changed since, the copy is dropped and the README kept.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, posix, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const pkgDir = process.cwd();
-const readme = join(pkgDir, 'README.md');
-// Outside the package folder: npm packs every file whose name starts with README.
-const backup = join(ROOT, '.tmp', 'package-docs', basename(pkgDir), 'README.md');
-const docsOut = join(pkgDir, 'docs');
 const REPO_DOCS = '../../docs/';
 
-/** Markdown link targets outside fenced code blocks: [text](target) → replace(text, target). */
-function rewriteLinks(markdown, replace) {
-  let fenced = false;
-  return markdown
-    .split('\n')
-    .map((line) => {
-      if (/^\s{0,3}(`{3,}|~{3,})/.test(line)) fenced = !fenced;
-      if (fenced) return line;
-      return line.replace(/\[([^\]]*)\]\(([^)\s]+)\)/g, (whole, text, target) => replace(text, target) ?? whole);
-    })
-    .join('\n');
-}
-
-/** Public packages of the workspace: repository folder → package folder name under node_modules/@tickets/. */
+/** Public packages of the workspace: repository folder (libs/x) → folder name under node_modules/@tickets/. */
 function publicPackages() {
   const out = new Map();
   for (const top of ['libs', 'apps']) {
@@ -59,9 +35,66 @@ function publicPackages() {
   return out;
 }
 
+const packages = publicPackages();
+const self = relative(ROOT, process.cwd()).split('\\').join('/');
+if (!packages.has(self)) {
+  console.error(
+    `package-docs: ${process.cwd()} is not the folder of a public package (libs/* or apps/*); nothing done`,
+  );
+  process.exit(1);
+}
+const pkgDir = join(ROOT, self);
+const readme = join(pkgDir, 'README.md');
+// Outside the package folder: npm packs every file whose name starts with README.
+const state = join(ROOT, '.tmp', 'package-docs', self);
+const backup = join(state, 'README.md');
+const manifest = join(state, 'written.json');
+const sha = (text) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * Inline links [text](target) outside fenced code blocks and code spans → replace(text, target), or the
+ * link unchanged when it returns undefined.
+ */
+function rewriteLinks(markdown, replace) {
+  let fence;
+  return markdown
+    .split('\n')
+    .map((line) => {
+      const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+      if (marker && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length))) {
+        fence = fence === undefined ? marker : undefined;
+        return line;
+      }
+      if (fence !== undefined) return line;
+      // Odd pieces of a split on code-span delimiters are code: left as they are.
+      return line
+        .split(/(`+[^`]*`+)/)
+        .map((piece, i) =>
+          i % 2 === 1
+            ? piece
+            : piece.replace(/\[([^\]]*)\]\(([^)\s]+)\)/g, (whole, text, target) => replace(text, target) ?? whole),
+        )
+        .join('');
+    })
+    .join('\n');
+}
+
 function restore() {
-  if (existsSync(backup)) renameSync(backup, readme);
-  rmSync(docsOut, { recursive: true, force: true });
+  if (existsSync(manifest)) {
+    const { written, readmeSha } = JSON.parse(readFileSync(manifest, 'utf8'));
+    if (existsSync(backup)) {
+      const current = readFileSync(readme, 'utf8');
+      const saved = readFileSync(backup, 'utf8');
+      if (current !== saved) {
+        if (sha(current) === readmeSha) writeFileSync(readme, saved);
+        else console.error(`package-docs: ${self}/README.md changed since a pack rewrote it; kept as it is`);
+      }
+    }
+    for (const f of written) rmSync(join(pkgDir, f), { force: true });
+    const docsDir = join(pkgDir, 'docs');
+    if (existsSync(docsDir) && readdirSync(docsDir).length === 0) rmSync(docsDir, { recursive: true });
+  }
+  rmSync(state, { recursive: true, force: true });
 }
 
 function ship() {
@@ -72,36 +105,43 @@ function ship() {
     if (target.startsWith(REPO_DOCS)) shipped.add(target.slice(REPO_DOCS.length).split('#')[0]);
   });
   if (shipped.size === 0) return;
-  const packages = publicPackages();
-  const self = relative(ROOT, pkgDir).split('\\').join('/');
-  mkdirSync(docsOut, { recursive: true });
+  const copies = new Map();
   for (const name of shipped) {
     const source = join(ROOT, 'docs', name);
-    if (!existsSync(source)) throw new Error(`package-docs: README.md links to docs/${name}, which does not exist`);
-    const text = rewriteLinks(readFileSync(source, 'utf8'), (text, target) => {
-      if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('#')) return undefined;
-      const [path, anchor] = target.split('#');
-      const inRepo = posix.normalize(posix.join('docs', path));
-      if (shipped.has(posix.relative('docs', inRepo))) return undefined;
-      const pkg = /^(libs|apps)\/[^/]+/.exec(inRepo)?.[0];
-      if (pkg && packages.has(pkg) && inRepo === `${pkg}/README.md`) {
-        const to = pkg === self ? '../README.md' : `../../${packages.get(pkg)}/README.md`;
-        return `[${text}](${to}${anchor ? `#${anchor}` : ''})`;
-      }
-      const where = `\`${inRepo}${anchor ? `#${anchor}` : ''}\` in the ticket service's repository`;
-      return text === posix.basename(inRepo) ? where : `${text} (${where})`;
-    });
-    writeFileSync(join(docsOut, name), text);
+    if (!existsSync(source))
+      throw new Error(`package-docs: ${self}/README.md links to docs/${name}, which does not exist`);
+    if (existsSync(join(pkgDir, 'docs', name)))
+      throw new Error(`package-docs: ${self}/docs/${name} exists and was not written by this script; move it away`);
+    copies.set(`docs/${name}`, rewriteLinks(readFileSync(source, 'utf8'), linkFromCopy(shipped)));
   }
-  mkdirSync(dirname(backup), { recursive: true });
-  copyFileSync(readme, backup);
-  writeFileSync(
-    readme,
-    rewriteLinks(original, (text, target) =>
-      target.startsWith(REPO_DOCS) ? `[${text}](docs/${target.slice(REPO_DOCS.length)})` : undefined,
-    ),
+  const rewritten = rewriteLinks(original, (text, target) =>
+    target.startsWith(REPO_DOCS) ? `[${text}](docs/${target.slice(REPO_DOCS.length)})` : undefined,
   );
-  console.error(`package-docs: ${self} ships docs/${[...shipped].join(', docs/')}`);
+  // What to undo is on record before anything in the package changes.
+  mkdirSync(state, { recursive: true });
+  writeFileSync(backup, original);
+  writeFileSync(manifest, JSON.stringify({ written: [...copies.keys()], readmeSha: sha(rewritten) }));
+  mkdirSync(join(pkgDir, 'docs'), { recursive: true });
+  for (const [file, text] of copies) writeFileSync(join(pkgDir, file), text);
+  writeFileSync(readme, rewritten);
+  console.error(`package-docs: ${self} ships ${[...copies.keys()].join(', ')}`);
+}
+
+/** How a link in a shipped copy of docs/<x>.md is written in the tarball. */
+function linkFromCopy(shipped) {
+  return (text, target) => {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('#')) return undefined;
+    const [path, anchor] = target.split('#');
+    const inRepo = posix.normalize(posix.join('docs', path));
+    if (shipped.has(posix.relative('docs', inRepo))) return undefined;
+    const pkg = /^(libs|apps)\/[^/]+/.exec(inRepo)?.[0];
+    if (pkg && packages.has(pkg) && inRepo === `${pkg}/README.md`) {
+      const to = pkg === self ? '../README.md' : `../../${packages.get(pkg)}/README.md`;
+      return `[${text}](${to}${anchor ? `#${anchor}` : ''})`;
+    }
+    const where = `\`${inRepo}${anchor ? `#${anchor}` : ''}\` in the ticket service's repository`;
+    return text === posix.basename(inRepo) ? where : `${text} (${where})`;
+  };
 }
 
 if (process.argv.includes('--restore')) restore();

@@ -53,7 +53,7 @@ it('packs the four public packages, and no tarball carries the service, its test
   }
 });
 
-it('ships the guides its README links to, and every link in a tarball resolves in an install of the four', async () => {
+it('ships the guides its README links to, and every link in a tarball resolves with the four unpacked side by side', async () => {
   // Unpacked as npm installs them: node_modules/@tickets/<name>/, side by side.
   const scope = join(packDir, 'unpacked', '@tickets');
   const pages = new Map<string, string>();
@@ -85,7 +85,7 @@ it('ships the guides its README links to, and every link in a tarball resolves i
   for (const pkg of ['event-consumer', 'mcp-server']) {
     expect(readFileSync(join(ROOT, 'libs', pkg, 'README.md'), 'utf8')).toContain('](../../docs/');
     expect(existsSync(join(ROOT, 'libs', pkg, 'docs'))).toBe(false);
-    expect(existsSync(join(ROOT, '.tmp', 'package-docs', pkg, 'README.md'))).toBe(false);
+    expect(existsSync(join(ROOT, '.tmp', 'package-docs', 'libs', pkg))).toBe(false);
   }
 });
 
