@@ -34,23 +34,42 @@ done
 q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 say() { printf '[outbox-mark %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
-# The server's processes: the children of the postmaster named in its data directory's postmaster.pid.
-postmaster=$(head -1 "$(psql -X -Atc 'SHOW data_directory' postgres)/postmaster.pid" 2>/dev/null || true)
-[ -n "$postmaster" ] || { echo "outbox-mark: cannot find the postmaster of $PGHOST:$PGPORT (a server on this machine is needed)" >&2; exit 1; }
+# The server's processes: the children of its postmaster, the parent of its checkpointer.
+checkpointer=$(psql -X -Atc "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'" postgres)
+postmaster=$(awk '/^PPid:/ { print $2 }' "/proc/$checkpointer/status" 2>/dev/null || true)
+[ -n "$postmaster" ] || { echo "outbox-mark: cannot find the processes of the server at $PGHOST:$PGPORT (it must run on this machine)" >&2; exit 1; }
 hz=$(getconf CLK_TCK)
-server_ticks() { # utime+stime of the postmaster's live children, plus cutime+cstime of those that exited
-  local t=0 p s
-  for p in $(pgrep -P "$postmaster"); do
-    s=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
-    t=$((t + ${s% *} + ${s#* }))
+server_ticks() { # utime+stime of the postmaster's live children, plus cutime+cstime of those it reaped
+  local t c0 c1 p s
+  while :; do
+    c0=$(cut -d' ' -f16,17 "/proc/$postmaster/stat")
+    t=0
+    for p in $(pgrep -P "$postmaster"); do
+      s=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+      t=$((t + ${s% *} + ${s#* }))
+    done
+    c1=$(cut -d' ' -f16,17 "/proc/$postmaster/stat")
+    # A child reaped between the two reads would count twice (alive, then in cutime): read again.
+    [ "$c0" = "$c1" ] && break
   done
-  s=$(cut -d' ' -f16,17 "/proc/$postmaster/stat")
-  echo $((t + ${s% *} + ${s#* }))
+  echo $((t + ${c1% *} + ${c1#* }))
 }
+quiet() { # waits until no session is left on the database but this one (psql's and pgbench's backends exit after them)
+  local i
+  for i in $(seq 1 100); do
+    [ "$(psql -X -Atc "SELECT count(*) FROM pg_stat_activity WHERE datname = '$1' AND pid <> pg_backend_pid()" postgres)" = 0 ] && return
+    sleep 0.05
+  done
+  echo "outbox-mark: sessions still open on $1 after 5 s" >&2
+  exit 1
+}
+num() { [[ "$2" =~ ^[0-9]+$ ]] || { echo "outbox-mark: $1 is not a number: '$2'" >&2; exit 1; }; }
 
-cleanup() { for v in tpl schema pending floor; do q -c "DROP DATABASE IF EXISTS ${db}_$v WITH (FORCE)" postgres 2>/dev/null || true; done; }
-trap cleanup EXIT
-cleanup
+results=$(mktemp)
+bench_log=$(mktemp)
+drop_databases() { for v in tpl schema pending floor; do q -c "DROP DATABASE IF EXISTS ${db}_$v WITH (FORCE)" postgres 2>/dev/null || true; done; }
+trap 'drop_databases; rm -f "$results" "$bench_log" "$bench_log.relay"' EXIT
+drop_databases
 say "migrating ${db}_tpl (scripts/db-migrate.mjs)"
 q -c "CREATE DATABASE ${db}_tpl" postgres
 DATABASE_URL="postgresql://$PGUSER@$PGHOST:$PGPORT/${db}_tpl" bash "$root/scripts/node.sh" "$root/scripts/db-migrate.mjs" >/dev/null
@@ -59,29 +78,35 @@ for v in schema pending floor; do q -c "CREATE DATABASE ${db}_$v TEMPLATE ${db}_
 q -c "$hot_ddl CREATE TABLE outbox_pending (seq bigint PRIMARY KEY, aggregate_id uuid NOT NULL, next_attempt_at timestamptz(3)); CREATE INDEX outbox_pending_parked_idx ON outbox_pending (aggregate_id) WHERE next_attempt_at IS NOT NULL;" "${db}_pending"
 q -c "$hot_ddl CREATE TABLE relay_floor (id int PRIMARY KEY, floor bigint NOT NULL);" "${db}_floor"
 
-phase() { # variant relay(0|1) -> prints "creates ticks hot_updates updates"
-  local v=$1 relay=$2 create=create.sql a b rp=
+phase() { # variant relay(0|1) -> prints "creates ticks wal_bytes buffers"
+  local v=$1 relay=$2 create=create.sql rp= n a b lsn0 blk0 wal blk
   [ "$v" = pending ] && create=create_pending.sql
   q -c "TRUNCATE outbox_events" "${db}_$v"
   [ "$v" = pending ] && q -c "TRUNCATE outbox_pending" "${db}_$v"
   [ "$v" = floor ] && q -c "TRUNCATE relay_floor; INSERT INTO relay_floor VALUES (1, 0)" "${db}_$v"
   q -c "VACUUM ANALYZE outbox_events" -c "CHECKPOINT" "${db}_$v"
   sleep 1
-  local lsn0 blk0
   lsn0=$(psql -X -Atc 'SELECT pg_current_wal_insert_lsn()' postgres)
   blk0=$(blocks "$v")
+  num buffers "$blk0"
+  quiet "${db}_$v"
   a=$(server_ticks)
-  if [ "$relay" = 1 ]; then pgbench -n -c 1 -T "$secs" -f "$here/relay_$v.sql" "${db}_$v" >/dev/null 2>&1 & rp=$!; fi
-  local n
-  n=$(pgbench -n -c 8 -j 2 -R "$rate" -T "$secs" -f "$here/$create" "${db}_$v" 2>&1 | sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p')
-  [ -n "$rp" ] && wait "$rp"
+  if [ "$relay" = 1 ]; then pgbench -n -c 1 -T "$secs" -f "$here/relay_$v.sql" "${db}_$v" >"$bench_log.relay" 2>&1 & rp=$!; fi
+  pgbench -n -c 8 -j 2 -R "$rate" -T "$secs" -f "$here/$create" "${db}_$v" >"$bench_log" 2>&1 || { cat "$bench_log" >&2; exit 1; }
+  if [ -n "$rp" ]; then wait "$rp" || { cat "$bench_log.relay" >&2; exit 1; }; fi
+  quiet "${db}_$v"
   b=$(server_ticks)
+  n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$bench_log")
+  num creates "$n"
   sleep 1 # the statistics of the last transactions reach pg_stat_database
-  echo "$n $((b - a)) $(psql -X -Atc "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0')::bigint" postgres) $(($(blocks "$v") - blk0))"
+  wal=$(psql -X -Atc "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0')::bigint" postgres)
+  blk=$(blocks "$v")
+  num "WAL bytes" "$wal"
+  num buffers "$blk"
+  echo "$n $((b - a)) $wal $((blk - blk0))"
 }
 blocks() { psql -X -Atc "SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = '${db}_$1'" postgres; }
 
-results=$(mktemp)
 say "warm-up: one phase of each variant and side, not counted"
 for relay in 0 1; do for v in schema pending floor; do phase "$v" "$relay" >/dev/null; done; done
 for r in $(seq 1 "$rounds"); do
@@ -120,4 +145,3 @@ done
 echo
 echo "WAL and buffers: medians of the rounds. CPU: every process of the server; on a shared 2-core box its spread between"
 echo "phases of one variant can exceed the relay's share."
-rm -f "$results"
