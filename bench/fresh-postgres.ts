@@ -43,7 +43,7 @@ async function printStatements(port: number): Promise<void> {
       `SELECT calls::text, round(total_exec_time)::text AS total_ms, round(mean_exec_time::numeric, 3)::text AS mean_ms,
               round((shared_blks_hit + shared_blks_read)::numeric / greatest(calls, 1), 1)::text AS blks,
               left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
-         FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20`,
+         FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30`,
     );
     console.error('[fresh-postgres] statements by total time: calls | total ms | mean ms | buffers per call | query');
     for (const r of rows) console.error(`  ${r.calls} | ${r.total_ms} | ${r.mean_ms} | ${r.blks} | ${r.query}`);

@@ -85,8 +85,7 @@ async function main(): Promise<void> {
       'broker back -> first publish (ms)': await recovery(0),
     });
     for (const seconds of outages) {
-      while ((await db.query('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n > 0)
-        await sleep(50);
+      while ((await db.query('SELECT count(*)::int AS n FROM outbox_pending')).rows[0].n > 0) await sleep(50);
       const before = await published();
       await proxy.cut();
       const end = Date.now() + seconds * 1000;

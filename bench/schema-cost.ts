@@ -37,9 +37,6 @@ const INDEXES: Array<[name: string, serves: string]> = [
   ['idempotency_keys_ticket_id_idx', 'key lookup by ticket (reconcile)'],
   ['outbox_events_event_id_key', 'UNIQUE event_id'],
   ['outbox_events_aggregate_id_seq_idx', 'relay: an earlier row of the same ticket still pending'],
-  ['outbox_events_published_at_idx', 'purge of published rows'],
-  ['outbox_events_unpublished_seq_idx', 'relay claim (partial: published_at IS NULL)'],
-  ['outbox_events_parked_idx', 'relay: parked tickets (partial)'],
 ];
 
 interface Variant {
@@ -92,8 +89,13 @@ const VARIANTS: Variant[] = [
     coalesceMs: 10,
   },
   {
+    name: 'no-queue-trigger',
+    what: "schema without the trigger that queues every outbox insert in outbox_pending (the relay's queue, since 20261203000000_outbox_pending_queue)",
+    sql: ['DROP TRIGGER outbox_events_enqueue ON outbox_events'],
+  },
+  {
     name: 'no-secondary-indexes',
-    what: 'schema without any of the 10 secondary indexes',
+    what: `schema without any of the ${INDEXES.length} secondary indexes`,
     sql: INDEXES.map(([i]) => `DROP INDEX ${i}`),
   },
   ...INDEXES.map(([i, serves]) => ({

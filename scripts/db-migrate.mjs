@@ -5,7 +5,10 @@
 //   node scripts/db-migrate.mjs deploy            apply pending migrations (npm run db:migrate), then the
 //                                                 consumer kit's own migration of its ticket_events schema
 //                                                 (--prisma-only: Prisma's alone, a database as it was
-//                                                 before the kit had its schema; the upgrade test uses it)
+//                                                 before the kit had its schema; the upgrade test uses it.
+//                                                 --until <migration>: Prisma's migrations up to and
+//                                                 including that one, for the tests that upgrade a
+//                                                 database holding data of an earlier schema)
 //   node scripts/db-migrate.mjs diff <name>       write prisma/migrations/<ts>_<name>/migration.sql
 //                                                 from the difference between prisma/schema.prisma as
 //                                                 committed (HEAD, or --from <ref>) and the working file
@@ -98,12 +101,18 @@ async function loadEngine(url) {
 }
 
 function migrationsList() {
-  const dirs = existsSync(migrationsDir)
+  let dirs = existsSync(migrationsDir)
     ? readdirSync(migrationsDir, { withFileTypes: true })
         .filter((d) => d.isDirectory())
         .map((d) => d.name)
         .sort()
     : [];
+  const at = process.argv.indexOf('--until');
+  if (at > 0) {
+    const until = process.argv[at + 1];
+    if (!dirs.includes(until)) fail(`--until ${until ?? '(missing)'}: no such migration in prisma/migrations`);
+    dirs = dirs.filter((d) => d <= until);
+  }
   const lockPath = join(migrationsDir, 'migration_lock.toml');
   return {
     baseDir: migrationsDir,
@@ -226,7 +235,7 @@ async function main() {
         ? `db-migrate: applied ${applied.length} migration(s): ${applied.join(', ')}`
         : `db-migrate: database is up to date (${list.migrationDirectories.length} migration(s))`,
     );
-    if (!process.argv.includes('--prisma-only')) await migrateKit(url);
+    if (!process.argv.includes('--prisma-only') && !process.argv.includes('--until')) await migrateKit(url);
     await analyzeNeverAnalyzed(url);
     return;
   }

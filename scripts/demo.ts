@@ -445,7 +445,7 @@ async function main(): Promise<void> {
       notifications += ` of ${tickets} (event path not drained after ${settings.drainMs / 1000} s)`;
       const pending = await db
         .query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM outbox_events o JOIN tenants n ON n.id = o.tenant_id WHERE n.slug = $1 AND o.published_at IS NULL`,
+          `SELECT count(*)::int AS n FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq JOIN tenants n ON n.id = o.tenant_id WHERE n.slug = $1`,
           [tenantSlug],
         )
         .then((r) => r.rows[0].n)

@@ -1,5 +1,5 @@
 -- One outbox row per transaction, the size of the API's (about 1.1 kB per row); the ticket and key rows
--- of the API's create are the same in every variant and left out.
+-- of the API's create are the same in every variant and left out. As migrated, a trigger queues the row.
 INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers)
 VALUES (gen_random_uuid(), '00000000-0000-0000-0000-000000000001', 'ticket', gen_random_uuid(), 'ticket.created.v1',
         jsonb_build_object('id', gen_random_uuid(), 'type', 'ticket.created.v1',

@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# What the relay's claim and mark cost PostgreSQL per create, with the outbox schema as migrated and with
-# two schemas that let the mark be a HOT update (docs/benchmarks.md, "The mark's cost per row").
+# What the relay's claim and mark cost PostgreSQL per create: the outbox as migrated (a queue table and a log
+# of sends, migration 20261203000000_outbox_pending_queue) against the schema before it (docs/benchmarks.md,
+# "The mark's cost per row").
 #
 #   bash bench/outbox-mark/run.sh          (a quiet PostgreSQL server: the CPU of all its processes is read)
 #
 # Variants, each in its own copy of the migrated database:
-#   schema   as migrated: the claim reads the partial index on published_at IS NULL; the mark is a non-HOT
-#            update (published_at is in the keys or predicates of three indexes)
-#   pending  a narrow queue table (seq, aggregate_id, next_attempt_at) written by the create in the same
-#            statement; the mark deletes the entries and updates the rows HOT (the three indexes dropped,
-#            fillfactor 50)
-#   floor    no queue table; the claim reads the primary key above a floor and the mark is HOT (the same
-#            indexes dropped, fillfactor 50). A cost model only: its floor is not safe (relay_floor.sql).
-# Per round and variant: pgbench creates at a fixed rate (create*.sql) with the relay off, then with the
+#   shipped  as migrated: a trigger queues each inserted row in outbox_pending; the claim walks the queue, the
+#            mark deletes the entries and records the send as one outbox_publications row (relay_shipped.sql)
+#   before   the schema until that migration, rebuilt by DDL: no queue, published_at and the mark's columns on
+#            the rows, the claim's partial index on published_at IS NULL; the mark is a non-HOT UPDATE
+#            (published_at is in the keys or predicates of three indexes: relay_before.sql)
+# Per round and variant: pgbench creates at a fixed rate (create.sql) with the relay off, then with the
 # relay's statement (relay_*.sql, 60 rows every 50 ms) beside them, each on an emptied table after a
 # CHECKPOINT. The CPU is that of every process of the server (backends, autovacuum, WAL writer,
 # checkpointer) over the phase, the WAL the server wrote (pg_current_wal_insert_lsn) and the buffers the
@@ -65,25 +64,27 @@ quiet() { # waits until no session is left on the database but this one (psql's 
 }
 num() { [[ "$2" =~ ^[0-9]+$ ]] || { echo "outbox-mark: $1 is not a number: '$2'" >&2; exit 1; }; }
 
+variants="shipped before"
 results=$(mktemp)
 bench_log=$(mktemp)
-drop_databases() { for v in tpl schema pending floor; do q -c "DROP DATABASE IF EXISTS ${db}_$v WITH (FORCE)" postgres 2>/dev/null || true; done; }
+drop_databases() { for v in tpl $variants; do q -c "DROP DATABASE IF EXISTS ${db}_$v WITH (FORCE)" postgres 2>/dev/null || true; done; }
 trap 'drop_databases; rm -f "$results" "$bench_log" "$bench_log.relay"' EXIT
 drop_databases
 say "migrating ${db}_tpl (scripts/db-migrate.mjs)"
 q -c "CREATE DATABASE ${db}_tpl" postgres
 DATABASE_URL="postgresql://$PGUSER@$PGHOST:$PGPORT/${db}_tpl" bash "$root/scripts/node.sh" "$root/scripts/db-migrate.mjs" >/dev/null
-hot_ddl="DROP INDEX outbox_events_published_at_idx; DROP INDEX outbox_events_unpublished_seq_idx; DROP INDEX outbox_events_parked_idx; ALTER TABLE outbox_events SET (fillfactor = 50);"
-for v in schema pending floor; do q -c "CREATE DATABASE ${db}_$v TEMPLATE ${db}_tpl" postgres; done
-q -c "$hot_ddl CREATE TABLE outbox_pending (seq bigint PRIMARY KEY, aggregate_id uuid NOT NULL, next_attempt_at timestamptz(3)); CREATE INDEX outbox_pending_parked_idx ON outbox_pending (aggregate_id) WHERE next_attempt_at IS NOT NULL;" "${db}_pending"
-q -c "$hot_ddl CREATE TABLE relay_floor (id int PRIMARY KEY, floor bigint NOT NULL);" "${db}_floor"
+for v in $variants; do q -c "CREATE DATABASE ${db}_$v TEMPLATE ${db}_tpl" postgres; done
+q -c "DROP TRIGGER outbox_events_enqueue ON outbox_events" \
+  -c "ALTER TABLE outbox_events ADD COLUMN published_at timestamptz(3), ADD COLUMN kafka_timestamp timestamptz(3), ADD COLUMN attempts int NOT NULL DEFAULT 0, ADD COLUMN last_error text, ADD COLUMN next_attempt_at timestamptz(3)" \
+  -c "CREATE INDEX outbox_events_published_at_idx ON outbox_events (published_at)" \
+  -c "CREATE INDEX outbox_events_unpublished_seq_idx ON outbox_events (seq) WHERE published_at IS NULL" \
+  -c "CREATE INDEX outbox_events_parked_idx ON outbox_events (aggregate_id) WHERE published_at IS NULL AND next_attempt_at IS NOT NULL" \
+  "${db}_before"
 
 phase() { # variant relay(0|1) -> prints "creates ticks wal_bytes buffers"
-  local v=$1 relay=$2 create=create.sql rp= n a b lsn0 blk0 wal blk
-  [ "$v" = pending ] && create=create_pending.sql
+  local v=$1 relay=$2 rp= n a b lsn0 blk0 wal blk
   q -c "TRUNCATE outbox_events" "${db}_$v"
-  [ "$v" = pending ] && q -c "TRUNCATE outbox_pending" "${db}_$v"
-  [ "$v" = floor ] && q -c "TRUNCATE relay_floor; INSERT INTO relay_floor VALUES (1, 0)" "${db}_$v"
+  [ "$v" = shipped ] && q -c "TRUNCATE outbox_pending, outbox_publications" "${db}_$v"
   q -c "VACUUM ANALYZE outbox_events" -c "CHECKPOINT" "${db}_$v"
   sleep 1
   lsn0=$(psql -X -Atc 'SELECT pg_current_wal_insert_lsn()' postgres)
@@ -92,7 +93,7 @@ phase() { # variant relay(0|1) -> prints "creates ticks wal_bytes buffers"
   quiet "${db}_$v"
   a=$(server_ticks)
   if [ "$relay" = 1 ]; then pgbench -n -c 1 -T "$secs" -f "$here/relay_$v.sql" "${db}_$v" >"$bench_log.relay" 2>&1 & rp=$!; fi
-  pgbench -n -c 8 -j 2 -R "$rate" -T "$secs" -f "$here/$create" "${db}_$v" >"$bench_log" 2>&1 || { cat "$bench_log" >&2; exit 1; }
+  pgbench -n -c 8 -j 2 -R "$rate" -T "$secs" -f "$here/create.sql" "${db}_$v" >"$bench_log" 2>&1 || { cat "$bench_log" >&2; exit 1; }
   if [ -n "$rp" ]; then wait "$rp" || { cat "$bench_log.relay" >&2; exit 1; }; fi
   quiet "${db}_$v"
   b=$(server_ticks)
@@ -108,10 +109,10 @@ phase() { # variant relay(0|1) -> prints "creates ticks wal_bytes buffers"
 blocks() { psql -X -Atc "SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = '${db}_$1'" postgres; }
 
 say "warm-up: one phase of each variant and side, not counted"
-for relay in 0 1; do for v in schema pending floor; do phase "$v" "$relay" >/dev/null; done; done
+for relay in 0 1; do for v in $variants; do phase "$v" "$relay" >/dev/null; done; done
 for r in $(seq 1 "$rounds"); do
   for relay in 0 1; do
-    for v in schema pending floor; do
+    for v in $variants; do
       read -r n ticks wal blk < <(phase "$v" "$relay")
       read -r us walb blkc < <(awk -v t="$ticks" -v n="$n" -v hz="$hz" -v w="$wal" -v b="$blk" \
         'BEGIN { printf "%.1f %.0f %.1f\n", t / hz / n * 1e6, w / n, b / n }')
@@ -128,7 +129,7 @@ echo "PostgreSQL $(psql -X -Atc 'SHOW server_version' postgres), $(nproc) CPUs; 
 echo
 echo "| variant | PostgreSQL CPU µs per create, relay off / on (rounds) | on/off | WAL bytes per create, off / on | buffers per create, off / on |"
 echo "|---|---|---|---|---|"
-for v in schema pending floor; do
+for v in $variants; do
   awk -v v="$v" '
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }

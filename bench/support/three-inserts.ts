@@ -39,7 +39,7 @@ export const plainTablesDdl = (schema: string): string[] => [
      expires_at timestamptz NOT NULL, PRIMARY KEY (tenant_id, key))`,
   `CREATE TABLE ${schema}.outbox_events (seq bigserial PRIMARY KEY, event_id uuid NOT NULL, tenant_id uuid NOT NULL,
      aggregate_type text NOT NULL, aggregate_id uuid NOT NULL, event_type text NOT NULL, payload jsonb NOT NULL,
-     headers jsonb NOT NULL, created_at timestamptz NOT NULL, published_at timestamptz)`,
+     headers jsonb NOT NULL, created_at timestamptz NOT NULL)`,
 ];
 
 /** The three INSERTs against the tables of `schema`. */

@@ -1,6 +1,6 @@
 // The chaos run's recovery timeline: when each stage of the event path (relay ack → consumer → webhook)
 // moved again after a broker fault, and whether that meets the recovery goals. Read after the run from
-// the database (outbox_events.published_at, the kit's inbox_events.received_at) and the webhook
+// the database (outbox_publications.published_at, the kit's inbox_events.received_at) and the webhook
 // receiver, so nothing in the apps is instrumented for it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,8 +23,9 @@ export async function readStageTimes(db: Pool, tenantId: string, webhooks: numbe
       (r) => Number(r.at),
     );
   const relayAck = await ms(
-    `SELECT (extract(epoch FROM published_at) * 1000)::bigint::text AS at FROM outbox_events
-      WHERE tenant_id = $1 AND published_at IS NOT NULL ORDER BY published_at`,
+    `SELECT (extract(epoch FROM p.published_at) * 1000)::bigint::text AS at
+       FROM outbox_publications p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN outbox_events o ON o.seq = s.seq
+      WHERE o.tenant_id = $1 ORDER BY p.published_at`,
   );
   const consumed = await ms(
     `SELECT (extract(epoch FROM i.received_at) * 1000)::bigint::text AS at

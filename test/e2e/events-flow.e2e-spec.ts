@@ -182,9 +182,13 @@ describe('POST → outbox → Kafka → consumer → webhook', () => {
         );
         await eventually(
           async () =>
-            (await api.db.query('SELECT published_at FROM outbox_events WHERE aggregate_id = $1', [ticket.id])).rows[0]
-              .published_at,
-          (v) => v !== null,
+            (
+              await api.db.query(
+                'SELECT count(*)::int AS n FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq WHERE o.aggregate_id = $1',
+                [ticket.id],
+              )
+            ).rows[0].n,
+          (n) => n === 0,
           10_000,
           'marking',
         );

@@ -109,7 +109,7 @@ describe('stats projection consumer and GET /v1/stats', () => {
       async () =>
         (
           await stack.db.query(
-            'SELECT count(*)::int AS n FROM outbox_events WHERE tenant_id = ANY($1::uuid[]) AND published_at IS NULL',
+            'SELECT count(*)::int AS n FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq WHERE o.tenant_id = ANY($1::uuid[])',
             [ours],
           )
         ).rows[0].n,

@@ -53,7 +53,7 @@ async function ticketBehindDeadLetter() {
 
 const where = async (eventId: string) => {
   const { rows } = await db.query<{ place: string }>(
-    `SELECT 'outbox' AS place FROM outbox_events WHERE event_id = $1 AND published_at IS NULL
+    `SELECT 'outbox' AS place FROM outbox_events o JOIN outbox_pending p ON p.seq = o.seq WHERE o.event_id = $1
      UNION ALL SELECT 'dead' FROM outbox_dead_letters WHERE event_id = $1`,
     [eventId],
   );

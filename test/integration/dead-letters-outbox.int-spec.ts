@@ -40,7 +40,7 @@ const deadIds = async () =>
   (await db.query<{ event_id: string }>('SELECT event_id FROM outbox_dead_letters ORDER BY seq')).rows.map(
     (r) => r.event_id,
   );
-const unpublished = () => count('SELECT 1 FROM outbox_events WHERE published_at IS NULL');
+const unpublished = () => count('SELECT 1 FROM outbox_pending');
 
 function newRelay(): OutboxRelay {
   return new OutboxRelay({
@@ -286,10 +286,16 @@ it('requeued rows keep their original seq, so a later event of the ticket still 
   const head = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
   const behind = ticketEventRow({ tenantId, ticketId: ticket, kind: 'cancelled' });
   await insertOutboxRows(db, [created, head, behind]);
-  await db.query('UPDATE outbox_events SET published_at = now() WHERE event_id = $1', [created.eventId]);
-  // What the relay's dead-letter move writes (one statement: out of the outbox, into the dead letters).
+  // What the relay's mark writes (the queue entry gone, the send recorded) ...
   await db.query(
-    `WITH moved AS (DELETE FROM outbox_events WHERE event_id = ANY($1::uuid[]) RETURNING *)
+    `WITH d AS (DELETE FROM outbox_pending WHERE seq IN (SELECT seq FROM outbox_events WHERE event_id = $1) RETURNING seq)
+     INSERT INTO outbox_publications (seqs, first_seq, last_seq, rows) SELECT array_agg(seq), min(seq), max(seq), count(*) FROM d`,
+    [created.eventId],
+  );
+  // ... and its dead-letter move (one statement: out of the outbox and its queue, into the dead letters).
+  await db.query(
+    `WITH moved AS (DELETE FROM outbox_events WHERE event_id = ANY($1::uuid[]) RETURNING *),
+          unqueued AS (DELETE FROM outbox_pending p USING moved m WHERE p.seq = m.seq)
      INSERT INTO outbox_dead_letters (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, outbox_created_at)
      SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers,
             CASE WHEN event_id = $2::uuid THEN 'kafka_rejected: MESSAGE_TOO_LARGE' ELSE 'blocked_by_dead_letter:' || $2 END, 2, created_at
@@ -304,7 +310,7 @@ it('requeued rows keep their original seq, so a later event of the ticket still 
     expect.objectContaining({ outcome: 'requeued', eventIds: [head.eventId, behind.eventId] }),
   ]);
   const { rows } = await db.query<{ event_id: string }>(
-    'SELECT event_id FROM outbox_events WHERE aggregate_id = $1 AND published_at IS NULL ORDER BY seq',
+    'SELECT o.event_id FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq WHERE o.aggregate_id = $1 ORDER BY p.seq',
     [ticket],
   );
   expect(rows.map((r) => r.event_id)).toEqual([head.eventId, behind.eventId, later.eventId]);

@@ -37,8 +37,7 @@ let database: RelayTestDatabase;
 let db: Pool;
 let relay: OutboxRelay;
 
-const pending = async () =>
-  (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+const pending = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_pending')).rows[0].n;
 const transientFailures = async () =>
   (await registry.getMetricsAsJSON())
     .find((m) => m.name === 'outbox_publish_failures_total')

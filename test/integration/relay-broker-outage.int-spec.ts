@@ -49,8 +49,7 @@ afterAll(async () => {
 });
 
 async function pending(): Promise<number> {
-  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL'))
-    .rows[0].n;
+  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_pending')).rows[0].n;
 }
 
 /** A relay whose every broker connection goes through the proxy. */

@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await db.query('TRUNCATE outbox_events, outbox_dead_letters');
+  await db.query('TRUNCATE outbox_events, outbox_pending, outbox_dead_letters');
 });
 
 /** Parks a row as the relay does after a rejected send: one attempt, retry `inMs` from now. */
@@ -67,7 +67,9 @@ test("a ticket's rows are claimed again, in seq order, once its parked row's ret
   await park(createdSeq, 60 * 60_000);
   expect(seqsOf(await repo.claim(db, 100))).toEqual([]);
 
-  await db.query("UPDATE outbox_events SET next_attempt_at = now() - interval '1 second' WHERE seq = $1", [createdSeq]);
+  await db.query("UPDATE outbox_pending SET next_attempt_at = now() - interval '1 second' WHERE seq = $1", [
+    createdSeq,
+  ]);
   expect(seqsOf(await repo.claim(db, 100))).toEqual([createdSeq, cancelledSeq]);
 });
 

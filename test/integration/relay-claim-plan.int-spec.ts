@@ -1,102 +1,131 @@
-// The relay's claim after a burst, on the real PostgreSQL: thousands of rows published since the last
-// vacuum leave their old versions in the claim's index. A bitmap scan (what the planner picks when it
-// expects a handful of unpublished rows, i.e. in steady state) re-reads every one of them in the heap on
-// every claim; the relay's sessions turn bitmap scans off (RELAY_SESSION_SQL), so the first claim marks
-// those entries dead and the next ones skip them. Measured through PostgreSQL's own counters for the
-// table: heap blocks read per index scan while a relay polls an outbox with nothing to publish.
-import { randomUUID } from 'node:crypto';
+// The relay's claim in the first minutes of a fresh database, on the real PostgreSQL: the tables' statistics
+// are still those db-migrate took of the empty tables, while outbox_events holds 60,000 rows, 100 of them
+// still queued, and the queue's (outbox_pending's) primary key holds the deleted entries of all the others
+// until a vacuum removes them. From those statistics PostgreSQL plans the claim with sequential scans (of
+// outbox_events for each claimed row, and of the queue), and a bitmap scan would visit the queue's heap
+// for every deleted entry on every claim without ever marking them dead. The relay's sessions turn both
+// scans off (RELAY_SESSION_SQL on the lock's connection, withRelaySessionOptions on the claims' pool): the
+// claim walks the queue's primary key in seq order and reads each row by its key. Measured by PostgreSQL
+// itself: the buffers of the claim's own prepared statement, run on connections set up as the relay's are.
 import { Client } from 'pg';
-import { Registry } from 'prom-client';
-import { createLogger } from '@tickets/logger';
-import { OutboxRelay } from '@tickets/outbox';
-import { TEST_KAFKA_BROKERS } from '../support/env';
-import { createRelayTestDatabase, deleteTopic, waitFor, type RelayTestDatabase } from '../support/outbox-factory';
+import { OutboxRepository, RELAY_SESSION_SQL, withRelaySessionOptions } from '../../libs/outbox/src/outbox.repository';
+import { createRelayTestDatabase, type RelayTestDatabase } from '../support/outbox-factory';
 
 jest.setTimeout(120_000);
 
-const topic = `relay-claim-plan-${randomUUID().slice(0, 8)}`;
-const ROWS = 5_000;
+const ROWS = 60_000;
+const repo = new OutboxRepository();
 let database: RelayTestDatabase;
-let db: Client;
+let setup: Client;
 
-interface TableCounters {
-  heapHits: number;
-  indexScans: number;
-  pages: number;
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Shared Hit Blocks': number;
+  'Shared Read Blocks': number;
+  Plans?: PlanNode[];
 }
 
-async function counters(): Promise<TableCounters> {
-  const { rows } = await db.query<TableCounters>(
-    `SELECT (s.heap_blks_hit + s.heap_blks_read)::int AS "heapHits", t.idx_scan::int AS "indexScans", c.relpages AS pages
-       FROM pg_statio_user_tables s JOIN pg_stat_user_tables t USING (relid) JOIN pg_class c ON c.oid = s.relid
-      WHERE s.relname = 'outbox_events'`,
-  );
-  return rows[0];
+const nodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(nodes)];
+
+/** EXPLAIN (ANALYZE, BUFFERS) of EXECUTE of one of the connection's prepared statements, run twice: the second run's plan. */
+async function explain(c: Client, execute: string): Promise<{ buffers: number; scans: string[] }> {
+  let plan: PlanNode | undefined;
+  for (let i = 0; i < 2; i++) {
+    const { rows } = await c.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${execute}`,
+    );
+    plan = rows[0]['QUERY PLAN'][0].Plan;
+  }
+  return {
+    buffers: plan!['Shared Hit Blocks'] + plan!['Shared Read Blocks'],
+    scans: nodes(plan!)
+      .filter((n) => n['Relation Name'])
+      .map((n) => `${n['Node Type']} on ${n['Relation Name']}`),
+  };
+}
+
+async function session(url: string, sql?: string): Promise<Client> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  if (sql) await c.query(sql);
+  return c;
 }
 
 beforeAll(async () => {
   database = await createRelayTestDatabase('claim_plan');
-  db = new Client({ connectionString: database.url });
-  await db.connect();
-  // The state a busy outbox is in between two vacuums: every row published, each by an UPDATE that
-  // left its old version (and that version's entry in the unpublished-rows index) behind.
-  await db.query('ALTER TABLE outbox_events SET (autovacuum_enabled = false)');
-  await db.query(
+  setup = new Client({ connectionString: database.url });
+  await setup.connect();
+  // No vacuum and no ANALYZE behind the test's back: the deleted entries and the statistics stay as set below.
+  await setup.query('ALTER TABLE outbox_pending SET (autovacuum_enabled = false)');
+  await setup.query('ALTER TABLE outbox_events SET (autovacuum_enabled = false)');
+  await setup.query(
     `INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers)
      SELECT gen_random_uuid(), gen_random_uuid(), 'ticket', gen_random_uuid(), 'ticket.created.v1',
-            jsonb_build_object('filler', repeat('x', 900)), '{}'::jsonb
+            '{}'::jsonb, '{}'::jsonb
        FROM generate_series(1, $1)`,
     [ROWS],
   );
-  // Published in several passes, not in seq order (as batches, retries and parked rows do): the live rows'
-  // heap order no longer follows seq, which with few unpublished rows makes the planner prefer a bitmap.
-  for (const pass of ['seq % 7 = 0', 'seq % 5 = 0', 'seq % 3 = 0', 'seq % 2 = 0', 'seq % 23 <> 0']) {
-    await db.query(`UPDATE outbox_events SET published_at = now() WHERE ${pass} AND published_at IS NULL`);
+  // Published in several passes, not in seq order (as batches, retries and parked rows do), but for 100 rows.
+  for (const pass of ['seq % 7 = 0', 'seq % 5 = 0', 'seq % 3 = 0', 'seq % 2 = 0', 'true']) {
+    await setup.query(`DELETE FROM outbox_pending WHERE ${pass} AND seq % 600 <> 1`);
   }
-  // Statistics as autovacuum leaves them in steady state: a few percent of the rows unpublished.
-  await db.query('ANALYZE outbox_events');
-  await db.query('UPDATE outbox_events SET published_at = now() WHERE published_at IS NULL');
 });
 
 afterAll(async () => {
-  await db?.end();
+  await setup?.end();
   await database?.drop();
-  await deleteTopic(TEST_KAFKA_BROKERS, topic);
 });
 
-it('polling an outbox whose index holds thousands of old versions reads them once, not on every claim', async () => {
-  const relay = new OutboxRelay({
-    databaseUrl: database.url,
-    kafka: {
-      brokers: TEST_KAFKA_BROKERS,
-      clientId: 'relay-claim-plan-test',
-      topic,
-      partitions: 1,
-      retentionMs: 86_400_000,
-    },
-    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', 'relay-claim-plan-test'),
-    registry: new Registry(),
-    pollIntervalMs: 20,
-    leaderRetryMs: 200,
-  });
+/**
+ * What a claim by key may read: the queue's primary key (its deleted entries stay there until a vacuum), and
+ * per claimed row a few buffers (outbox_events' primary key and heap, the dead letters' index).
+ */
+const bound = async () => (await pages('outbox_pending_pkey')) + 100 * 8;
+
+/** The relation's size in pages (a table's heap, or an index). */
+const pages = async (table: string) =>
+  (await setup.query<{ n: number }>('SELECT pg_relation_size($1::regclass)::int / 8192 AS n', [table])).rows[0].n;
+
+it('the claims pool: walks the queue by its key, reading its index pages and not its heap', async () => {
+  const c = await session(withRelaySessionOptions(database.url));
   try {
-    await relay.start();
-    await waitFor('leadership', async () => (await relay.stats()).isLeader);
-    // The first claims mark the dead entries; measure the ones after.
-    const start = await counters();
-    await waitFor('the first claims counted', async () => (await counters()).indexScans >= start.indexScans + 10);
-    const from = await counters();
-    await waitFor(
-      '40 more index scans by the polling relay',
-      async () => (await counters()).indexScans >= from.indexScans + 40,
-      60_000,
-    );
-    const to = await counters();
-    const perScan = (to.heapHits - from.heapHits) / (to.indexScans - from.indexScans);
-    // A bitmap claim reads the heap page of every old version: ~the whole table per claim.
-    expect(to.pages).toBeGreaterThan(300);
-    expect(perScan).toBeLessThan(to.pages / 20);
+    expect((await repo.claim(c, 500, [])).length).toBe(100); // prepares the named statement, as the relay's first claim does
+    const { buffers, scans } = await explain(c, "outbox_claim(500, '{}'::bigint[])");
+    expect(await pages('outbox_pending')).toBeGreaterThan(300);
+    expect(scans).not.toContainEqual(expect.stringMatching(/^(Seq Scan|Bitmap Heap Scan) on outbox_(pending|events)/));
+    expect(scans).toContain('Index Scan on outbox_pending');
+    expect(scans).toContain('Index Scan on outbox_events');
+    expect(buffers).toBeLessThan(await bound());
   } finally {
-    await relay.stop();
+    await c.end();
+  }
+});
+
+it('the lock connection: the claim folded into a mark does the same', async () => {
+  const c = await session(database.url, RELAY_SESSION_SQL);
+  try {
+    const mark = { seqs: [], kafkaTimestampMs: Date.now() };
+    expect((await repo.markPublishedAndClaim(c, mark, 500, [])).length).toBe(100);
+    const { buffers, scans } = await explain(
+      c,
+      `outbox_mark_and_claim(500, '{}'::bigint[], '{}'::bigint[], ${Date.now()})`,
+    );
+    expect(scans).not.toContainEqual(expect.stringMatching(/^(Seq Scan|Bitmap Heap Scan) on outbox_(pending|events)/));
+    expect(buffers).toBeLessThan(await bound());
+  } finally {
+    await c.end();
+  }
+});
+
+it('without the settings, the same claim scans the tables (what the settings prevent)', async () => {
+  const c = await session(database.url);
+  try {
+    expect((await repo.claim(c, 500, [])).length).toBe(100);
+    const { buffers, scans } = await explain(c, "outbox_claim(500, '{}'::bigint[])");
+    expect(scans).toContainEqual(expect.stringMatching(/^(Seq Scan|Bitmap Heap Scan) on outbox_(pending|events)/));
+    expect(buffers).toBeGreaterThan(await pages('outbox_events'));
+  } finally {
+    await c.end();
   }
 });

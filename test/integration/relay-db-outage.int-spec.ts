@@ -31,8 +31,7 @@ let db: Pool;
 let proxy: TcpCutProxy;
 let relay: OutboxRelay | undefined;
 
-const pending = async () =>
-  (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+const pending = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_pending')).rows[0].n;
 
 beforeAll(async () => {
   database = await createRelayTestDatabase('db_outage');

@@ -77,8 +77,7 @@ function startRelay(name: string): RelayProcess {
 }
 
 const logged = (r: RelayProcess, msg: string) => r.lines.find((l) => l.msg === msg);
-const pending = async () =>
-  (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL')).rows[0].n;
+const pending = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_pending')).rows[0].n;
 /** Sessions queued on the relay lock (a standby in its lock wait). */
 const waitingOnLock = async () =>
   (

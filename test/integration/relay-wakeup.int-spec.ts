@@ -59,8 +59,7 @@ async function unpublished(): Promise<number> {
   const c = new Client({ connectionString: database.url });
   await c.connect();
   try {
-    return (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL'))
-      .rows[0].n;
+    return (await c.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox_pending')).rows[0].n;
   } finally {
     await c.end();
   }
@@ -95,14 +94,16 @@ afterAll(async () => {
 });
 
 describe('waking the outbox relay after a commit', () => {
-  it('the outbox table has no NOTIFY trigger any more', async () => {
+  it('the outbox table has no NOTIFY trigger any more: its one trigger queues the rows and notifies nobody', async () => {
     const c = new Client({ connectionString: database.url });
     await c.connect();
     try {
-      const { rows } = await c.query(
-        `SELECT tgname FROM pg_trigger WHERE tgrelid = 'outbox_events'::regclass AND NOT tgisinternal`,
+      const { rows } = await c.query<{ tgname: string; prosrc: string }>(
+        `SELECT t.tgname, p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+          WHERE t.tgrelid = 'outbox_events'::regclass AND NOT t.tgisinternal`,
       );
-      expect(rows).toEqual([]);
+      expect(rows.map((r) => r.tgname)).toEqual(['outbox_events_enqueue']);
+      expect(rows[0].prosrc).not.toMatch(/notify/i);
     } finally {
       await c.end();
     }

@@ -3,7 +3,7 @@
 // between publish and mark, retention.
 import { randomUUID } from 'node:crypto';
 import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import { Registry } from 'prom-client';
 import { createLogger } from '@tickets/logger';
 import { OutboxNotifier, OutboxRelay, type OutboxRelayOptions } from '@tickets/outbox';
@@ -51,7 +51,7 @@ function newRelay(overrides: Partial<OutboxRelayOptions> = {}): OutboxRelay {
 
 async function unpublished(seqs?: string[]): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM outbox_events WHERE published_at IS NULL AND ($1::bigint[] IS NULL OR seq = ANY($1::bigint[]))',
+    'SELECT count(*)::int AS n FROM outbox_pending WHERE $1::bigint[] IS NULL OR seq = ANY($1::bigint[])',
     [seqs ?? null],
   );
   return rows[0].n;
@@ -81,7 +81,8 @@ describe('OutboxRelay', () => {
       faults: {
         afterPublishBeforeMark: async (rows) => {
           const { rows: r } = await db.query<{ n: number }>(
-            'SELECT count(*)::int AS n FROM outbox_events WHERE seq = ANY($1::bigint[]) AND published_at IS NOT NULL',
+            `SELECT count(*)::int AS n FROM outbox_events o
+              WHERE o.seq = ANY($1::bigint[]) AND NOT EXISTS (SELECT 1 FROM outbox_pending p WHERE p.seq = o.seq)`,
             [rows.map((x) => x.seq)],
           );
           publishedAtHookTime.push(r[0].n);
@@ -123,8 +124,8 @@ describe('OutboxRelay', () => {
     }
     // The mark stores the record's own timestamp, the one a consumer reads (the console's "published").
     const { rows: stamps } = await db.query<{ eventId: string; ms: number }>(
-      `SELECT event_id::text AS "eventId", (extract(epoch FROM kafka_timestamp) * 1000)::float8 AS ms
-         FROM outbox_events WHERE seq = ANY($1::bigint[])`,
+      `SELECT o.event_id::text AS "eventId", (extract(epoch FROM p.kafka_timestamp) * 1000)::float8 AS ms
+         FROM outbox_events o JOIN outbox_publications p ON o.seq = ANY (p.seqs) WHERE o.seq = ANY($1::bigint[])`,
       [seqs],
     );
     expect(stamps).toHaveLength(rows.length);
@@ -204,7 +205,15 @@ describe('OutboxRelay', () => {
     expect(firstSeen).toEqual(['ticket.created.v1', 'ticket.cancelled.v1']);
   });
 
-  it('deletes published rows older than the retention, in batches, and nothing else', async () => {
+  it('deletes published rows older than the retention with the record of their sends, whole sends at a time, and nothing else', async () => {
+    // What the relay's mark writes, as if it had happened `ago`: the queue entries gone, one record of the send.
+    const publish = (client: PoolClient, seqs: string[], ago: string) =>
+      client.query(
+        `WITH d AS (DELETE FROM outbox_pending WHERE seq = ANY($1::bigint[]) RETURNING seq)
+         INSERT INTO outbox_publications (seqs, first_seq, last_seq, rows, published_at)
+         SELECT array_agg(seq ORDER BY seq), min(seq), max(seq), count(*), now() - $2::interval FROM d`,
+        [seqs, ago],
+      );
     const client = await db.connect();
     let oldSeqs: string[];
     let recentSeqs: string[];
@@ -217,14 +226,11 @@ describe('OutboxRelay', () => {
       );
       recentSeqs = await insertOutboxRows(client, [ticketEventRow({ tenantId, kind: 'created' })]);
       pendingSeqs = await insertOutboxRows(client, [ticketEventRow({ tenantId, kind: 'created' })]);
-      await client.query(
-        `UPDATE outbox_events SET published_at = now() - interval '2 hours' WHERE seq = ANY($1::bigint[])`,
-        [oldSeqs],
-      );
-      await client.query(
-        `UPDATE outbox_events SET published_at = now() - interval '10 minutes' WHERE seq = ANY($1::bigint[])`,
-        [recentSeqs],
-      );
+      // Three old sends (2, 2 and 1 rows): the cleanup's batches of 2 rows take one send each.
+      await publish(client, oldSeqs.slice(0, 2), '2 hours 2 minutes');
+      await publish(client, oldSeqs.slice(2, 4), '2 hours 1 minute');
+      await publish(client, oldSeqs.slice(4), '2 hours');
+      await publish(client, recentSeqs, '10 minutes');
       // Unpublished but created long ago: never deleted by retention, however old.
       await client.query(
         `UPDATE outbox_events SET created_at = now() - interval '3 hours' WHERE seq = ANY($1::bigint[])`,
@@ -247,5 +253,11 @@ describe('OutboxRelay', () => {
     await new Promise((r) => setTimeout(r, 500)); // a few more cleanup rounds
     expect(await remaining(recentSeqs)).toBe(1);
     expect(await remaining(pendingSeqs)).toBe(1);
+    // The records of the old sends went with their rows; the recent send's and the relay's own stay.
+    const { rows: sends } = await db.query<{ seqs: string[] }>('SELECT seqs::text[] AS seqs FROM outbox_publications');
+    const recorded = sends.flatMap((s) => s.seqs);
+    expect(recorded).toEqual(expect.arrayContaining([...recentSeqs, ...pendingSeqs]));
+    expect(recorded.filter((s) => oldSeqs.includes(s))).toEqual([]);
+    expect(await relay.purgePublished()).toBe(0);
   });
 });

@@ -103,7 +103,10 @@ export interface RelayTestDatabase {
  * (`tickets_test_relay_<label>`). A relay drains its whole database's outbox, so relay tests must
  * not share one with each other, with the API's tests or with anyone's running relay.
  */
-export async function createRelayTestDatabase(label: string): Promise<RelayTestDatabase> {
+export async function createRelayTestDatabase(
+  label: string,
+  opts: { until?: string } = {},
+): Promise<RelayTestDatabase> {
   const base = new URL(TEST_DATABASE_URL);
   const name = `${decodeURIComponent(base.pathname.slice(1))}_relay_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}`;
   const admin = new URL(TEST_DATABASE_URL);
@@ -121,7 +124,9 @@ export async function createRelayTestDatabase(label: string): Promise<RelayTestD
   };
   const ident = `"${name.replace(/"/g, '""')}"`;
   await asAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${ident} WITH (FORCE)`));
-  execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy'], {
+  // With `until`: Prisma's migrations up to that one only, a database of an earlier schema to upgrade.
+  const until = opts.until ? ['--until', opts.until] : [];
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'db-migrate.mjs'), 'deploy', ...until], {
     env: { ...process.env, DATABASE_URL: target.toString() },
     stdio: 'pipe',
   });

@@ -151,6 +151,13 @@ const RELAY_TUNING = {
   stopTimeoutMs: 10_000,
   /** Published rows deleted per retention statement. */
   cleanupBatchSize: 5_000,
+  /**
+   * The leader vacuums its queue (outbox_pending) after marking this many rows (0: never; autovacuum only).
+   * Every mark leaves its entries in the queue's primary key until a vacuum, and every claim walks them:
+   * autovacuum comes at most once a minute (autovacuum_naptime), 60,000 entries at 1,000 creates/s
+   * (docs/relay.md, "The queue").
+   */
+  queueVacuumRows: 5_000,
   /** Session advisory lock held by the one active relay of a database ("outbox" in ASCII). */
   lockKey: '122550254464888',
 };

@@ -63,8 +63,8 @@ export class DeadLetterActionsRepository {
       WITH moved AS (
         DELETE FROM outbox_dead_letters WHERE seq = ANY(${seqs}::bigint[]) RETURNING *
       ), back AS (
-        INSERT INTO outbox_events (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at, attempts)
-        SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, outbox_created_at, 0
+        INSERT INTO outbox_events (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, created_at)
+        SELECT seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, outbox_created_at
           FROM moved ORDER BY seq
         RETURNING seq, event_id
       ), audited AS (
@@ -106,8 +106,12 @@ export class DeadLetterActionsRepository {
   /** Where an outbox event is when it is not (or no longer) dead-lettered. Reads only. */
   async outboxState(eventId: string): Promise<CurrentState> {
     const rows = await this.prisma.$queryRaw<Array<{ state: string }>>(Prisma.sql`
-      SELECT CASE WHEN published_at IS NULL THEN 'in the outbox, not yet published' ELSE 'published at ' || published_at END AS state
-        FROM outbox_events WHERE event_id = ${eventId}::uuid`);
+      SELECT CASE WHEN EXISTS (SELECT 1 FROM outbox_pending q WHERE q.seq = o.seq) THEN 'in the outbox, not yet published'
+                  ELSE 'published at ' || coalesce((
+                         SELECT p.published_at::text FROM outbox_publications p
+                          WHERE int8range(p.first_seq, p.last_seq, '[]') @> o.seq AND o.seq = ANY (p.seqs)
+                          ORDER BY p.id LIMIT 1), 'an unrecorded time') END AS state
+        FROM outbox_events o WHERE o.event_id = ${eventId}::uuid`);
     return {
       state: rows[0]?.state ?? 'not in the outbox (published and purged, or unknown)',
       lastAction: await this.lastAction('outbox', eventId),

@@ -11,7 +11,7 @@ export class LeaderLockRepository {
    * for the kernel's default 2 h. synchronous_commit off: this session only writes published marks,
    * parks and dead-letter moves. A commit lost to a PostgreSQL crash just undoes one of those, so the
    * row is published again (a duplicate, which at-least-once allows) or re-examined; no row can be
-   * lost. It saves a WAL flush per batch. And the relay's planner setting (RELAY_SESSION_SQL): this
+   * lost. It saves a WAL flush per batch. And the relay's planner settings (RELAY_SESSION_SQL): this
    * session runs the claim folded into each mark.
    */
   async configureSession(db: ClientBase): Promise<void> {

@@ -12,6 +12,8 @@ export interface OutboxRow {
   attempts: number;
   /** Event id of an earlier dead letter of the same ticket: this row must follow it there. */
   blockedBy?: string | null;
+  /** A queue entry whose outbox row is gone (deleted by hand): nothing to send; the relay drops the entry. */
+  orphan?: boolean;
 }
 
 /** A row ready to send: the Kafka message and its approximate size on the wire. */

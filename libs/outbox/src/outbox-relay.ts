@@ -66,6 +66,7 @@ export class OutboxRelay {
   private leader = false;
   private runPromise?: Promise<void>;
   private cleanupPromise?: Promise<void>;
+  private vacuumPromise?: Promise<void>;
 
   constructor(opts: OutboxRelayOptions) {
     this.options = resolveRelayOptions(opts);
@@ -93,6 +94,7 @@ export class OutboxRelay {
       clearWake: () => this.sleeper.clearWake(),
       isRunning: () => this.running,
       cleanup: () => this.startCleanup(),
+      vacuumQueue: () => this.startQueueVacuum(),
       metrics: this.metrics,
       broker: this.brokerProbe.reporter,
       log: this.log,
@@ -137,6 +139,7 @@ export class OutboxRelay {
     this.leader = false;
     await this.publisher.reset();
     await this.cleanupPromise;
+    await this.vacuumPromise;
     await this.pool?.end().catch(() => undefined);
     this.pool = undefined;
     this.log.info({ published: this.pipeline.publishedCount }, 'outbox relay stopped');
@@ -248,6 +251,17 @@ export class OutboxRelay {
       )
       .catch((err) => this.log.warn({ err }, 'outbox retention cleanup failed; will retry'))
       .then(() => (this.cleanupPromise = undefined));
+    return true;
+  }
+
+  private startQueueVacuum(): boolean {
+    if (this.vacuumPromise) return false;
+    this.vacuumPromise = this.repo
+      .vacuumQueue(this.getPool())
+      .catch((err) =>
+        this.log.warn({ err }, 'vacuum of the outbox queue failed; autovacuum will do it, the relay retries'),
+      )
+      .then(() => (this.vacuumPromise = undefined));
     return true;
   }
 

@@ -25,54 +25,74 @@ export interface OutboxCounts {
 }
 
 /**
- * Session setting of every relay connection (the lock's and the claims' pool). In steady state few rows
- * are unpublished, so the planner estimates a handful and reads the claim's index as a bitmap: a bitmap
- * scan visits the heap for every index entry of a row published since the last vacuum (the old row
- * versions) and, unlike a plain index scan, never marks those entries dead, so every claim re-reads them
- * all: ~1,000 buffers and 2 ms per claim minutes after a burst (docs/relay.md, "The claim's plan").
- * Without bitmap scans the claim walks the index in seq order, the first scan marks the dead entries,
- * and the next claims skip them. The relay's other statements read by primary key, by `published_at`'s
- * index or count the partial index: none needs a bitmap.
+ * Planner settings of every relay connection (the lock's and the claims' pool):
+ * - `enable_bitmapscan = off`: in steady state the queue (outbox_pending) holds a handful of rows, so the
+ *   planner reads its primary key as a bitmap, and a bitmap scan visits the heap for every index entry of
+ *   a row published since the last vacuum (the deleted entries) and, unlike a plain index scan, never
+ *   marks those entries dead: every claim re-reads them all (~1,000 buffers and 2 ms per claim minutes
+ *   after a burst, docs/relay.md, "The claim's plan"). A plain index scan marks them dead once.
+ * - `enable_seqscan = off` (FIXED_PLANS_OPTION, as the API's sessions): the claim is named, so each
+ *   connection keeps the generic plan it made after five runs; planned while the tables' statistics said
+ *   "empty" (a fresh database) or "a few rows" (the queue), it was a sequential scan of the queue and of
+ *   outbox_events hashed, every claim reading both tables whole. With the setting it walks the queue's
+ *   primary key in seq order and reads each row by its key, whatever the statistics say.
+ * The relay's other statements read by primary key, by the publications' `published_at` index or count
+ * the queue: none needs either scan.
  */
-const RELAY_PLANNER_SETTING = { name: 'enable_bitmapscan', value: 'off' } as const;
-export const RELAY_SESSION_SQL = `SET ${RELAY_PLANNER_SETTING.name} = ${RELAY_PLANNER_SETTING.value}`;
+const RELAY_PLANNER_SETTINGS = ['enable_bitmapscan', 'enable_seqscan'] as const;
+export const RELAY_SESSION_SQL = RELAY_PLANNER_SETTINGS.map((name) => `SET ${name} = off`).join('; ');
 
 /**
- * `url` with RELAY_SESSION_SQL's setting as a startup option (`options=-c enable_bitmapscan=off`, kept
- * after any `options` the URL already has), for the relay's pool: every connection starts with it, no
- * statement needed. (pg gives a connection string's parameters precedence over the config object's, so
- * it goes into the URL.) A string that is not a URL is returned as it is.
+ * `url` with RELAY_SESSION_SQL's settings as startup options (`options=-c enable_bitmapscan=off -c
+ * enable_seqscan=off`, kept after any `options` the URL already has), for the relay's pool: every connection
+ * starts with them, no statement needed. (pg gives a connection string's parameters precedence over the
+ * config object's, so they go into the URL.) A string that is not a URL is returned as it is.
  */
 export function withRelaySessionOptions(url: string): string {
-  return withSessionOption(url, `-c ${RELAY_PLANNER_SETTING.name}=${RELAY_PLANNER_SETTING.value}`);
+  return withSessionOption(url, RELAY_PLANNER_SETTINGS.map((name) => `-c ${name}=off`).join(' '));
 }
 
-/** The oldest unpublished rows (see OutboxRepository.claim); $1: limit, $2: seqs to skip. */
-const CLAIM_SQL = `SELECT o.seq::text AS seq, o.event_id AS "eventId", o.aggregate_id AS "aggregateId", o.event_type AS "eventType",
-              o.payload::text AS payload, o.headers, o.attempts, b.event_id AS "blockedBy"
-         FROM outbox_events o
+/**
+ * The oldest unpublished rows (see OutboxRepository.claim); $1: limit, $2: seqs to skip. The queue's entries
+ * are chosen first, in seq order on its primary key, and each row is then read by its key (LATERAL: a nested
+ * loop whatever the statistics say; a merge join of the two primary keys read all of outbox_events, ~20,000
+ * buffers a claim at 40,000 rows). An entry whose outbox row is gone (deleted by hand) comes back with the
+ * row's columns null, for the relay to drop it. Each row carries the event id of its ticket's earliest earlier
+ * dead letter, looked up only when there are dead letters at all (usually none).
+ */
+const CLAIM_SQL = `SELECT q.seq::text AS seq, o.event_id AS "eventId", o.aggregate_id AS "aggregateId", o.event_type AS "eventType",
+              o.payload::text AS payload, o.headers, q.attempts, b.event_id AS "blockedBy"
+         FROM (SELECT p.seq, p.attempts FROM outbox_pending p
+                WHERE p.seq <> ALL ($2::bigint[])
+                  AND p.aggregate_id <> ALL (ARRAY(
+                        SELECT aggregate_id FROM outbox_pending WHERE next_attempt_at IS NOT NULL AND next_attempt_at > now()))
+                ORDER BY p.seq
+                LIMIT $1) q
+         LEFT JOIN LATERAL (SELECT * FROM outbox_events e WHERE e.seq = q.seq) o ON true
          LEFT JOIN LATERAL (
                 SELECT d.event_id FROM outbox_dead_letters d
-                 WHERE d.aggregate_id = o.aggregate_id AND d.seq < o.seq
+                 WHERE (SELECT EXISTS (SELECT 1 FROM outbox_dead_letters)) -- once per claim: none, no lookup per row
+                   AND d.aggregate_id = o.aggregate_id AND d.seq < o.seq
                  ORDER BY d.seq LIMIT 1) b ON true
-        WHERE o.published_at IS NULL
-          AND o.seq <> ALL ($2::bigint[])
-          AND o.aggregate_id <> ALL (ARRAY(
-                SELECT aggregate_id FROM outbox_events
-                 WHERE published_at IS NULL AND next_attempt_at IS NOT NULL AND next_attempt_at > now()))
-        ORDER BY o.seq -- the column: a bare "seq" would sort by the text alias ('10' < '2')
-        LIMIT $1`;
+        ORDER BY q.seq`;
 
 /**
- * Marks the rows whose seqs are the parameter `seqs` published, with the Kafka record timestamp (ms
- * since the epoch) in the parameter `timestamp`.
+ * Marks the rows whose seqs are the parameter `seqs` published: deletes their queue entries and records the
+ * send (those seqs, the Kafka record timestamp in ms since the epoch in the parameter `timestamp`) as one
+ * outbox_publications row. Rows no longer queued (marked already, dead-lettered) are left out; nothing is
+ * recorded when none is left. The outbox rows themselves are not written.
  */
-const MARK_SQL = (seqs: string, timestamp: string) => `UPDATE outbox_events
-          SET published_at = now(), kafka_timestamp = to_timestamp(${timestamp}::float8 / 1000),
-              attempts = attempts + 1, last_error = NULL, next_attempt_at = NULL
-        WHERE seq = ANY(${seqs}::bigint[]) AND published_at IS NULL`;
+const MARK_CTES = (seqs: string, timestamp: string) => `marked AS (
+         DELETE FROM outbox_pending WHERE seq = ANY(${seqs}::bigint[]) RETURNING seq
+       ), recorded AS (
+         INSERT INTO outbox_publications (seqs, first_seq, last_seq, rows, kafka_timestamp)
+         SELECT array_agg(seq ORDER BY seq), min(seq), max(seq), count(*), to_timestamp(${timestamp}::float8 / 1000)
+           FROM marked HAVING count(*) > 0
+         RETURNING rows
+       )`;
+const MARK_SQL = `WITH ${MARK_CTES('$1', '$2')}\nSELECT coalesce((SELECT rows FROM recorded), 0) AS rows`;
 
-const MARK_AND_CLAIM_SQL = `WITH marked AS (${MARK_SQL('$3', '$4')})\n${CLAIM_SQL}`;
+const MARK_AND_CLAIM_SQL = `WITH ${MARK_CTES('$3', '$4')}\n${CLAIM_SQL}`;
 
 /**
  * The relay's SQL on outbox_events / outbox_dead_letters (raw `pg`, parameterised; Prisma cannot
@@ -91,7 +111,7 @@ export class OutboxRepository {
    */
   async claim(db: Queryable, limit: number, exclude: string[] = []): Promise<OutboxRow[]> {
     const { rows } = await db.query<OutboxRow>({ name: 'outbox_claim', text: CLAIM_SQL, values: [limit, exclude] });
-    return rows;
+    return withOrphans(rows);
   }
 
   /**
@@ -111,25 +131,35 @@ export class OutboxRepository {
       text: MARK_AND_CLAIM_SQL,
       values: [limit, exclude, published.seqs, published.kafkaTimestampMs],
     });
-    return rows;
+    return withOrphans(rows);
   }
 
   /** Called only after the broker acknowledged every one of these rows. */
   async markPublished(db: Queryable, published: PublishedRows): Promise<number> {
-    const res = await db.query({
+    const { rows } = await db.query<{ rows: number }>({
       name: 'outbox_mark',
-      text: MARK_SQL('$1', '$2'),
+      text: MARK_SQL,
       values: [published.seqs, published.kafkaTimestampMs],
     });
+    return rows[0].rows;
+  }
+
+  /** Deletes queue entries whose outbox rows are gone (claimed as orphans): there is nothing left to publish. */
+  async dropOrphans(db: Queryable, seqs: string[]): Promise<number> {
+    const res = await db.query(
+      `DELETE FROM outbox_pending p WHERE p.seq = ANY($1::bigint[])
+          AND NOT EXISTS (SELECT 1 FROM outbox_events o WHERE o.seq = p.seq)`,
+      [seqs],
+    );
     return res.rowCount ?? 0;
   }
 
   /** Records a failed attempt and holds the row (and so its ticket) back until `delayMs` from now. */
   async park(db: Queryable, seq: string, attempts: number, error: string, delayMs: number): Promise<void> {
     await db.query(
-      `UPDATE outbox_events
+      `UPDATE outbox_pending
           SET attempts = $2, last_error = $3, next_attempt_at = now() + $4::double precision * interval '1 millisecond'
-        WHERE seq = $1::bigint AND published_at IS NULL`,
+        WHERE seq = $1::bigint`,
       [seq, attempts, error, delayMs],
     );
   }
@@ -151,12 +181,14 @@ export class OutboxRepository {
          SELECT o.event_id FROM outbox_events o JOIN doomed d ON d.seq = o.seq WHERE d.blocker IS NULL
        ), moved AS (
          DELETE FROM outbox_events o USING doomed d
-          WHERE o.seq = d.seq AND o.published_at IS NULL
+          WHERE o.seq = d.seq AND EXISTS (SELECT 1 FROM outbox_pending p WHERE p.seq = o.seq)
             AND (d.blocker IS NULL
                  OR d.blocker IN (SELECT event_id FROM own)
                  OR EXISTS (SELECT 1 FROM outbox_dead_letters b WHERE b.event_id = d.blocker FOR KEY SHARE))
          RETURNING o.seq, o.event_id, o.tenant_id, o.aggregate_type, o.aggregate_id, o.event_type, o.payload,
                    o.headers, o.created_at, d.reason, d.attempts
+       ), unqueued AS (
+         DELETE FROM outbox_pending p USING moved m WHERE p.seq = m.seq
        )
        INSERT INTO outbox_dead_letters
               (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers, reason, attempts, outbox_created_at)
@@ -172,17 +204,36 @@ export class OutboxRepository {
     return res.rowCount ?? 0;
   }
 
-  /** Deletes up to `limit` rows published before now - retention; returns how many it deleted. */
+  /**
+   * Deletes the rows of the oldest sends recorded before now - retention, and those records: whole sends,
+   * oldest first, until about `limit` rows (at least one send); returns how many outbox rows it deleted.
+   */
   async purgePublished(db: Queryable, retentionMs: number, limit: number): Promise<number> {
-    const res = await db.query(
-      `DELETE FROM outbox_events
-        WHERE seq IN (SELECT seq FROM outbox_events
-                       WHERE published_at < now() - $1::double precision * interval '1 millisecond'
-                       ORDER BY published_at
-                       LIMIT $2)`,
+    const { rows } = await db.query<{ deleted: number }>(
+      `WITH due AS (
+         SELECT id, sum(rows) OVER (ORDER BY published_at, id) - rows AS before
+           FROM outbox_publications
+          WHERE published_at < now() - $1::double precision * interval '1 millisecond'
+          ORDER BY published_at, id
+          LIMIT $2
+       ), gone AS (
+         DELETE FROM outbox_publications p USING due WHERE p.id = due.id AND due.before < $2 RETURNING p.seqs
+       ), deleted AS (
+         DELETE FROM outbox_events WHERE seq IN (SELECT unnest(seqs) FROM gone) RETURNING 1
+       )
+       SELECT count(*)::int AS deleted FROM deleted`,
       [retentionMs, limit],
     );
-    return res.rowCount ?? 0;
+    return rows[0].deleted;
+  }
+
+  /**
+   * VACUUM of the queue: removes the entries of marked rows from its primary key, which every claim walks
+   * until then. Outside any transaction; SKIP_LOCKED: a vacuum already running (autovacuum) is left to
+   * finish. A role that does not own the table gets a warning from PostgreSQL and the table is skipped.
+   */
+  async vacuumQueue(db: Queryable): Promise<void> {
+    await db.query('VACUUM (SKIP_LOCKED) outbox_pending');
   }
 
   /** Runs alone (its own transaction, never a writer's): NOTIFY the relays listening on `channel`. */
@@ -192,9 +243,9 @@ export class OutboxRepository {
 
   async counts(db: Queryable): Promise<OutboxCounts> {
     const { rows } = await db.query<{ pending: number; oldestPendingAgeMs: number | null; deadLetters: number }>(
-      `SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,
-              (SELECT floor(extract(epoch FROM now() - created_at) * 1000)::float8
-                 FROM outbox_events WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS "oldestPendingAgeMs",
+      `SELECT (SELECT count(*) FROM outbox_pending)::int AS pending,
+              (SELECT floor(extract(epoch FROM now() - o.created_at) * 1000)::float8
+                 FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq ORDER BY p.seq LIMIT 1) AS "oldestPendingAgeMs",
               (SELECT count(*) FROM outbox_dead_letters)::int AS "deadLetters"`,
     );
     const r = rows[0];
@@ -204,4 +255,10 @@ export class OutboxRepository {
       deadLetters: r.deadLetters,
     };
   }
+}
+
+/** Flags the claimed queue entries that came back without their outbox row (its columns null). */
+function withOrphans(rows: OutboxRow[]): OutboxRow[] {
+  for (const r of rows) if (r.eventId === null) r.orphan = true;
+  return rows;
 }

@@ -53,6 +53,8 @@ export interface OutboxRelayOptions {
   retentionMs?: number;
   cleanupIntervalMs?: number;
   cleanupBatchSize?: number;
+  /** Vacuum the queue (outbox_pending) after this many marked rows; 0: leave it to autovacuum. */
+  queueVacuumRows?: number;
   /** stop() waits this long for the in-flight batch before cutting connections. */
   stopTimeoutMs?: number;
   /** Advisory lock key: relays sharing a key and a database elect one leader (DEFAULT_RELAY_LOCK_KEY). */
@@ -92,6 +94,7 @@ function tuningOf(relay: AppConfig['relay']): Required<Tuning> {
     retentionMs: relay.retentionMs,
     cleanupIntervalMs: relay.cleanupIntervalMs,
     cleanupBatchSize: relay.cleanupBatchSize,
+    queueVacuumRows: relay.queueVacuumRows,
     stopTimeoutMs: relay.stopTimeoutMs,
     lockKey: relay.lockKey,
   };

@@ -10,7 +10,7 @@ import { RelayPipeline, type Publisher, type RelayPipelineDeps } from './relay-p
 // database, no broker. Every event the pipeline causes goes into one `trace`, in order.
 
 type Trace = Array<{
-  op: 'send' | 'mark' | 'park' | 'dead' | 'sleep';
+  op: 'send' | 'mark' | 'park' | 'dead' | 'drop' | 'vacuum' | 'sleep';
   seqs?: string[];
   db?: 'writer' | 'reader';
   ms?: number;
@@ -76,6 +76,16 @@ class FakeOutbox {
     this.rows.push({ ...row });
   }
 
+  /** The row's outbox_events row deleted by hand, its queue entry left: the claim returns it as an orphan. */
+  readonly orphaned = new Set<string>();
+
+  async dropOrphans(db: Queryable, seqs: string[]): Promise<number> {
+    this.trace.push({ op: 'drop', seqs, db: who(db) });
+    const gone = seqs.filter((s) => this.orphaned.has(s));
+    this.rows.splice(0, this.rows.length, ...this.rows.filter((r) => !gone.includes(r.seq)));
+    return gone.length;
+  }
+
   pending(): number {
     return this.rows.length;
   }
@@ -126,6 +136,7 @@ class FakeOutbox {
       .sort((a, b) => Number(a.seq) - Number(b.seq))
       .slice(0, limit)
       .map((r) => {
+        if (this.orphaned.has(r.seq)) return { seq: r.seq, attempts: r.attempts, orphan: true } as OutboxRow;
         // The ticket's earliest dead letter with a lower seq (the claim's LATERAL join).
         const blocker = this.dead
           .filter((d) => Number(d.seq) < Number(r.seq) && this.deadTickets.get(d.seq) === r.aggregateId)
@@ -199,6 +210,7 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
       retryMaxMs: 100,
       outageRetryMaxMs: 100,
       cleanupIntervalMs: 60_000,
+      queueVacuumRows: 0,
       ...settings,
     },
     repo: outbox,
@@ -213,6 +225,10 @@ function setUp(rows: OutboxRow[], settings: Partial<RelayPipelineDeps['settings'
     // Until the outbox is drained (a guard ends a pipeline that never drains it: the assertions then fail).
     isRunning: () => outbox.pending() > 0 && ++rounds < 200,
     cleanup: () => true,
+    vacuumQueue: () => {
+      trace.push({ op: 'vacuum' });
+      return true;
+    },
     metrics: {
       published: { inc: () => undefined },
       sends: { inc: () => undefined },
@@ -253,6 +269,37 @@ describe('RelayPipeline', () => {
       expect(markedAt).toBeGreaterThan(sentAt);
     }
     expect(pipeline.publishedCount).toBe(4);
+  });
+
+  it('drops, on the lock connection, the queue entries whose outbox rows are gone, and sends the other rows', async () => {
+    const t = randomUUID();
+    const { pipeline, outbox, publisher, trace } = setUp([
+      eventRow(1, 'created', randomUUID()),
+      eventRow(2, 'created', t),
+      eventRow(3, 'cancelled', t),
+    ]);
+    outbox.orphaned.add('1');
+
+    await pipeline.lead(writer);
+
+    expect(outbox.pending()).toBe(0);
+    expect(publisher.sent.flat().map(seqOf)).toEqual(['2', '3']);
+    expect(ops(trace, 'drop')).toEqual([{ op: 'drop', seqs: ['1'], db: 'writer' }]);
+    expect(ops(trace, 'dead')).toEqual([]);
+    expect(pipeline.publishedCount).toBe(2);
+  });
+
+  it('vacuums the queue after every queueVacuumRows marked rows, and never with 0', async () => {
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => eventRow(i + 1, 'created', randomUUID()));
+    const every = setUp(rows(7), { batchSize: 2, queueVacuumRows: 3 });
+    await every.pipeline.lead(writer);
+    // Marks of 2, 2, 2 and 1 rows: a vacuum starts once 3 or more rows were marked since the last one (after 4, then 3 more).
+    const order = every.trace.filter((t) => t.op === 'mark' || t.op === 'vacuum').map((t) => t.op);
+    expect(order).toEqual(['mark', 'mark', 'vacuum', 'mark', 'mark', 'vacuum']);
+
+    const never = setUp(rows(7), { batchSize: 2, queueVacuumRows: 0 });
+    await never.pipeline.lead(writer);
+    expect(ops(never.trace, 'vacuum')).toEqual([]);
   });
 
   it("stamps a batch's records once, before the first send, and stores that timestamp with the mark", async () => {

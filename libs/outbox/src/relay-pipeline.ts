@@ -31,9 +31,13 @@ export interface RelayPipelineDeps {
     | 'retryMaxMs'
     | 'outageRetryMaxMs'
     | 'cleanupIntervalMs'
+    | 'queueVacuumRows'
     | 'faults'
   >;
-  repo: Pick<OutboxRepository, 'claim' | 'markPublishedAndClaim' | 'markPublished' | 'park' | 'deadLetter'>;
+  repo: Pick<
+    OutboxRepository,
+    'claim' | 'markPublishedAndClaim' | 'markPublished' | 'park' | 'deadLetter' | 'dropOrphans'
+  >;
   publisher: Publisher;
   /** The connection claims run on (a pool): claims are reads and need no lock. */
   reader: () => Queryable;
@@ -46,6 +50,8 @@ export interface RelayPipelineDeps {
   isRunning: () => boolean;
   /** Starts the retention cleanup; false when the previous one is still running (asked again next round). */
   cleanup: () => boolean;
+  /** Starts a vacuum of the queue; false when the previous one is still running (asked again after the next mark). */
+  vacuumQueue: () => boolean;
   metrics: {
     published: { inc(n: number): void };
     sends: { inc(): void };
@@ -58,7 +64,8 @@ export interface RelayPipelineDeps {
 }
 
 type PublishOutcome = { ok: true } | { ok: false; error: unknown } | 'aborted';
-type PreparedBatch = { rows: OutboxRow[]; outbound: OutboundMessage[] };
+/** `claimed`: the queue entries the claim returned, orphans included (a full claim means more may wait). */
+type PreparedBatch = { rows: OutboxRow[]; outbound: OutboundMessage[]; claimed: number };
 
 /**
  * The leader's claim → validate → publish → mark pipeline (docs/relay.md, "One round"). It runs only
@@ -67,6 +74,8 @@ type PreparedBatch = { rows: OutboxRow[]; outbound: OutboundMessage[] };
 export class RelayPipeline {
   /** Rows this pipeline published (acknowledged and marked). */
   publishedCount = 0;
+  /** Rows marked since the queue's last vacuum started. */
+  private markedSinceVacuum = 0;
 
   constructor(private readonly deps: RelayPipelineDeps) {}
 
@@ -105,13 +114,13 @@ export class RelayPipeline {
       const batch = await (next ?? this.prepareBatch(writer, marked, fold));
       next = undefined;
       fold = [];
+      const full = batch.claimed >= settings.batchSize;
       if (batch.rows.length === 0) {
         await marking;
         marked = [];
-        await idle();
+        if (!full) await idle();
         continue;
       }
-      const full = batch.rows.length >= settings.batchSize;
       const inFlight = batch.rows.map((r) => r.seq);
       if (full) next = handled(this.prepareBatch(writer, [...marked, ...inFlight]));
       const result = await this.publishBatch(writer, batch);
@@ -185,6 +194,8 @@ export class RelayPipeline {
     } else {
       rows = await repo.claim(this.deps.reader(), settings.batchSize, exclude);
     }
+    const claimed = rows.length;
+    if (rows.some((r) => r.orphan)) rows = await this.dropOrphans(writer, rows);
     const blockedBy = new Map<string, string>();
     const dead: DeadLetterEntry[] = [];
     const outbound: OutboundMessage[] = [];
@@ -204,7 +215,7 @@ export class RelayPipeline {
       outbound.push(built.value);
     }
     if (dead.length) await this.deadLetter(writer, dead, rows);
-    return { rows, outbound };
+    return { rows, outbound, claimed };
   }
 
   /**
@@ -265,7 +276,7 @@ export class RelayPipeline {
     return { acked, disturbed: halted.size > 0 };
   }
 
-  /** Marks acknowledged rows published, in one UPDATE, on the lock-holding connection. */
+  /** Marks acknowledged rows published, in one statement, on the lock-holding connection. */
   private async markPublished(writer: Queryable, acked: OutboundMessage[]): Promise<void> {
     if (acked.length === 0) return;
     this.deps.lock.assertHeld();
@@ -276,6 +287,9 @@ export class RelayPipeline {
   private countPublished(n: number): void {
     this.publishedCount += n;
     this.deps.metrics.published.inc(n);
+    this.markedSinceVacuum += n;
+    const every = this.deps.settings.queueVacuumRows;
+    if (every > 0 && this.markedSinceVacuum >= every && this.deps.vacuumQueue()) this.markedSinceVacuum = 0;
   }
 
   /**
@@ -322,6 +336,21 @@ export class RelayPipeline {
     } catch (err) {
       throw new SimulatedCrash('fault injected', { cause: err });
     }
+  }
+
+  /**
+   * Drops the queue entries of rows deleted from outbox_events by hand (a TRUNCATE, a DELETE): they would
+   * otherwise come first in every claim. On the lock connection, like every write. Returns the other rows.
+   */
+  private async dropOrphans(writer: Queryable, rows: OutboxRow[]): Promise<OutboxRow[]> {
+    const seqs = rows.filter((r) => r.orphan).map((r) => r.seq);
+    this.deps.lock.assertHeld();
+    const dropped = await this.deps.repo.dropOrphans(writer, seqs);
+    this.deps.log.warn(
+      { dropped, seqs: seqs.slice(0, 20) },
+      'queue entries without their outbox row (deleted from outbox_events by hand) dropped: nothing to publish for them',
+    );
+    return rows.filter((r) => !r.orphan);
   }
 
   private async deadLetter(writer: Queryable, entries: DeadLetterEntry[], rows: OutboxRow[]): Promise<void> {

@@ -2,14 +2,14 @@ import { parse } from 'pg-connection-string';
 import { withRelaySessionOptions } from './outbox.repository';
 
 describe('withRelaySessionOptions', () => {
-  it('adds the planner setting as a startup option pg reads from the URL', () => {
+  it('adds the planner settings as startup options pg reads from the URL', () => {
     const url = withRelaySessionOptions('postgresql://postgres@127.0.0.1:5432/tickets');
     expect(parse(url)).toMatchObject({
       host: '127.0.0.1',
       port: '5432',
       database: 'tickets',
       user: 'postgres',
-      options: '-c enable_bitmapscan=off',
+      options: '-c enable_bitmapscan=off -c enable_seqscan=off',
     });
   });
 
@@ -19,7 +19,7 @@ describe('withRelaySessionOptions', () => {
     );
     expect(parse(url)).toMatchObject({
       password: 'p@ss',
-      options: '-c statement_timeout=5s -c enable_bitmapscan=off',
+      options: '-c statement_timeout=5s -c enable_bitmapscan=off -c enable_seqscan=off',
       sslmode: 'disable',
     });
   });

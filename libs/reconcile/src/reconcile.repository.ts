@@ -45,13 +45,14 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
       WHERE t.created_at >= ${since}::timestamptz AND t.idempotency_key IS NOT NULL ${tenantFilter('t.tenant_id', tenant)}
         AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.tenant_id = t.tenant_id AND k.key = t.idempotency_key)`,
   'outbox-unpublished': ({ grace, tenant }) => Prisma.sql`
-      SELECT o.event_id::text AS id FROM outbox_events o
-      WHERE o.published_at IS NULL AND o.created_at < ${grace}::timestamptz ${tenantFilter('o.tenant_id', tenant)}`,
+      SELECT o.event_id::text AS id FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq
+      WHERE o.created_at < ${grace}::timestamptz ${tenantFilter('o.tenant_id', tenant)}`,
   'outbox-dead-lettered': ({ since, tenant }) => Prisma.sql`
       SELECT d.event_id::text AS id FROM outbox_dead_letters d WHERE d.created_at >= ${since}::timestamptz ${tenantFilter('d.tenant_id', tenant)}`,
   'event-not-consumed': ({ grace, group, tenant }) => Prisma.sql`
-      SELECT o.event_id::text AS id FROM outbox_events o
-      WHERE o.published_at IS NOT NULL AND o.published_at < ${grace}::timestamptz ${tenantFilter('o.tenant_id', tenant)}
+      SELECT o.event_id::text AS id
+        FROM outbox_publications p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN outbox_events o ON o.seq = s.seq
+      WHERE p.published_at < ${grace}::timestamptz ${tenantFilter('o.tenant_id', tenant)}
         AND NOT EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.group_id = ${group} AND i.event_id = o.event_id)
         AND NOT EXISTS (SELECT 1 FROM ticket_events.consumer_dead_letters c WHERE c.group_id = ${group} AND c.key = o.aggregate_id::text)`,
   'consumed-without-notification': ({ since, group, tenant }) => Prisma.sql`

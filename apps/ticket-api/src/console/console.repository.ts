@@ -43,15 +43,15 @@ export class ConsoleRepository {
     const [counts] = await this.db.prisma.$queryRaw<
       Array<{ pending: number; age: number | null; dead: number }>
     >(Prisma.sql`
-      SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)::int AS pending,
-             (SELECT floor(extract(epoch FROM now() - created_at) * 1000)::float8
-                FROM outbox_events WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS age,
+      SELECT (SELECT count(*) FROM outbox_pending)::int AS pending,
+             (SELECT floor(extract(epoch FROM now() - o.created_at) * 1000)::float8
+                FROM outbox_pending p JOIN outbox_events o ON o.seq = p.seq ORDER BY p.seq LIMIT 1) AS age,
              (SELECT count(*) FROM outbox_dead_letters)::int AS dead`);
     const perMinute = await this.db.prisma.$queryRaw<Array<{ minute: Date; count: number }>>(Prisma.sql`
-      SELECT m.minute, count(o.seq)::int AS count
+      SELECT m.minute, coalesce(sum(p.rows), 0)::int AS count
         FROM generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()), interval '1 minute') AS m(minute)
-        LEFT JOIN outbox_events o
-          ON o.published_at >= m.minute AND o.published_at < m.minute + interval '1 minute'
+        LEFT JOIN outbox_publications p
+          ON p.published_at >= m.minute AND p.published_at < m.minute + interval '1 minute'
        GROUP BY m.minute ORDER BY m.minute`);
     return {
       pending: counts.pending,

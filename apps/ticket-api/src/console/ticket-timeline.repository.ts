@@ -33,7 +33,9 @@ export interface OutboxRow {
   publishedAt: Date | null;
   /** The Kafka record's timestamp the relay set (NULL for rows published before it was stored). */
   kafkaTimestamp: Date | null;
+  /** Rejected sends of a row still in the relay's queue (0 once published); of a dead letter, all of them. */
   attempts: number;
+  /** The last rejection of a queued row; a dead letter's reason. */
   lastError: string | null;
   traceparent: string | null;
   dead: boolean;
@@ -144,10 +146,16 @@ export class TicketTimelineRepository {
                replay_until AS "replayUntil", expires_at AS "expiresAt"
           FROM idempotency_keys WHERE ticket_id = ${id}::uuid ORDER BY created_at`),
       this.db.prisma.$queryRaw<OutboxRow[]>(Prisma.sql`
-        SELECT seq::text, event_id::text AS "eventId", event_type AS "eventType", created_at AS "createdAt",
-               published_at AS "publishedAt", kafka_timestamp AS "kafkaTimestamp", attempts, last_error AS "lastError", headers->>'traceparent' AS traceparent,
-               false AS dead, NULL::timestamptz AS "deadAt"
-          FROM outbox_events WHERE aggregate_id = ${id}::uuid
+        SELECT o.seq::text, o.event_id::text AS "eventId", o.event_type AS "eventType", o.created_at AS "createdAt",
+               s.published_at AS "publishedAt", s.kafka_timestamp AS "kafkaTimestamp", coalesce(q.attempts, 0) AS attempts,
+               q.last_error AS "lastError", o.headers->>'traceparent' AS traceparent, false AS dead, NULL::timestamptz AS "deadAt"
+          FROM outbox_events o
+          LEFT JOIN outbox_pending q ON q.seq = o.seq
+          LEFT JOIN LATERAL (
+                SELECT p.published_at, p.kafka_timestamp FROM outbox_publications p
+                 WHERE q.seq IS NULL AND int8range(p.first_seq, p.last_seq, '[]') @> o.seq AND o.seq = ANY (p.seqs)
+                 ORDER BY p.id LIMIT 1) s ON true
+         WHERE o.aggregate_id = ${id}::uuid
         UNION ALL
         SELECT seq::text, event_id::text, event_type, outbox_created_at, NULL, NULL, attempts, reason, headers->>'traceparent',
                true, created_at

@@ -33,7 +33,7 @@ function rows(kafkaTimestamp: Date | null): TicketTimelineRows {
         createdAt: at(2),
         publishedAt: at(87),
         kafkaTimestamp,
-        attempts: 1,
+        attempts: 0,
         lastError: null,
         traceparent: null,
         dead: false,
@@ -73,13 +73,25 @@ describe('the ticket timeline', () => {
     expect(list[2]).toContain("published to Kafka: ticket.created.v1 (the record's timestamp)");
     expect(list[2]).toContain('(+20 ms)');
     expect(list[3]).toContain('consumed by group notifications');
-    expect(list[4]).toContain("outbox row seq 41 marked published after the broker's ack (1 attempt(s))");
+    expect(list[4]).toContain("outbox row seq 41 marked published after the broker's ack");
     expect(list[4]).toContain('(+87 ms)');
   });
 
   it('falls back to the mark for a row published before record timestamps were stored, and says so', () => {
     const list = entries(timelinePage(rows(null), session, 'gone'));
     expect(list).toHaveLength(4);
-    expect(list[3]).toContain("(1 attempt(s); the time of the mark, after the broker's ack)");
+    expect(list[3]).toContain("published to Kafka: ticket.created.v1 (the time of the mark, after the broker's ack)");
+  });
+
+  it('says when a row still queued was rejected by the broker and is being retried', () => {
+    const t = rows(null);
+    t.outbox[0] = { ...t.outbox[0], publishedAt: null, attempts: 2, lastError: 'kafka_rejected: too large' };
+    const list = entries(timelinePage(t, session, 'gone'));
+    expect(
+      list.some((e) =>
+        e.includes('the broker rejected it 2 time(s), the relay retries it (kafka_rejected: too large)'),
+      ),
+    ).toBe(true);
+    expect(list.some((e) => e.includes('published to Kafka'))).toBe(false);
   });
 });

@@ -43,9 +43,14 @@ function steps(t: TicketTimelineRows, retentionNote: string): Step[] {
       s.push({
         at: o.publishedAt,
         what: o.kafkaTimestamp
-          ? html`outbox row seq ${o.seq} marked published after the broker's ack (${o.attempts} attempt(s))`
-          : html`published to Kafka: <code>${o.eventType}</code> (${o.attempts} attempt(s); the time of the mark, after the broker's ack)`,
+          ? html`outbox row seq ${o.seq} marked published after the broker's ack`
+          : html`published to Kafka: <code>${o.eventType}</code> (the time of the mark, after the broker's ack)`,
         cls: o.kafkaTimestamp ? undefined : 'good',
+      });
+    else if (!o.dead && o.attempts > 0)
+      s.push({
+        at: o.createdAt,
+        what: html`<span class="warn">not published yet: the broker rejected it ${o.attempts} time(s), the relay retries it (${o.lastError ?? ''})</span>`,
       });
     if (o.dead) s.push({ at: o.deadAt!, what: html`dead-lettered by the relay: ${o.lastError}`, cls: 'fail' });
   }
