@@ -386,9 +386,12 @@ export async function runCreateBench(): Promise<string> {
   try {
     const info = await pool.query(
       `SELECT version() AS v, current_setting('synchronous_commit') AS sc, current_setting('max_connections') AS mc,
-              EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'public.outbox_events'::regclass AND NOT tgisinternal) AS outbox_trigger`,
+              (SELECT string_agg(tgname, ', ' ORDER BY tgname) FROM pg_trigger
+                WHERE tgrelid = 'public.outbox_events'::regclass AND NOT tgisinternal) AS outbox_triggers`,
     );
-    await pool.query('TRUNCATE tickets, idempotency_keys, outbox_events, outbox_dead_letters, api_keys, tenants');
+    await pool.query(
+      'TRUNCATE tickets, idempotency_keys, outbox_events, outbox_pending, outbox_publications, outbox_dead_letters, api_keys, tenants',
+    );
     for (const sql of plainTablesDdl(PLAIN_SCHEMA)) await pool.query(sql);
     await checkpoint(pool, log, 'phases');
     log(`truncated the bench tables, created the plain tables in schema ${PLAIN_SCHEMA}`);
@@ -571,7 +574,7 @@ export async function runCreateBench(): Promise<string> {
         .map((l) => l.toFixed(2))
         .join(' ')}; ` +
         `${String(info.rows[0].v).split(' on ')[0]}, synchronous_commit=${info.rows[0].sc}, max_connections=${info.rows[0].mc}, ` +
-        `outbox_events trigger ${info.rows[0].outbox_trigger ? 'PRESENT (not the migrated schema: it has none since 20261201010000_outbox_wakeup)' : 'none'}; ` +
+        `outbox_events triggers: ${outboxTriggers(info.rows[0].outbox_triggers)}; ` +
         `concurrency ${concurrency}, pool size ${poolSize} (API DB_POOL_MAX) and ${concurrency} (references' pg.Pool); ${rounds} rounds of ${seconds} s per phase, ` +
         `${apiNodeArgs.length ? `API node options ${apiNodeArgs.join(' ')}, ` : ''}` +
         `API replay cache ${cacheConfig.replayCacheSize} entries and ${fixed(cacheConfig.replayCacheChars / 1024 / 1024)} MB of bodies (~${cacheSize} of these tickets), ` +
@@ -742,4 +745,10 @@ if (require.main === module) {
       process.exit(1);
     },
   );
+}
+
+/** The outbox's triggers as the header states them: the migrated schema has the queue's alone (20261203000000_outbox_pending_queue). */
+function outboxTriggers(names: string | null): string {
+  if (names === 'outbox_events_enqueue') return 'outbox_events_enqueue (the queue\'s, as migrated)';
+  return `${names ?? 'none'} (NOT the migrated schema, whose only one is outbox_events_enqueue)`;
 }

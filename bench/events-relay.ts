@@ -98,7 +98,7 @@ export async function runRelayBench(
   let rssPeak = 0;
 
   const round = async (n: number, label: string): Promise<RelayBenchRound> => {
-    await db.query('TRUNCATE outbox_events, outbox_dead_letters');
+    await db.query('TRUNCATE outbox_events, outbox_pending, outbox_publications, outbox_dead_letters');
     let t = Date.now();
     await db.query(SEED_SQL, [randomUUID(), Math.ceil(n / 2)]);
     log(`${label}: seeded ${n.toLocaleString()} outbox rows in ${((Date.now() - t) / 1000).toFixed(1)} s`);
