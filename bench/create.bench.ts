@@ -749,6 +749,6 @@ if (require.main === module) {
 
 /** The outbox's triggers as the header states them: the migrated schema has the queue's alone (20261203000000_outbox_pending_queue). */
 function outboxTriggers(names: string | null): string {
-  if (names === 'outbox_events_enqueue') return 'outbox_events_enqueue (the queue\'s, as migrated)';
+  if (names === 'outbox_events_enqueue') return "outbox_events_enqueue (the queue's, as migrated)";
   return `${names ?? 'none'} (NOT the migrated schema, whose only one is outbox_events_enqueue)`;
 }

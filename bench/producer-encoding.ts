@@ -34,7 +34,8 @@ async function child(variant: Variant, topic: string): Promise<void> {
   patchKafkajsRequestQueue(); // both: the relay's client has it (no 1 ms timer per connection)
   if (variant === 'patched') {
     const patch = patchKafkajsProduceEncoding();
-    if (!patch.crc32c || !patch.record) throw new Error(`the patch did not apply: ${JSON.stringify(patch)}`);
+    if (!patch.crc32c || !patch.record || !patch.request)
+      throw new Error(`the patch did not apply: ${JSON.stringify(patch)}`);
   }
   const producer = new Kafka({
     brokers: BROKERS,

@@ -1,5 +1,6 @@
-// The kit's produce-path patch (patchKafkajsProduceEncoding: the record batch's CRC-32C eight bytes a
-// step, each record in one buffer) and the relay's KeyHashPartitioner, against the real broker, across
+// The kit's produce-path patch (patchKafkajsProduceEncoding: an uncompressed Produce request in one pass
+// into one buffer, the record batch's CRC-32C eight bytes a step, each record of a compressed batch in one
+// buffer) and the relay's KeyHashPartitioner, against the real broker, across
 // a switch: plain node processes send the same keys' events in turn, kafkajs as it is with its
 // DefaultPartitioner, then patched with KeyHashPartitioner, then as it is again. The broker checks each
 // batch's CRC (a wrong one is refused as CORRUPT_MESSAGE), and every key's events must come back from
@@ -42,8 +43,9 @@ const sender = (patched: boolean, from: number) => `
     await producer.disconnect();
     // What kafkajs's record batch and produce request modules took when they loaded (at the first send).
     const mark = Symbol.for('@tickets/event-consumer.kafkajs-produce-encoding');
-    const took = (m) => require.cache[require.resolve('kafkajs/src/protocol/recordBatch/' + m)].exports[mark] === true;
-    console.log(JSON.stringify({ patch, inUse: { crc32c: took('crc32C/index.js'), record: took('record/v0/index.js') } }));
+    const took = (m) => require.cache[require.resolve('kafkajs/src/protocol/' + m)].exports[mark] === true;
+    console.log(JSON.stringify({ patch, inUse: { crc32c: took('recordBatch/crc32C/index.js'),
+      record: took('recordBatch/record/v0/index.js'), request: took('requests/produce/v3/request.js') } }));
   })().catch((err) => { console.error(err); process.exit(1); });
 `;
 
@@ -74,9 +76,12 @@ afterAll(async () => {
 
 it('keeps every key on its partition and in order across a switch to and from the patched encoding', async () => {
   const plain = JSON.parse(await runNode(sender(false, 0)));
-  expect(plain).toEqual({ patch: null, inUse: { crc32c: false, record: false } });
+  expect(plain).toEqual({ patch: null, inUse: { crc32c: false, record: false, request: false } });
   const patched = JSON.parse(await runNode(sender(true, ROUND)));
-  expect(patched).toEqual({ patch: { crc32c: true, record: true }, inUse: { crc32c: true, record: true } });
+  expect(patched).toEqual({
+    patch: { crc32c: true, record: true, request: true },
+    inUse: { crc32c: true, record: true, request: true },
+  });
   await runNode(sender(false, 2 * ROUND));
 
   const got = new Map<string, { partition: number; n: number; value: string; headers: string }[]>();

@@ -95,17 +95,33 @@ describe('KeyHashPartitioner', () => {
 });
 
 describe('patchKafkajsProduceEncoding', () => {
-  const produceRequest = () =>
-    require('kafkajs/src/protocol/requests/produce/index.js') as {
-      protocol(o: { version: number }): (a: object) => { request: { encode(): Promise<{ buffer: Buffer }> } };
-    };
+  type ProduceRequest = (a: object) => { encode(): Promise<{ buffer: Buffer }> };
+  /** The Produce request modules v3-v7 of the registry this runs in, by version. */
+  const produceRequests = (): Record<number, ProduceRequest> =>
+    Object.fromEntries(
+      [3, 4, 5, 6, 7].map((v) => [
+        v,
+        require(`kafkajs/src/protocol/requests/produce/v${v}/request.js`) as ProduceRequest,
+      ]),
+    );
+  /**
+   * kafkajs's own, unpatched: loaded inside a registry of their own, where they take kafkajs's encoder
+   * and checksum when they load (kafkajs requires a version's module only when a request of it is made,
+   * so they are loaded here, inside the isolated registry, not later from it).
+   */
+  const kafkajsRequests = (): Record<number, ProduceRequest> => {
+    let requests: Record<number, ProduceRequest> | undefined;
+    jest.isolateModules(() => (requests = produceRequests()));
+    return requests!;
+  };
 
-  it('replaces the record encoder and the checksum before kafkajs’s produce requests load them', () => {
+  it('replaces the record encoder, the checksum and the produce request before kafkajs’s produce requests load them', () => {
     expect(require.cache[require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js')]).toBeUndefined();
-    expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true });
+    expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true, request: true });
     expect(require('kafkajs/src/protocol/recordBatch/record/v0/index.js')).not.toBe(kafkajsRecord);
     expect(require('kafkajs/src/protocol/recordBatch/crc32C/index.js')).not.toBe(kafkajsCrc32c);
-    expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true });
+    expect(String(require('kafkajs/src/protocol/requests/produce/v3/request.js'))).not.toMatch(/topicEncoder/);
+    expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true, request: true });
   });
 
   it('encodes every record to the bytes kafkajs’s own encoder gives, and refuses what it refuses', () => {
@@ -140,8 +156,8 @@ describe('patchKafkajsProduceEncoding', () => {
         headers: { 'event-id': randomUUID(), 'event-type': 'ticket.created.v1', empty: '' },
       };
     });
-    const encode = async (produce: ReturnType<typeof produceRequest>, compression: number) => {
-      const { request } = produce.protocol({ version: 3 })({
+    const encode = async (requests: Record<number, ProduceRequest>, compression: number) => {
+      const request = requests[3]({
         acks: -1,
         timeout: 1_000,
         compression,
@@ -151,21 +167,74 @@ describe('patchKafkajsProduceEncoding', () => {
       });
       return (await request.encode()).buffer;
     };
-    // This registry's produce request loads with the patched encoder and checksum; a fresh one has kafkajs's own.
-    const patched = [await encode(produceRequest(), Types.None), await encode(produceRequest(), Types.GZIP)];
-    let kafkajs: ReturnType<typeof produceRequest> | undefined;
+    // This registry's produce requests load patched; a registry of their own has kafkajs's own.
+    const patched = [await encode(produceRequests(), Types.None), await encode(produceRequests(), Types.GZIP)];
+    const kafkajs = kafkajsRequests();
     let again: ReturnType<typeof patchKafkajsProduceEncoding> | undefined;
     jest.isolateModules(() => {
-      kafkajs = produceRequest();
       require('kafkajs/src/protocol/requests/produce/v3/request.js');
-      // Too late in that registry: its produce request has taken kafkajs's originals.
+      require('kafkajs/src/protocol/requests/produce/v4/request.js');
+      // Too late in that registry: its produce requests have taken kafkajs's originals.
       again = (
         require('./kafkajs-produce-encoding') as { patchKafkajsProduceEncoding: typeof patchKafkajsProduceEncoding }
       ).patchKafkajsProduceEncoding();
     });
-    expect(again).toEqual({ crc32c: false, record: false });
-    expect(patched[0].equals(await encode(kafkajs!, Types.None))).toBe(true);
-    expect(patched[1].equals(await encode(kafkajs!, Types.GZIP))).toBe(true);
+    expect(again).toEqual({ crc32c: false, record: false, request: false });
+    expect(patched[0].equals(await encode(kafkajs, Types.None))).toBe(true);
+    expect(patched[1].equals(await encode(kafkajs, Types.GZIP))).toBe(true);
     expect(patched[0].length).toBeGreaterThan(patched[1].length); // the gzipped one is a different request
+  });
+
+  it('encodes randomised uncompressed produce requests (v3 to v7) to kafkajs’s bytes, and refuses what kafkajs refuses', async () => {
+    const { Types } = require('kafkajs/src/protocol/message/compression/index.js') as { Types: { None: number } };
+    const requestArgs = (seed: number) => ({
+      acks: pick([-1, 0, 1]),
+      timeout: pick([1_000, 30_000]),
+      compression: Types.None,
+      transactionalId: pick([undefined, null, 'tx-' + randomText(10)]),
+      producerId: pick([undefined, Long.fromValue(7), Long.fromValue(2 ** 40 + seed)]),
+      producerEpoch: pick([undefined, 0, 3]),
+      topicData: Array.from({ length: 1 + (seed % 3) }, (_, t) => ({
+        topic: `topic-${t}-${randomText(6)}`,
+        partitions: Array.from({ length: 1 + Math.floor(Math.random() * 4) }, (_, p) => ({
+          partition: p,
+          firstSequence: pick([undefined, 0, 5, 2 ** 30]),
+          messages: Array.from({ length: 1 + Math.floor(Math.random() * 25) }, (_, i) => {
+            const r = randomRecord(i);
+            return {
+              key: r.key,
+              value: r.value,
+              headers: r.headers,
+              timestamp: pick<unknown>([undefined, null, String(1_700_000_000_000 + i), 1_700_000_000_000 - i, '999']),
+            };
+          }),
+        })),
+      })),
+    });
+    const outcome = async (requests: Record<number, ProduceRequest>, version: number, args: object) => {
+      try {
+        return (await requests[version](args).encode()).buffer.toString('hex');
+      } catch (err) {
+        return `throws ${(err as Error).constructor.name}`;
+      }
+    };
+    const kafkajs = kafkajsRequests();
+    const patched = produceRequests();
+    let refused = 0;
+    for (let i = 0; i < 400; i++) {
+      const args = requestArgs(i);
+      const version = 3 + (i % 5);
+      // The same Date.now() for both, so that a request whose records carry no timestamp encodes alike.
+      const now = jest.spyOn(Date, 'now').mockReturnValue(1_700_000_123_456);
+      try {
+        const expected = await outcome(kafkajs, version, args);
+        if (expected.startsWith('throws')) refused++;
+        expect(await outcome(patched, version, args)).toBe(expected);
+      } finally {
+        now.mockRestore();
+      }
+    }
+    expect(refused).toBeGreaterThan(0);
+    expect(refused).toBeLessThan(400);
   });
 });

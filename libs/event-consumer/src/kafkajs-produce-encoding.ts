@@ -28,43 +28,10 @@ export interface KafkajsRecordArgs {
   headers?: Record<string, unknown>;
 }
 
-// CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), eight tables for slicing-by-8.
-const CRC_TABLES = new Int32Array(8 * 256);
-for (let n = 0; n < 256; n++) {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-  CRC_TABLES[n] = c;
-}
-for (let n = 0; n < 256; n++) {
-  let c = CRC_TABLES[n];
-  for (let s = 1; s < 8; s++) {
-    c = CRC_TABLES[c & 0xff] ^ (c >>> 8);
-    CRC_TABLES[s * 256 + n] = c;
-  }
-}
+import { crc32c } from './kafkajs-crc32c';
+import { produceRequestV3, type KafkajsEncoderClass, type KafkajsLongClass } from './kafkajs-produce-request';
 
-/** CRC-32C of `buf`, eight bytes a step: the checksum of a record batch, as kafkajs's byte-a-step function gives it. */
-export function crc32c(buf: Uint8Array): number {
-  const t = CRC_TABLES;
-  const n = buf.length;
-  const whole = n - (n & 7);
-  let c = -1;
-  let i = 0;
-  for (; i < whole; i += 8) {
-    const a = (buf[i] | (buf[i + 1] << 8) | (buf[i + 2] << 16) | (buf[i + 3] << 24)) ^ c;
-    c =
-      t[1792 + (a & 0xff)] ^
-      t[1536 + ((a >>> 8) & 0xff)] ^
-      t[1280 + ((a >>> 16) & 0xff)] ^
-      t[1024 + (a >>> 24)] ^
-      t[768 + buf[i + 4]] ^
-      t[512 + buf[i + 5]] ^
-      t[256 + buf[i + 6]] ^
-      t[buf[i + 7]];
-  }
-  for (; i < n; i++) c = t[(c ^ buf[i]) & 0xff] ^ (c >>> 8);
-  return (c ^ -1) >>> 0;
-}
+export { crc32c };
 
 /**
  * kafkajs 2.x's record encoder (recordBatch/record/v0) with the same bytes and one buffer: the original
@@ -116,13 +83,20 @@ const CRC_MODULE = `${KAFKAJS}recordBatch/crc32C/index.js`;
 const RECORD_MODULE = `${KAFKAJS}recordBatch/record/v0/index.js`;
 const CRC_USER = `${KAFKAJS}recordBatch/v0/index.js`;
 const RECORD_USERS = [3, 4, 5, 6, 7].map((v) => `${KAFKAJS}requests/produce/v${v}/request.js`);
+const PRODUCE_V3_MODULE = `${KAFKAJS}requests/produce/v3/request.js`;
+/** The produce requests that wrap v3's (v6 and v7 wrap v5's). */
+const PRODUCE_V3_USERS = [4, 5].map((v) => `${KAFKAJS}requests/produce/v${v}/request.js`);
 /** kafkajs 2.x's record encoder, recognised by its source: the header encoders it copies in. */
 const KNOWN_RECORD_SOURCE = /writeVarIntArray\(headersArray\.map\(Header\)\)/;
 const KNOWN_CRC_SOURCE = /unsigned\(crc32C\(buffer\)\)/;
+/** kafkajs 2.x's Produce request v3, recognised by its source: the topic encoders it builds. */
+const KNOWN_PRODUCE_V3_SOURCE = /const encodeTopic = topicEncoder\(compression\)/;
 
 /** Result of patchKafkajsProduceEncoding: which of the two parts are in place. */
 export interface ProduceEncodingPatch {
   crc32c: boolean;
+  /** The uncompressed Produce request (v3-v7) in one pass into one buffer of its exact size. */
+  request: boolean;
   record: boolean;
 }
 
@@ -154,13 +128,16 @@ function replaceModule(id: string, users: string[], known: RegExp, make: () => u
 }
 
 /**
- * About 0.6× kafkajs 2.2.4's CPU per produced relay-sized record, the socket writes and replies
- * included (`npm run bench:producer`: 0.60-0.63×, docs/benchmarks.md), with the same bytes on the wire:
+ * About 0.37× kafkajs 2.2.4's CPU per produced relay-sized record, the socket writes and replies
+ * included (`npm run bench:producer`: 0.37-0.38×, docs/benchmarks.md), with the same bytes on the wire:
+ * - an uncompressed Produce request (v3-v7) encoded in one pass into one buffer of its exact size
+ *   (kafkajs-produce-request.ts; kafkajs copies the payload through about seven growing, zero-filled
+ *   buffers and allocates one per varint); a compressed one keeps kafkajs's code, with the two below;
  * - the record batch's CRC-32C eight bytes a step instead of one (about 2.9× faster);
- * - each record encoded into one buffer of its exact size (the original grows a 512-byte buffer and
+ * - each record of a compressed batch encoded into one buffer (the original grows a 512-byte buffer and
  *   encodes every header into a buffer of its own).
  *
- * kafkajs loads the modules that use these two (the record batch and the produce requests) at the
+ * kafkajs loads the modules that use these (the record batch and the produce requests) at the
  * first produce or fetch, and keeps what they imported: so this must run before the process's first
  * produce or fetch. A part whose user module has already loaded, or whose kafkajs source is not the
  * known one, is left as it is (reported false: kafkajs's own code then runs, correct and slower).
@@ -171,7 +148,15 @@ export function patchKafkajsProduceEncoding(): ProduceEncodingPatch {
   const record = replaceModule(RECORD_MODULE, RECORD_USERS, KNOWN_RECORD_SOURCE, () =>
     recordEncoder(require(`${KAFKAJS}encoder.js`) as EncoderClass),
   );
-  return { crc32c: crc, record };
+  // After the two above: loading the v3 request loads the record batch and record modules it uses.
+  const request = replaceModule(PRODUCE_V3_MODULE, PRODUCE_V3_USERS, KNOWN_PRODUCE_V3_SOURCE, () =>
+    produceRequestV3(
+      require(PRODUCE_V3_MODULE) as Parameters<typeof produceRequestV3>[0],
+      require(`${KAFKAJS}encoder.js`) as KafkajsEncoderClass,
+      require('kafkajs/src/utils/long.js') as KafkajsLongClass,
+    ),
+  );
+  return { crc32c: crc, record, request };
 }
 
 const MURMUR2_M = 0x5bd1e995;
