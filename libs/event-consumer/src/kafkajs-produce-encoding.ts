@@ -43,8 +43,10 @@ function recordEncoder(Encoder: EncoderClass) {
     const pairs: unknown[] = [];
     for (const name of Object.keys(headers)) {
       const v = headers[name];
-      if (Array.isArray(v)) for (const each of v) pairs.push(name, each);
-      else pairs.push(name, v);
+      if (Array.isArray(v)) {
+        // kafkajs flattens with flatMap, which skips the holes of a sparse array: so does forEach.
+        v.forEach((each: unknown) => pairs.push(name, each));
+      } else pairs.push(name, v);
     }
     // Sized in kafkajs's order (timestamp, offset, key, value, then headers), so a bad argument throws what kafkajs throws.
     let sizeOfBody =

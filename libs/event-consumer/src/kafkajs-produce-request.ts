@@ -127,19 +127,33 @@ interface SizedRecord {
   bodySize: number;
 }
 
+/**
+ * Bytes whose size kafkajs measures the way it writes them: null, a string or a Buffer. kafkajs measures
+ * any other value with Buffer.byteLength but writes String(value) (a Uint8Array's "1,2,3"), so the
+ * record's length disagrees with its bytes; a request holding one goes through kafkajs's own encoder,
+ * which sends those bytes or throws its own error.
+ */
+const sizedAsWritten = (v: unknown) => v === null || v === undefined || typeof v === 'string' || Buffer.isBuffer(v);
+const headerSizedAsWritten = (v: unknown) => typeof v === 'string' || Buffer.isBuffer(v);
+
+/** undefined when the message holds a value that only kafkajs's encoder reproduces (see sizedAsWritten). */
 function sizeRecord(
   E: KafkajsEncoderClass,
   m: ProduceMessage,
   offsetDelta: number,
   timestampDelta: unknown,
-): SizedRecord {
+): SizedRecord | undefined {
+  if (!sizedAsWritten(m.key) || !sizedAsWritten(m.value)) return undefined;
   const headers = m.headers === undefined ? {} : m.headers;
   const pairs: unknown[] = [];
   for (const name of Object.keys(headers)) {
     const v = headers[name];
-    if (Array.isArray(v)) for (const each of v) pairs.push(name, each);
-    else pairs.push(name, v);
+    if (Array.isArray(v)) {
+      // kafkajs flattens with flatMap, which skips the holes of a sparse array: so does forEach.
+      v.forEach((each: unknown) => pairs.push(name, each));
+    } else pairs.push(name, v);
   }
+  for (let i = 1; i < pairs.length; i += 2) if (!headerSizedAsWritten(pairs[i])) return undefined;
   let deltaBytes: Buffer | undefined;
   let deltaSize: number;
   if (smallInteger(timestampDelta)) deltaSize = sizeOfSmallVarLong(timestampDelta);
@@ -156,10 +170,8 @@ function sizeRecord(
   bodySize += E.sizeOfVarInt(pairs.length / 2);
   for (let i = 0; i < pairs.length; i += 2) {
     const keySize = Buffer.byteLength(pairs[i] as string);
-    bodySize += E.sizeOfVarInt(keySize) + keySize;
-    // Measured before the null check, as kafkajs does: a null header value throws there too.
     const valueSize = Buffer.byteLength(pairs[i + 1] as string);
-    bodySize += pairs[i + 1] === null ? E.sizeOfVarInt(-1) : E.sizeOfVarInt(valueSize) + valueSize;
+    bodySize += E.sizeOfVarInt(keySize) + keySize + E.sizeOfVarInt(valueSize) + valueSize;
   }
   return { timestampDelta, deltaBytes, key: m.key, value: m.value, pairs, bodySize };
 }
@@ -236,8 +248,11 @@ interface SizedPartition {
   batchSize: number;
 }
 
-/** partitionsEncoder of produce/v3/request.js: its timestamps (sorted as kafkajs sorts them), deltas and offsets. */
-function sizePartition(E: KafkajsEncoderClass, data: PartitionData): SizedPartition {
+/**
+ * partitionsEncoder of produce/v3/request.js: its timestamps (sorted as kafkajs sorts them), deltas and
+ * offsets; undefined when a message needs kafkajs's own encoder.
+ */
+function sizePartition(E: KafkajsEncoderClass, data: PartitionData): SizedPartition | undefined {
   const { messages } = data;
   const dateNow = Date.now();
   const stamped = messages
@@ -248,12 +263,15 @@ function sizePartition(E: KafkajsEncoderClass, data: PartitionData): SizedPartit
   const firstTimestamp = timestamps[0];
   const maxTimestamp = timestamps[timestamps.length - 1];
   let recordsSize = 0;
-  const records = messages.map((m, i) => {
+  const records: SizedRecord[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
     const delta = ((m.timestamp || dateNow) as number) - (firstTimestamp as number);
     const r = sizeRecord(E, m, i, delta);
+    if (r === undefined) return undefined;
     recordsSize += E.sizeOfVarInt(r.bodySize) + r.bodySize;
-    return r;
-  });
+    records.push(r);
+  }
   // PartitionLeaderEpoch, Magic, CRC, then the body: Attributes .. FirstSequence, the record count, the records.
   const batchSize = 4 + 1 + 4 + (2 + 4 + 8 + 8 + 8 + 2 + 4) + 4 + recordsSize;
   return {
@@ -268,7 +286,8 @@ function sizePartition(E: KafkajsEncoderClass, data: PartitionData): SizedPartit
 
 /**
  * The payload of an uncompressed Produce request v3 (after the request header), in one buffer: kafkajs's
- * bytes, the record batch's CRC-32C included.
+ * bytes, the record batch's CRC-32C included. undefined when a message holds a value other than null, a
+ * string or a Buffer (see sizedAsWritten): the caller then uses kafkajs's encoder.
  */
 export function encodeProduceRequest(
   E: KafkajsEncoderClass,
@@ -281,12 +300,18 @@ export function encodeProduceRequest(
     producerEpoch = 0,
     topicData,
   }: ProduceRequestArgs,
-): EncodedPayload {
+): EncodedPayload | undefined {
   const attributes = COMPRESSION_NONE | (transactionalId ? TRANSACTIONAL_MASK : 0);
-  const topics = topicData.map(({ topic, partitions }) => ({
-    topic,
-    partitions: partitions.map((p) => sizePartition(E, p)),
-  }));
+  const topics: { topic: string; partitions: SizedPartition[] }[] = [];
+  for (const { topic, partitions } of topicData) {
+    const sized: SizedPartition[] = [];
+    for (const p of partitions) {
+      const s = sizePartition(E, p);
+      if (s === undefined) return undefined;
+      sized.push(s);
+    }
+    topics.push({ topic, partitions: sized });
+  }
   let total = sizeOfString(transactionalId) + 2 + 4 + 4;
   for (const t of topics) {
     total += sizeOfString(t.topic) + 4;
@@ -328,7 +353,8 @@ export function encodeProduceRequest(
 
 /**
  * A replacement for kafkajs's produce/v3/request.js module: the same request object, whose encode() takes
- * the one-buffer path when the request is uncompressed, and kafkajs's own otherwise.
+ * the one-buffer path when the request is uncompressed and its values are nulls, strings and Buffers, and
+ * kafkajs's own otherwise.
  */
 export function produceRequestV3(
   original: (args: ProduceRequestArgs) => Record<string, unknown>,
@@ -338,6 +364,7 @@ export function produceRequestV3(
   return (args: ProduceRequestArgs): Record<string, unknown> => {
     const request = original(args);
     if ((args.compression ?? COMPRESSION_NONE) !== COMPRESSION_NONE) return request;
-    return { ...request, encode: async () => encodeProduceRequest(E, L, args) };
+    const kafkajsEncode = request.encode as () => Promise<unknown>;
+    return { ...request, encode: async () => encodeProduceRequest(E, L, args) ?? kafkajsEncode() };
   };
 }
