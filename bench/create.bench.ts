@@ -414,16 +414,14 @@ export async function runCreateBench(): Promise<string> {
         '-r',
         join(__dirname, 'support', 'exit-on-sigterm.js'),
       );
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
     const apiEnv = { DATABASE_URL: url, LOG_LEVEL: 'warn', RELAY_ENABLED: 'false', DB_POOL_MAX: String(poolSize) };
-    api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, port, env: apiEnv });
+    api = await startApi({ mainJs: apiMainJs(distRoot), nodeArgs, env: apiEnv });
     log(`API child pid ${api.pid} on ${api.baseUrl} (DB_POOL_MAX=${poolSize}), RSS ${mb(memoryOf(api.pid).rss)} MB`);
     // A small pool: a replay is one statement, and three pools of `concurrency` would crowd max_connections.
     const pool2 = Math.min(poolSize, DB_REPLAY_POOL);
     api2 = await startApi({
       mainJs: apiMainJs(distRoot),
       nodeArgs,
-      port: port + 1,
       env: { ...apiEnv, IDEMPOTENCY_REPLAY_CACHE_SIZE: '0', DB_POOL_MAX: String(pool2) },
     });
     log(`second API child (replay cache off) pid ${api2.pid} on ${api2.baseUrl} (DB_POOL_MAX=${pool2})`);
@@ -431,7 +429,6 @@ export async function runCreateBench(): Promise<string> {
     api3 = await startApi({
       mainJs: apiMainJs(distRoot),
       nodeArgs,
-      port: port + 2,
       env: {
         ...apiEnv,
         DATABASE_URL: relayDb.url,

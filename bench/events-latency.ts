@@ -661,7 +661,6 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     const hookUrl = await receiver.listen();
     log(`topic ${topic} (${config.kafka.partitions} partitions), webhook receiver ${hookUrl}`);
 
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
     const common = {
       DATABASE_URL: url,
       LOG_LEVEL: 'warn',
@@ -671,7 +670,6 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     api = await startApi({
       mainJs: apiMainJs(distRoot),
       nodeArgs: childArgs('api'),
-      port,
       env: { ...common, RELAY_ENABLED: 'true' },
     });
     latencyChildren.add(api.proc);

@@ -145,7 +145,6 @@ export async function runRelayCostBench(): Promise<string> {
     await dbs.off.create();
     const nodeArgs = [...requireHooks(), ...API_HEAP_CAP];
     if (cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`);
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
     for (const [i, [name, db]] of (
       [
         ['relay on', dbs.on],
@@ -158,7 +157,6 @@ export async function runRelayCostBench(): Promise<string> {
       const api = await startApi({
         mainJs: apiMainJs(join(__dirname, '..')),
         nodeArgs: cpuProfDir ? [...nodeArgs, '-r', join(__dirname, 'support', 'exit-on-sigterm.js')] : nodeArgs,
-        port: port + i,
         env: {
           DATABASE_URL: db.url,
           LOG_LEVEL: 'warn',

@@ -2,12 +2,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { freePort } from '../../scripts/free-port';
 
 export interface ApiChild {
   baseUrl: string;
   proc: ChildProcess;
   pid: number;
-  /** The last lines the API wrote to stderr (its warn/error logs). */
+  /** The last lines the API wrote to stdout and stderr (its logs: pino writes to stdout). */
   stderrTail(): string;
   stop(): Promise<void>;
 }
@@ -22,11 +23,13 @@ export async function startApi(opts: {
   mainJs: string;
   nodeArgs: string[];
   env: Record<string, string>;
-  port: number;
+  /** Default: a port the OS hands out as free (a random guess can hit a live server). */
+  port?: number;
 }): Promise<ApiChild> {
+  const port = opts.port ?? (await freePort());
   const proc = spawn(process.execPath, [...opts.nodeArgs, opts.mainJs], {
-    env: { RATE_LIMIT_PER_SECOND: '0', ...process.env, ...opts.env, PORT: String(opts.port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { RATE_LIMIT_PER_SECOND: '0', ...process.env, ...opts.env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Never leave the API behind: if the bench dies (Ctrl-C, EPIPE, a crash), take the child with it.
   const killChild = () => {
@@ -40,11 +43,14 @@ export async function startApi(opts: {
     });
   }
   proc.once('exit', () => process.removeListener('exit', killChild));
+  // Both streams into one tail: an API that exits at startup logs why on stdout (pino), not stderr.
   let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => {
+  const keep = (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-8_000);
-  });
-  const baseUrl = `http://127.0.0.1:${opts.port}`;
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`the API exited with ${proc.exitCode}: ${stderr}`);
