@@ -26,6 +26,16 @@ async function connect(url: string): Promise<Client> {
   return c;
 }
 
+/** The values of a row for `(event_id, tenant_id, aggregate_id, event_type, payload, headers)`. */
+const columns = (row: ReturnType<typeof ticketEventRow>) => [
+  row.eventId,
+  row.tenantId,
+  row.aggregateId,
+  row.eventType,
+  JSON.stringify(row.payload),
+  JSON.stringify(row.headers),
+];
+
 const queued = async (db: Client, seqs: string[]) =>
   (
     await db.query<{ seq: string }>('SELECT seq::text FROM outbox_pending WHERE seq = ANY($1::bigint[]) ORDER BY seq', [
@@ -59,14 +69,7 @@ describe('the outbox queue', () => {
          INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers)
          VALUES ($1, $2, 'ticket', $3, $4, $5, $6) RETURNING seq)
        SELECT seq::text FROM e`,
-      [
-        row.eventId,
-        row.tenantId,
-        row.aggregateId,
-        row.eventType,
-        JSON.stringify(row.payload),
-        JSON.stringify(row.headers),
-      ],
+      columns(row),
     );
     expect(await queued(db, [one, ...three, rows[0].seq])).toEqual([one, ...three, rows[0].seq]);
     const { rows: entry } = await db.query(
@@ -95,7 +98,7 @@ describe('the outbox queue', () => {
   });
 });
 
-describe('queue entries whose outbox row was deleted by hand', () => {
+describe('queue entries left behind by a deleted row, or queued again', () => {
   let database: RelayTestDatabase;
   let db: Client;
   const repo = new OutboxRepository();
@@ -125,6 +128,51 @@ describe('queue entries whose outbox row was deleted by hand', () => {
     // Only an entry whose row is really gone is dropped, whatever the caller passes.
     expect(await repo.dropOrphans(db, [seqs[0], seqs[1]])).toBe(1);
     expect(await queued(db, seqs)).toEqual([seqs[0], seqs[2]]);
+  });
+
+  it('is taken over, reset, by a row inserted again under its seq (a requeued dead letter keeps its seq)', async () => {
+    const row = ticketEventRow({ tenantId, kind: 'created' });
+    const [seq] = await insertOutboxRows(db, [row]);
+    await db.query(
+      `UPDATE outbox_pending SET attempts = 4, last_error = 'kafka_rejected', next_attempt_at = now() + interval '1 hour' WHERE seq = $1`,
+      [seq],
+    );
+    await db.query('DELETE FROM outbox_events WHERE seq = $1', [seq]); // the entry stays behind
+    await db.query(
+      `INSERT INTO outbox_events (seq, event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers)
+       VALUES ($1, $2, $3, 'ticket', $4, $5, $6, $7)`,
+      [seq, ...columns(row)],
+    );
+    const { rows: entry } = await db.query(
+      'SELECT aggregate_id, attempts, last_error, next_attempt_at FROM outbox_pending WHERE seq = $1',
+      [seq],
+    );
+    expect(entry).toEqual([{ aggregate_id: row.aggregateId, attempts: 0, last_error: null, next_attempt_at: null }]);
+    const claimed = await repo.claim(db, 100);
+    expect(claimed.find((r) => r.seq === seq)).toMatchObject({ eventId: row.eventId });
+    expect(claimed.find((r) => r.seq === seq)?.orphan ?? false).toBe(false);
+  });
+
+  it('is kept by retention, which deletes the rows of an old send but not one queued again since', async () => {
+    const [sent, requeued] = await insertOutboxRows(
+      db,
+      [1, 2].map(() => ticketEventRow({ tenantId, kind: 'created' })),
+    );
+    // One old send of both; then `sent` leaves the queue as a mark does, `requeued` stays queued.
+    await db.query(
+      `INSERT INTO outbox_publications (seqs, first_seq, last_seq, rows, published_at)
+       VALUES ($1::bigint[], $2, $3, 2, now() - interval '2 days')`,
+      [[sent, requeued], sent, requeued],
+    );
+    await db.query('DELETE FROM outbox_pending WHERE seq = $1', [sent]);
+    expect(await repo.purgePublished(db, 24 * 3600_000, 100)).toBe(1);
+    const { rows } = await db.query<{ seq: string }>(
+      'SELECT seq::text FROM outbox_events WHERE seq = ANY($1::bigint[]) ORDER BY seq',
+      [[sent, requeued]],
+    );
+    expect(rows.map((r) => r.seq)).toEqual([requeued]);
+    expect(await queued(db, [sent, requeued])).toEqual([requeued]);
+    expect((await db.query('SELECT count(*)::int AS n FROM outbox_publications')).rows[0].n).toBe(0);
   });
 });
 

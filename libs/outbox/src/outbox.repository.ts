@@ -207,6 +207,9 @@ export class OutboxRepository {
   /**
    * Deletes the rows of the oldest sends recorded before now - retention, and those records: whole sends,
    * oldest first, until about `limit` rows (at least one send); returns how many outbox rows it deleted.
+   * A row queued again is kept, whatever its sends: a seq both sent and queued (a dead letter requeued
+   * under its seq after a send that a relay of the previous version made during the queue's migration)
+   * is unpublished until its next send.
    */
   async purgePublished(db: Queryable, retentionMs: number, limit: number): Promise<number> {
     const { rows } = await db.query<{ deleted: number }>(
@@ -219,7 +222,9 @@ export class OutboxRepository {
        ), gone AS (
          DELETE FROM outbox_publications p USING due WHERE p.id = due.id AND due.before < $2 RETURNING p.seqs
        ), deleted AS (
-         DELETE FROM outbox_events WHERE seq IN (SELECT unnest(seqs) FROM gone) RETURNING 1
+         DELETE FROM outbox_events e WHERE e.seq IN (SELECT unnest(seqs) FROM gone)
+            AND NOT EXISTS (SELECT 1 FROM outbox_pending q WHERE q.seq = e.seq)
+         RETURNING 1
        )
        SELECT count(*)::int AS deleted FROM deleted`,
       [retentionMs, limit],

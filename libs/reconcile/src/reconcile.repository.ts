@@ -50,7 +50,7 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
   'outbox-dead-lettered': ({ since, tenant }) => Prisma.sql`
       SELECT d.event_id::text AS id FROM outbox_dead_letters d WHERE d.created_at >= ${since}::timestamptz ${tenantFilter('d.tenant_id', tenant)}`,
   'event-not-consumed': ({ grace, group, tenant }) => Prisma.sql`
-      SELECT o.event_id::text AS id
+      SELECT DISTINCT o.event_id::text AS id
         FROM outbox_publications p CROSS JOIN LATERAL unnest(p.seqs) AS s(seq) JOIN outbox_events o ON o.seq = s.seq
       WHERE p.published_at < ${grace}::timestamptz ${tenantFilter('o.tenant_id', tenant)}
         AND NOT EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.group_id = ${group} AND i.event_id = o.event_id)

@@ -60,10 +60,12 @@ AFTER INSERT ON "outbox_events"
 REFERENCING NEW TABLE AS new_rows
 FOR EACH STATEMENT EXECUTE FUNCTION "outbox_events_enqueue"();
 
--- Rows not yet published, with their retry state.
+-- Rows not yet published, with their retry state (also for a row the trigger queued since it was created:
+-- a relay of the previous version may have parked it meanwhile).
 INSERT INTO "outbox_pending" ("seq", "aggregate_id", "attempts", "last_error", "next_attempt_at")
 SELECT "seq", "aggregate_id", "attempts", "last_error", "next_attempt_at" FROM "outbox_events" WHERE "published_at" IS NULL
-ON CONFLICT ("seq") DO NOTHING;
+ON CONFLICT ("seq") DO UPDATE SET "attempts" = EXCLUDED."attempts", "last_error" = EXCLUDED."last_error",
+  "next_attempt_at" = EXCLUDED."next_attempt_at";
 
 -- Rows already published: one record per mark (the rows of one mark share its published_at and Kafka timestamp).
 INSERT INTO "outbox_publications" ("seqs", "first_seq", "last_seq", "rows", "published_at", "kafka_timestamp")
