@@ -196,7 +196,7 @@ describe('patchKafkajsProduceEncoding', () => {
     expect(patched[0].length).toBeGreaterThan(patched[1].length); // the gzipped one is a different request
   });
 
-  it('skips the holes of a sparse header array, and leaves a Uint8Array to kafkajs’s encoder, as kafkajs does', async () => {
+  it('skips the holes of a sparse header array, and leaves a Uint8Array or a null compression to kafkajs’s encoder, as kafkajs does', async () => {
     expect(patchKafkajsProduceEncoding()).toEqual({ crc32c: true, record: true, request: true });
     const patchedRecord = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as typeof kafkajsRecord;
     const holes = { key: 'k', value: 'v', headers: { tags: sparse('a', Buffer.from('b')) } };
@@ -220,6 +220,16 @@ describe('patchKafkajsProduceEncoding', () => {
         const ours = (await patched(request(messages)).encode()).buffer;
         expect(ours.toString('hex')).toBe((await kafkajs(request(messages)).encode()).buffer.toString('hex'));
       }
+      // A null compression is not kafkajs's default (that applies to a missing one): kafkajs throws there, and so does the patch.
+      const outcome = async (make: ProduceRequest) =>
+        make({ ...request([dense]), compression: null })
+          .encode()
+          .then(
+            (r) => r.buffer.toString('hex'),
+            (err: Error) => `throws ${err.constructor.name}`,
+          );
+      expect(await outcome(kafkajs)).toMatch(/^throws /);
+      expect(await outcome(patched)).toBe(await outcome(kafkajs));
       // kafkajs sizes the Uint8Array [1, 2, 3] as 3 bytes and writes "1,2,3": the record's length says 2 fewer bytes than follow it.
       const odd = (await patched(request([{ key: null, value: new Uint8Array([1, 2, 3]) }])).encode()).buffer;
       expect(odd.includes(Buffer.from('1,2,3'))).toBe(true);

@@ -50,7 +50,7 @@ export interface ProduceRequestArgs {
   transactionalId?: string | null;
   producerId?: unknown;
   producerEpoch?: number;
-  compression?: number;
+  compression?: number | null;
   topicData: TopicData[];
 }
 
@@ -363,7 +363,8 @@ export function produceRequestV3(
 ) {
   return (args: ProduceRequestArgs): Record<string, unknown> => {
     const request = original(args);
-    if ((args.compression ?? COMPRESSION_NONE) !== COMPRESSION_NONE) return request;
+    // kafkajs's default applies to a missing compression only: a null one is not None there (it throws).
+    if ((args.compression === undefined ? COMPRESSION_NONE : args.compression) !== COMPRESSION_NONE) return request;
     const kafkajsEncode = request.encode as () => Promise<unknown>;
     return { ...request, encode: async () => encodeProduceRequest(E, L, args) ?? kafkajsEncode() };
   };
