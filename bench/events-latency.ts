@@ -25,6 +25,10 @@
 // everything else is the application's default (reported in the "Step 3 settings" line).
 // EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_OPEN_LOOPS (3), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
 // the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
+// EVENTS_BROKER_WARMUP_SECONDS (30; 0: none): before the API and the consumer start, a raw producer and
+// consumer group load the broker alone on a topic of its own, so that a broker JVM started just before
+// (npm run kafka:up) has compiled its produce and fetch paths (bench/support/broker-warmup.ts); the
+// broker's age and CPU through the warm-up are logged.
 // BENCH_BROKER_PID: the broker JVM whose CPU is reported as Kafka's (default .cache/kafka/kafka.pid of this
 // checkout; without it the broker's CPU counts as "other").
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,6 +47,7 @@ import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
 import { brokerPid, checkpoint } from './support/cpu-meter';
+import { processAgeSeconds, warmBroker, type BrokerWarmup } from './support/broker-warmup';
 import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
@@ -111,6 +116,8 @@ export interface LatencyBenchResult {
   apiPeakRssMb: number;
   consumerPeakRssMb: number;
   settings: Record<string, string>;
+  /** The broker's age when the run began, and the warm-up it got before the API and the consumer started. */
+  broker: { ageSeconds?: number; warmup?: BrokerWarmup };
 }
 
 const env = process.env;
@@ -661,6 +668,25 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     const hookUrl = await receiver.listen();
     log(`topic ${topic} (${config.kafka.partitions} partitions), webhook receiver ${hookUrl}`);
 
+    const brokerPidNow = brokerPid(repoRoot());
+    const brokerAge = brokerPidNow ? processAgeSeconds(brokerPidNow) : undefined;
+    const warmupSeconds = env.EVENTS_BROKER_WARMUP_SECONDS === '0' ? 0 : posNum('EVENTS_BROKER_WARMUP_SECONDS', 30);
+    log(
+      `broker: ${brokerPidNow ? `pid ${brokerPidNow}, up ${brokerAge === undefined ? '?' : int(brokerAge)} s` : 'pid unknown (BENCH_BROKER_PID)'}; ` +
+        (warmupSeconds
+          ? `warming it alone for ${warmupSeconds} s (EVENTS_BROKER_WARMUP_SECONDS=0: none)`
+          : 'no warm-up'),
+    );
+    const brokerWarmup: BrokerWarmup | undefined = warmupSeconds
+      ? await warmBroker({
+          kafka,
+          seconds: warmupSeconds,
+          partitions: config.kafka.partitions,
+          brokerPid: brokerPidNow,
+          log,
+        })
+      : undefined;
+
     const common = {
       DATABASE_URL: url,
       LOG_LEVEL: 'warn',
@@ -723,7 +749,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
         'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
       )
     ).rows.map((r) => r.pid);
-    const broker = brokerPid(repoRoot());
+    const broker = brokerPidNow;
     const loops: OpenLoopResult[] = [];
     for (let loop = 1; loop <= openLoops; loop++) {
       log(
@@ -765,6 +791,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
       apiPeakRssMb: mb(apiMem.hwm),
       consumerPeakRssMb: mb(consumerMem.hwm),
       settings,
+      broker: { ageSeconds: brokerAge, warmup: brokerWarmup },
     };
   } finally {
     if (consumer) {
@@ -787,7 +814,12 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
 }
 
 export function formatLatency(r: LatencyBenchResult): string {
+  const w = r.broker.warmup;
   const lines = [
+    `broker up ${r.broker.ageSeconds === undefined ? '?' : int(r.broker.ageSeconds)} s at the start; ` +
+      (w
+        ? `warmed alone for ${w.seconds} s (${int(w.sends)} sends, ${int(w.fetched)} records fetched${w.brokerCpuUsPerSend.length ? `; the broker's CPU per send, 5 s windows: ${w.brokerCpuUsPerSend.map((us) => int(us)).join(', ')} µs` : ''})`
+        : 'no broker warm-up'),
     `max POST rate ${int(r.maxPostRate)} req/s (autocannon ${r.maxSeconds} s, concurrency ${r.maxConcurrency}, p99 ${fixed(r.maxPostP99Ms)} ms, non-201 ${r.maxPostBad}); ` +
       `its ${int(r.backlog.tickets)} tickets' webhooks all arrived ${fixed(r.backlog.drainMs / 1000, 2)} s after it ended`,
   ];
