@@ -39,9 +39,10 @@ export function processAgeSeconds(pid: number): number | undefined {
 }
 
 /**
- * Produces small idempotent `acks=all` sends (1-4 records of ~1 kB, 8 send loops, as the relay's
- * sends at a few hundred creates/s) to a fresh topic while a consumer group reads them with
- * `eachBatch` and commits, for `seconds`; logs the broker's CPU per send every 5 s.
+ * Produces small idempotent `acks=all` sends (1-4 records of ~1 kB: the shape of the relay's sends at
+ * a few hundred creates/s, as fast as 8 send loops go) to a fresh topic while a consumer group reads
+ * them with `eachBatch` and commits, for `seconds`; logs the broker's CPU per send (its fetches and
+ * commits included) every 5 s.
  */
 export async function warmBroker(o: {
   kafka: Kafka;
