@@ -50,6 +50,20 @@ describe('tracing off (no SDK started): the trace context is only passed along',
     expect(traceparentForRequest({})).not.toBe(traceparentForRequest({}));
   });
 
+  it('new ids never repeat, across the refills of the pool of random bytes they are cut from', () => {
+    // The pool holds the bytes of 256 requests: 1,000 requests refill it three times.
+    const traceIds = new Set<string>();
+    const spanIds = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const m = TRACEPARENT.exec(traceparentForRequest({}))!;
+      traceIds.add(m[1]);
+      spanIds.add(m[2]);
+      expect(spanIds.has(m[1].slice(0, 16))).toBe(false);
+    }
+    expect(traceIds.size).toBe(1000);
+    expect(spanIds.size).toBe(1000);
+  });
+
   it('batch items keep their stored traceparent (null without one), and no span is made', () => {
     const spans = startItemSpans('process t', SpanKind.CONSUMER, items, read);
     expect(spans.traceparents).toEqual([CALLER, OTHER, null]);
