@@ -44,10 +44,18 @@ import { configDefaults, loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
-import { apiMainJs, cpuSecondsOf, machineJiffies, memoryOf, startApi, type ApiChild } from './support/api-process';
+import {
+  apiMainJs,
+  cpuSecondsOf,
+  machineJiffies,
+  memoryOf,
+  processAgeSeconds,
+  startApi,
+  type ApiChild,
+} from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
 import { brokerPid, checkpoint } from './support/cpu-meter';
-import { processAgeSeconds, warmBroker, type BrokerWarmup } from './support/broker-warmup';
+import { warmBroker, type BrokerWarmup } from './support/broker-warmup';
 import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
@@ -668,11 +676,11 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     const hookUrl = await receiver.listen();
     log(`topic ${topic} (${config.kafka.partitions} partitions), webhook receiver ${hookUrl}`);
 
-    const brokerPidNow = brokerPid(repoRoot());
-    const brokerAge = brokerPidNow ? processAgeSeconds(brokerPidNow) : undefined;
+    const broker = brokerPid(repoRoot());
+    const brokerAge = broker ? processAgeSeconds(broker) : undefined;
     const warmupSeconds = env.EVENTS_BROKER_WARMUP_SECONDS === '0' ? 0 : posNum('EVENTS_BROKER_WARMUP_SECONDS', 30);
     log(
-      `broker: ${brokerPidNow ? `pid ${brokerPidNow}, up ${brokerAge === undefined ? '?' : int(brokerAge)} s` : 'pid unknown (BENCH_BROKER_PID)'}; ` +
+      `broker: ${broker ? `pid ${broker}, up ${brokerAge === undefined ? '?' : int(brokerAge)} s` : 'pid unknown (BENCH_BROKER_PID)'}; ` +
         (warmupSeconds
           ? `warming it alone for ${warmupSeconds} s (EVENTS_BROKER_WARMUP_SECONDS=0: none)`
           : 'no warm-up'),
@@ -682,7 +690,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
           kafka,
           seconds: warmupSeconds,
           partitions: config.kafka.partitions,
-          brokerPid: brokerPidNow,
+          brokerPid: broker,
           log,
         })
       : undefined;
@@ -749,7 +757,6 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
         'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
       )
     ).rows.map((r) => r.pid);
-    const broker = brokerPidNow;
     const loops: OpenLoopResult[] = [];
     for (let loop = 1; loop <= openLoops; loop++) {
       log(

@@ -92,11 +92,28 @@ export function memoryOf(pid: number): { rss: number; hwm: number } {
 
 const CLK_TCK = 100;
 
+/** The fields of /proc/<pid>/stat after the command name: index 0 is field 3 (state). */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** CPU seconds (user + system) a process has used so far. */
 export function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime (fields 14, 15)
+}
+
+/** Seconds since a process started (undefined when /proc cannot tell). */
+export function processAgeSeconds(pid: number): number | undefined {
+  try {
+    const startTicks = Number(statFields(pid)[19]); // starttime (field 22), clock ticks since boot
+    const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+    const age = uptime - startTicks / CLK_TCK;
+    return Number.isFinite(age) ? age : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whole-machine busy and total jiffies (all CPUs), for the share of the box in use during a phase. */

@@ -10,7 +10,6 @@
 // So the warm-up touches the broker only: a raw kafkajs producer and consumer group on a topic of its
 // own (deleted after), nothing of the API, the relay, the consumer or the database.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Kafka } from 'kafkajs';
 import { cpuSecondsOf } from './api-process';
@@ -22,20 +21,6 @@ export interface BrokerWarmup {
   fetched: number;
   /** The broker's CPU per send (µs) in each 5 s window of the warm-up, when its pid is known. */
   brokerCpuUsPerSend: number[];
-}
-
-/** Seconds since the process started, from /proc (undefined when it cannot be read). */
-export function processAgeSeconds(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 22 (starttime, clock ticks since boot) counts from after the ")" that ends the command.
-    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-    const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
-    const age = uptime - startTicks / 100; // USER_HZ is 100 on Linux
-    return Number.isFinite(age) ? age : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
