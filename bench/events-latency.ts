@@ -91,6 +91,8 @@ export interface OpenLoopResult {
   arrived: number;
   /** Webhook arrival - intended send time, ms. */
   e2e: Percentiles;
+  /** p99 of e2e per WINDOW_SECONDS of intended send time, in order: where in the loop the tail is. */
+  e2eWindowsP99: number[];
   /** POST response time measured from the intended send time, ms. */
   http: Percentiles;
   /** Actual send - intended send time (the scheduler's lateness), ms. */
@@ -449,20 +451,41 @@ async function waitForWebhooks(
 
 // ---------- CPU ----------
 
-function cpuMeter(pids: Record<string, number[]>) {
-  const read = () =>
-    Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((s, p) => s + safeCpu(p), 0)]));
+/**
+ * CPU per process group over a window, % of one core. Each group's pids are asked for at the start and at the
+ * end: a process that started meanwhile counts all of its CPU (a pool's connection opened during the loop), one
+ * that ended meanwhile counts nothing (its CPU at exit is not on record; a backend a pool closed while idle had
+ * none in the window).
+ */
+async function cpuMeter(groups: Record<string, () => Promise<number[]> | number[]>) {
+  const read = async () => {
+    const out: Record<string, Map<number, number>> = {};
+    for (const [k, pids] of Object.entries(groups)) {
+      out[k] = new Map();
+      for (const pid of await pids()) {
+        const s = safeCpu(pid);
+        if (s !== undefined) out[k].set(pid, s);
+      }
+    }
+    return out;
+  };
   const t0 = now();
-  const c0 = read();
+  const c0 = await read();
   const b0 = process.cpuUsage();
   const m0 = machineJiffies();
-  return () => {
+  return async () => {
     const secs = (now() - t0) / 1000;
-    const c1 = read();
     const b = process.cpuUsage(b0);
     const m = machineJiffies();
     const out: Record<string, number> = {};
-    for (const k of Object.keys(pids)) out[k] = ((c1[k] - c0[k]) / secs) * 100;
+    for (const [k, pids] of Object.entries(groups)) {
+      let used = 0;
+      for (const pid of new Set([...c0[k].keys(), ...(await pids())])) {
+        const s = safeCpu(pid);
+        if (s !== undefined) used += s - (c0[k].get(pid) ?? 0);
+      }
+      out[k] = (used / secs) * 100;
+    }
     out.bench = ((b.user + b.system) / 1e6 / secs) * 100;
     const box = ((m.busy - m0.busy) / Math.max(1, m.total - m0.total)) * 100 * cpus().length;
     out.other = Math.max(0, box - Object.values(out).reduce((a, b2) => a + b2, 0));
@@ -471,15 +494,19 @@ function cpuMeter(pids: Record<string, number[]>) {
   };
 }
 
-function safeCpu(pid: number): number {
+/** CPU seconds of a live process; undefined once it is gone. */
+function safeCpu(pid: number): number | undefined {
   try {
     return cpuSecondsOf(pid);
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
 // ---------- one open loop, measured ----------
+
+/** The open loops' latency is also reported per window of this many seconds of intended send time (EVENTS_WINDOW_SECONDS). */
+const WINDOW_SECONDS = positiveNumberEnv('EVENTS_WINDOW_SECONDS', 5);
 
 /** The stages of the path, from timestamps on one clock (this machine's): see measureOpenLoop. */
 const STAGES = [
@@ -531,7 +558,7 @@ interface LoopDeps {
   topic: string;
   groupId: string;
   arrivals: Map<string, Arrival>;
-  meter: () => () => Record<string, number>;
+  meter: () => Promise<() => Promise<Record<string, number>>>;
 }
 
 /**
@@ -552,11 +579,11 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
       ).rows[0].n,
     );
   const xact0 = await xacts();
-  const meter = d.meter();
+  const meter = await d.meter();
   const progress = setInterval(() => ctx.log(`  ... ${d.arrivals.size - before} webhooks so far in this loop`), 5000);
   const samples = await openLoop(ctx, rate, seconds);
   clearInterval(progress);
-  const cpu = meter();
+  const cpu = await meter();
   const load1 = loadavg()[0];
   await new Promise((r) => setTimeout(r, 600)); // pg_stat_database is updated by the backends at most every 500 ms
   const xactPerTicket = ((await xacts()) - xact0) / Math.max(1, samples.length);
@@ -564,9 +591,13 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   await waitForWebhooks(createdIds, d.arrivals, 30_000, 'open-loop tail', ctx.log);
 
   const e2e: number[] = [];
+  const windows: number[][] = [];
+  const t0 = samples.length > 0 ? samples[0].intended : 0;
   for (const s of samples) {
     const a = s.ticketId ? d.arrivals.get(s.ticketId) : undefined;
-    if (a) e2e.push(a.at - s.intended);
+    if (!a) continue;
+    e2e.push(a.at - s.intended);
+    (windows[Math.floor((s.intended - t0) / 1000 / WINDOW_SECONDS)] ??= []).push(a.at - s.intended);
   }
   const failedCodes = new Map<string, number>();
   for (const s of samples)
@@ -606,6 +637,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     failedDetail: [...failedCodes].map(([k, v]) => `${k}: ${v}`).join(', '),
     arrived: e2e.length,
     e2e: pct(e2e),
+    e2eWindowsP99: [...windows].map((w) => (w ? pct(w).p99 : NaN)),
     http: pct(samples.filter((s) => s.responded !== undefined).map((s) => s.responded! - s.intended)),
     schedulerLag: pct(samples.map((s) => s.sent - s.intended)),
     stages: Object.fromEntries(Object.entries(stage).map(([k, v]) => [k, pct(v)])),
@@ -752,11 +784,13 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     log(`  backlog drained: every webhook in ${fixed(drainMs / 1000, 2)} s after the max-rate phase`);
 
     const rate = env.EVENTS_RATE ? posNum('EVENTS_RATE', 1) : Math.max(1, Math.round(max.rate / 2));
-    const pgPids = (
-      await db.query<{ pid: number }>(
-        'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
-      )
-    ).rows.map((r) => r.pid);
+    // The bench database's backends (pools open and close connections) and the server's background processes.
+    const pgPids = async () =>
+      (
+        await db!.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE datname = current_database() OR datname IS NULL',
+        )
+      ).rows.map((r) => r.pid);
     const loops: OpenLoopResult[] = [];
     for (let loop = 1; loop <= openLoops; loop++) {
       log(
@@ -770,10 +804,10 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
         arrivals: receiver.arrivals,
         meter: () =>
           cpuMeter({
-            api: [api!.pid],
-            consumer: [consumer!.pid],
+            api: () => [api!.pid],
+            consumer: () => [consumer!.pid],
             postgres: pgPids,
-            ...(broker ? { kafka: [broker] } : {}),
+            ...(broker ? { kafka: () => [broker] } : {}),
           }),
       });
       log(
@@ -834,6 +868,7 @@ export function formatLatency(r: LatencyBenchResult): string {
     lines.push(
       `open loop ${i + 1}/${r.loops.length}: ${l.rate} req/s for ${l.seconds} s: sent ${l.sent}, 201 ${l.created}, failed ${l.failed}${l.failedDetail ? ` (${l.failedDetail})` : ''}, webhooks arrived ${l.arrived}/${l.created}; load average ${fixed(l.load1, 2)}`,
       `  POST -> webhook  ${fmtPct(l.e2e)}`,
+      `    p99 per ${WINDOW_SECONDS} s of the loop: ${l.e2eWindowsP99.map((v) => fixed(v)).join(', ')} ms`,
       `  POST response    ${fmtPct(l.http)}`,
       `  scheduler lag    ${fmtPct(l.schedulerLag)}`,
       ...Object.entries(l.stages).map(([k, v]) => `    ${k.padEnd(44)} ${fmtPct(v)}`),
