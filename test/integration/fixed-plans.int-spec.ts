@@ -1,15 +1,18 @@
-// Plans that do not depend on a fresh database's statistics (FIXED_PLANS_OPTION, libs/db). The hot paths'
-// statements are named: each connection plans them once as a generic plan (after five runs) and keeps it
-// until the table's statistics change. Planned while `notifications` is empty, the dispatcher's record
-// statement (UPDATE ... FROM unnest(...)) became a hash join over a sequential scan, kept while the table
-// grew, until autovacuum's first ANALYZE. The notifier's inbox statement, on the kit's pool, probed the
-// inbox with a sequential scan per event the same way. Measured through PostgreSQL's own counters: blocks
-// the statement reads after the table has grown, on a connection whose plan was made while it was empty.
+// Plans that do not depend on a fresh database's statistics (FIXED_PLANS_OPTION and GENERIC_PLANS_OPTION,
+// libs/db). The hot paths' statements are named, so each connection can keep one plan per statement. Planned
+// while `notifications` was empty, the dispatcher's record statement (UPDATE ... FROM unnest(...)) became a hash
+// join over a sequential scan, and its claim an update walking the whole primary key, each kept while the table
+// grew. The notifier's inbox statement, on the kit's pool, probed the inbox with a sequential scan per event the
+// same way. And left to choose between a generic and a custom plan, PostgreSQL planned the inbox statement with a
+// lease afresh on every call once the tables had statistics. Measured through PostgreSQL's own counters: blocks
+// a statement reads after the table has grown, on a connection whose plan was made while it was empty, and the
+// plans each connection made (pg_prepared_statements).
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
-import { createPrismaClient, withSessionOption, type PrismaClient } from '@tickets/db';
+import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import { notifierOptions } from '../../apps/consumer/src/consumer.app';
+import { DISPATCHER_DATABASE_OPTIONS } from '../../apps/consumer/src/notifier-dispatcher.service';
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
 import { NotificationsRepository } from '../../libs/notifications/src/notifications.repository';
 import { ticketCreated } from '../support/events-factory';
@@ -41,6 +44,15 @@ async function blocksRead(table: string, indexes = false): Promise<number> {
   return rows[0].blocks;
 }
 
+/** The sum of the `counted` columns of pg_stat_user_tables for `table`: rows written to it so far. */
+async function tuples(table: string, counted: Array<'n_tup_ins' | 'n_tup_upd'>): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT (${counted.join(' + ')})::int AS n FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`,
+    relation(table),
+  );
+  return rows[0].n;
+}
+
 /**
  * Until the statistics show `n` rows written to `table` (the sum of the `counted` columns of
  * pg_stat_user_tables): this backend and the statement's (`flush` runs on it) are asked to report at
@@ -54,13 +66,7 @@ async function settled(
 ): Promise<void> {
   await db.query('SELECT pg_stat_force_next_flush()');
   await flush('SELECT pg_stat_force_next_flush()');
-  await waitFor(`${n} rows written to ${table} in the statistics`, async () => {
-    const { rows } = await db.query<{ n: number }>(
-      `SELECT (${counted.join(' + ')})::int AS n FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`,
-      relation(table),
-    );
-    return rows[0].n >= n;
-  });
+  await waitFor(`${n} rows written to ${table} in the statistics`, async () => (await tuples(table, counted)) >= n);
 }
 
 const record = (id: string) => ({
@@ -92,10 +98,8 @@ afterAll(async () => {
 });
 
 it("the dispatcher's record statement reads by key on a connection that planned it while the table was empty", async () => {
-  // The generic plan from the first run on (PostgreSQL's plan cache switches to it after five runs when it
-  // does not look costlier than the custom ones: with several ids per call, it does not).
-  const url = withSessionOption(database.url, '-c plan_cache_mode=force_generic_plan');
-  prisma = createPrismaClient(url, 1, 'fixed-plans-test', { fixedPlans: true });
+  // The dispatcher's session options: its generic plan from the first run on.
+  prisma ??= createPrismaClient(database.url, 1, 'fixed-plans-test', DISPATCHER_DATABASE_OPTIONS);
   const repo = new NotificationsRepository(prisma);
   const insert = async (n: number) =>
     (
@@ -107,10 +111,13 @@ it("the dispatcher's record statement reads by key on a connection that planned 
         [n],
       )
     ).rows;
-  // Ten runs while the table holds a few rows (a fresh database's first deliveries): the one connection
-  // caches its generic plan now.
-  const first = await insert(10);
-  for (const [i, row] of first.entries()) await repo.record([{ ...record(row.id), attemptNo: i + 1 }]);
+  // Runs while the table holds a few rows (a fresh database's first deliveries, four per statement): the one
+  // connection caches its generic plan now. (At about 20 rows, the plan that joins by hash walked the whole
+  // primary key: 5,400 blocks per call a few seconds later, in the POST -> webhook bench.)
+  const first = await insert(24);
+  await db.query('ANALYZE notifications'); // as autovacuum does once the first rows arrived
+  for (let i = 0; i < first.length; i += 4)
+    await repo.record(first.slice(i, i + 4).map((row) => ({ ...record(row.id), attemptNo: 1 })));
 
   const rows = await insert(ROWS);
   const pages = (await db.query<{ pages: number }>(`SELECT pg_relation_size('notifications') / 8192 AS pages`)).rows[0]
@@ -133,14 +140,10 @@ it("the dispatcher's record statement reads by key on a connection that planned 
 
 it("the notifier's inbox statement probes the inbox by key on a kit connection that planned it while the inbox was empty", async () => {
   const groupId = 'fixed-plans-notifier';
-  // The URL the notifier's kit pool connects with, as the consumer app builds it; the generic plan from the first run on.
+  // The URL the notifier's kit pool connects with, as the consumer app builds it: the generic plan from the first run on.
   const config = loadConfig({ DATABASE_URL: database.url, NOTIFIER_GROUP_ID: groupId });
   const kitUrl = notifierOptions(config, loadEventConsumerConfig({})).databaseUrl;
-  inboxSession = new Pool({
-    connectionString: withSessionOption(kitUrl, '-c plan_cache_mode=force_generic_plan'),
-    max: 1,
-    idleTimeoutMillis: 0,
-  });
+  inboxSession = new Pool({ connectionString: kitUrl, max: 1, idleTimeoutMillis: 0 });
   const repo = new InboxRepository();
   const tenantId = randomUUID();
   let offset = 0;
@@ -186,4 +189,102 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
   // Three probes, two inserts and one update through the primary key (33 blocks, measured), not the
   // table: one sequential scan alone reads every page (more than 300), the index walk 20,000 blocks.
   expect(read).toBeLessThan(100);
+});
+
+it("the dispatcher's claim updates by key on a connection that planned it while the table was empty", async () => {
+  // Empty again, and analysed so: what `db-migrate` leaves on a fresh database (it analyses the tables that have no
+  // statistics yet), where the dispatcher's first claims run.
+  await db.query('TRUNCATE notifications CASCADE');
+  await db.query('ANALYZE notifications');
+  const session = createPrismaClient(database.url, 1, 'fixed-plans-claim', DISPATCHER_DATABASE_OPTIONS);
+  try {
+    const repo = new NotificationsRepository(session);
+    const groupId = 'fixed-plans-claim';
+    const inserted = await tuples('notifications', ['n_tup_ins']);
+    // Runs while the table is empty: the one connection caches its plan now.
+    for (let i = 0; i < 3; i++) expect(await repo.claim(groupId, 10, 30_000)).toEqual([]);
+
+    const ins = (status: string, n: number, due: string | null) =>
+      db.query(
+        `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, payload, status, next_attempt_at)
+         SELECT $1, gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'ticket.created.v1', repeat('x', 1500), $2, $4::timestamptz
+           FROM generate_series(1, $3::int)`,
+        [groupId, status, n, due],
+      );
+    await ins('delivered', ROWS, null);
+    await ins('pending', 1, new Date(Date.now() - 1000).toISOString());
+    const pages = (await db.query<{ pages: number }>(`SELECT pg_relation_size('notifications') / 8192 AS pages`))
+      .rows[0].pages;
+    expect(Number(pages)).toBeGreaterThan(500);
+
+    const flush = (sql: string) => session.$executeRawUnsafe(sql);
+    const updated = await tuples('notifications', ['n_tup_upd']);
+    await settled('notifications', inserted + ROWS + 1, flush);
+    const before = await blocksRead('notifications', true);
+    expect(await repo.claim(groupId, 10, 30_000)).toHaveLength(1);
+    await settled('notifications', updated + 1, flush, ['n_tup_upd']);
+    const read = (await blocksRead('notifications', true)) - before;
+    // The due entry, the row by its key and its update (about 10 blocks), not the primary key's walk over
+    // every row (more than 5,000).
+    expect(read).toBeLessThan(100);
+  } finally {
+    await session.$disconnect();
+  }
+});
+
+it("the notifier's statements are planned once per connection, also after the tables' statistics change", async () => {
+  const groupId = 'fixed-plans-generic';
+  const config = loadConfig({ DATABASE_URL: database.url, NOTIFIER_GROUP_ID: groupId });
+  const kit = new Pool({
+    connectionString: notifierOptions(config, loadEventConsumerConfig({})).databaseUrl,
+    max: 1,
+    idleTimeoutMillis: 0,
+  });
+  const dispatcher = createPrismaClient(database.url, 1, 'fixed-plans-generic', DISPATCHER_DATABASE_OPTIONS);
+  try {
+    const inbox = new InboxRepository();
+    const notifications = new NotificationsRepository(dispatcher);
+    const tenantId = randomUUID();
+    let offset = 0;
+    // What the notifier does per chunk: the inbox statement leases the new notifications to the dispatcher
+    // (the statement's shape with a lease), which records their deliveries.
+    const round = async () => {
+      const events = [ticketCreated(tenantId), ticketCreated(tenantId)];
+      const lease = { token: randomUUID(), limit: 10, leaseMs: 30_000 };
+      const r = await inbox.recordBatch(kit, {
+        groupId,
+        topic: 'ticket-events',
+        partition: 0,
+        defaultWebhookUrl: 'http://127.0.0.1:9/hooks',
+        events,
+        offsets: events.map(() => String(offset++)),
+        values: events.map((e) => Buffer.from(JSON.stringify(e))),
+        invalid: [],
+        lease,
+      });
+      expect(r.leased).toHaveLength(2);
+      await notifications.record(r.leased.map((n) => ({ ...record(n.id), leaseToken: n.lease_token })));
+    };
+    for (let i = 0; i < 6; i++) await round();
+    // The tables' statistics change (autovacuum's ANALYZE does this on a live database): PostgreSQL decides
+    // again between the generic and a custom plan, unless the session's plan_cache_mode settles it.
+    await db.query('ANALYZE notifications, notification_attempts, ticket_events.inbox_events');
+    for (let i = 0; i < 6; i++) await round();
+
+    const plans = async (q: (sql: string) => Promise<Array<{ statement: string; generic: number; custom: number }>>) =>
+      q(`SELECT statement, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements`);
+    const kitPlans = await plans(async (sql) => (await kit.query(sql)).rows);
+    const leaseShape = kitPlans.filter((p) => p.statement.includes('row_number() OVER'));
+    expect(leaseShape).toHaveLength(1);
+    expect(leaseShape[0]).toMatchObject({ custom: 0 });
+    expect(leaseShape[0].generic).toBeGreaterThanOrEqual(1);
+    const dispatcherPlans = await plans((sql) => dispatcher.$queryRawUnsafe(sql));
+    const recordStatement = dispatcherPlans.filter((p) => p.statement.includes('INSERT INTO notification_attempts'));
+    expect(recordStatement).toHaveLength(1);
+    expect(recordStatement[0]).toMatchObject({ custom: 0 });
+    expect(recordStatement[0].generic).toBeGreaterThanOrEqual(1);
+  } finally {
+    await kit.end();
+    await dispatcher.$disconnect();
+  }
 });

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { INestMicroservice } from '@nestjs/common';
 import { ticketEventsOptions, type AppConfig, type EventConsumerConfig } from '@tickets/config';
-import { FIXED_PLANS_OPTION, withSessionOption } from '@tickets/db';
+import { FIXED_PLANS_OPTION, GENERIC_PLANS_OPTION, withSessionOption } from '@tickets/db';
 import { TicketEventsServer, type TicketEventsOptions } from '@tickets/event-consumer';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { ConsumerModule } from './consumer.module';
@@ -25,12 +25,14 @@ export interface NotifierApp {
  * The kit's pool runs the notifier's inbox statement (inbox 'handler'), so its sessions start with
  * FIXED_PLANS_OPTION: planned while a fresh database's inbox was empty, the statement's generic plan
  * probed the inbox with a sequential scan per event and kept it while the table grew (docs/benchmarks.md).
+ * And GENERIC_PLANS_OPTION: left to choose, PostgreSQL planned the statement with a lease afresh on every
+ * call once the tables' statistics showed some rows, at more than twice its execution's CPU.
  */
 export function notifierOptions(config: AppConfig, kit: EventConsumerConfig, logger?: Logger): TicketEventsOptions {
   const options = ticketEventsOptions(config, kit, config.notifier.groupId, logger);
   return {
     ...options,
-    databaseUrl: withSessionOption(options.databaseUrl, FIXED_PLANS_OPTION),
+    databaseUrl: withSessionOption(options.databaseUrl, `${FIXED_PLANS_OPTION} ${GENERIC_PLANS_OPTION}`),
     chunkSize: NOTIFIER_CHUNK,
     partitionsConcurrency: config.consumer.partitionsConcurrency,
     metrics: kit.notifierMetrics ? { ...kit.notifierMetrics, setting: 'NOTIFIER_METRICS_PORT' } : false,

@@ -10,6 +10,9 @@ import {
 } from '@tickets/notifications';
 import type { Registry } from 'prom-client';
 
+/** The dispatcher pool's session options (see the constructor; fixed-plans.int-spec.ts measures its statements with them). */
+export const DISPATCHER_DATABASE_OPTIONS = { fixedPlans: true, genericPlans: true } as const;
+
 /**
  * The webhook dispatcher of the notifier for the lifetime of the Nest application: started on
  * bootstrap, stopped on shutdown (after the kit's transport has left the group). The controller's
@@ -23,11 +26,16 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
   private readonly dispatcher?: WebhookDispatcher;
 
   constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger, registry?: Registry) {
-    // Fixed plans: the dispatcher's claim and record statements read by key (FIXED_PLANS_OPTION, libs/db);
-    // the inbox statement runs on the kit's pool, which notifierOptions() sets up the same way.
-    this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer', {
-      fixedPlans: true,
-    });
+    // Fixed and generic plans: the dispatcher's claim and record statements read by key (FIXED_PLANS_OPTION,
+    // libs/db) and are planned once per connection (GENERIC_PLANS_OPTION; left to choose, PostgreSQL planned the
+    // record statement afresh on every call once autovacuum had analysed `notifications`). The inbox statement
+    // runs on the kit's pool, which notifierOptions() sets up the same way.
+    this.prisma = createPrismaClient(
+      config.database.url,
+      config.database.poolMax,
+      'tickets-consumer',
+      DISPATCHER_DATABASE_OPTIONS,
+    );
     this.dispatcher = dispatch
       ? new WebhookDispatcher({
           ...config.notifier,

@@ -6,7 +6,7 @@ export {
   type DatabaseClients,
   type DatabaseClientOptions,
 } from './prisma';
-export { FIXED_PLANS_OPTION, withSessionOption } from './session-option';
+export { FIXED_PLANS_OPTION, GENERIC_PLANS_OPTION, withSessionOption } from './session-option';
 export {
   sqlState,
   isUniqueViolation,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { TrackedPool } from './tracked-pool';
 import { Prisma, PrismaClient } from './generated/prisma/client';
-import { FIXED_PLANS_OPTION, withSessionOption } from './session-option';
+import { FIXED_PLANS_OPTION, GENERIC_PLANS_OPTION, withSessionOption } from './session-option';
 
 export { Prisma, PrismaClient };
 
@@ -33,6 +33,8 @@ export interface DatabaseClientOptions {
   onIdleError?: (err: Error) => void;
   /** Sessions start with FIXED_PLANS_OPTION (the hot paths: the API, the notifier). */
   fixedPlans?: boolean;
+  /** Sessions start with GENERIC_PLANS_OPTION: for a pool whose every statement's generic plan reads by key (the notifier's dispatcher). */
+  genericPlans?: boolean;
 }
 
 /** A Prisma client, and one-statement queries on the same pool without Prisma's query layer. */
@@ -65,10 +67,13 @@ export function createDatabaseClients(
   applicationName = 'tickets',
   options: DatabaseClientOptions = {},
 ): DatabaseClients {
-  const { onIdleError, fixedPlans = false } = options;
+  const { onIdleError, fixedPlans = false, genericPlans = false } = options;
+  const sessionOptions = [fixedPlans && FIXED_PLANS_OPTION, genericPlans && GENERIC_PLANS_OPTION]
+    .filter(Boolean)
+    .join(' ');
   const pool = new TrackedPool(
     {
-      connectionString: fixedPlans ? withSessionOption(url, FIXED_PLANS_OPTION) : url,
+      connectionString: sessionOptions ? withSessionOption(url, sessionOptions) : url,
       max: poolMax,
       application_name: applicationName,
       connectionTimeoutMillis: 5_000,

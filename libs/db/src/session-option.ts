@@ -13,6 +13,18 @@
 export const FIXED_PLANS_OPTION = '-c enable_seqscan=off';
 
 /**
+ * Generic plans from the first run on, for a pool whose statements' generic plans are known to read by key
+ * (test/integration/fixed-plans.int-spec.ts). PostgreSQL's default (`plan_cache_mode = auto`) plans a named
+ * statement afresh for its first five runs, then keeps its generic plan only while that plan's estimated cost
+ * is not much above the custom plans' average, and decides again whenever the tables' statistics change. Its
+ * arrays estimated at 10 rows in a generic plan and at their length in a custom one, the notifier's inbox
+ * statement with a lease lost that comparison once autovacuum's first ANALYZE had run on a fresh database:
+ * from then on every call was planned again, 0.6 ms of PostgreSQL's CPU per call for a statement that runs in
+ * 0.25 ms; the dispatcher's record statement, 0.16 ms per call (docs/benchmarks.md).
+ */
+export const GENERIC_PLANS_OPTION = '-c plan_cache_mode=force_generic_plan';
+
+/**
  * `url` with `option` appended to its `options` startup parameter (kept after the URL's own), so every
  * connection of a pool starts with it, no statement needed. A string that is not a URL is returned as it is.
  */

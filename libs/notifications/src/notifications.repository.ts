@@ -85,7 +85,9 @@ export class NotificationsRepository {
                                WHEN ${told}::boolean AND ${defaultUrl ?? null}::text IS NULL THEN NULL
                                ELSE 'default' END
       FROM due
-      WHERE n.id = due.id
+      -- The ids as an array condition too: the primary key is probed for them whatever the join (a plan made
+      -- while the table was empty put a walk of the whole primary key outside the join).
+      WHERE n.id = ANY (ARRAY(SELECT id FROM due)) AND n.id = due.id
       RETURNING n.id, n.event_type, n.target_url, n.target_source, n.tenant_id::text AS tenant_id, n.attempts, n.payload,
                 n.traceparent, n.lease_token::text AS lease_token, due.webhook_secret AS tenant_secret`);
   }
@@ -139,7 +141,9 @@ function recordCtes(records: AttemptRecord[]): { ids: string[]; ctes: Prisma.Sql
             last_error = r.last_error,
             lease_token = NULL
         FROM r
-        WHERE n.id = r.id AND n.lease_token = r.token
+        -- The ids as an array condition too: the primary key is probed for them whatever the join (planned on a
+        -- table of a few rows, the join by hash walked the whole primary key).
+        WHERE n.id = ANY (ARRAY(SELECT id FROM r)) AND n.id = r.id AND n.lease_token = r.token
         RETURNING n.id
       ), ins AS (
         INSERT INTO notification_attempts (notification_id, attempt_no, status_code, error, duration_ms)
