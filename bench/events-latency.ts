@@ -453,9 +453,9 @@ async function waitForWebhooks(
 
 /**
  * CPU per process group over a window, % of one core. Each group's pids are asked for at the start and at the
- * end: a process that started meanwhile counts all of its CPU (a pool's connection opened during the loop), one
- * that ended meanwhile counts nothing (its CPU at exit is not on record; a backend a pool closed while idle had
- * none in the window).
+ * end: a process that started meanwhile counts all of its CPU (a pool's connection opened during the loop); one
+ * that ended meanwhile counts nothing, its CPU in the window falling into "other" (a backend that worked, went
+ * idle and was closed by its pool's idle timeout within the loop).
  */
 async function cpuMeter(groups: Record<string, () => Promise<number[]> | number[]>) {
   const read = async () => {

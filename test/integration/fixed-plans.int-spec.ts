@@ -1,18 +1,19 @@
 // Plans that do not depend on a fresh database's statistics (FIXED_PLANS_OPTION and GENERIC_PLANS_OPTION,
-// libs/db). The hot paths' statements are named, so each connection can keep one plan per statement. Planned
+// libs/db). The hot paths' statements are named, so each connection can keep a plan per statement. Planned
 // while `notifications` was empty, the dispatcher's record statement (UPDATE ... FROM unnest(...)) became a hash
 // join over a sequential scan, and its claim an update walking the whole primary key, each kept while the table
 // grew. The notifier's inbox statement, on the kit's pool, probed the inbox with a sequential scan per event the
 // same way. And left to choose between a generic and a custom plan, PostgreSQL planned the inbox statement with a
 // lease afresh on every call once the tables had statistics. Measured through PostgreSQL's own counters: blocks
-// a statement reads after the table has grown, on a connection whose plan was made while it was empty, and the
-// plans each connection made (pg_prepared_statements).
+// a statement reads after the table has grown, on a connection whose plan was made while it was empty or held a
+// few rows, and the plans each connection ran (pg_prepared_statements). The pools are the notifier's own, built
+// as the consumer builds them, with one connection each (the one that caches the plans).
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
-import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import type { PrismaClient } from '@tickets/db';
 import { notifierOptions } from '../../apps/consumer/src/consumer.app';
-import { DISPATCHER_DATABASE_OPTIONS } from '../../apps/consumer/src/notifier-dispatcher.service';
+import { NotifierDispatcherService } from '../../apps/consumer/src/notifier-dispatcher.service';
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
 import { NotificationsRepository } from '../../libs/notifications/src/notifications.repository';
 import { ticketCreated } from '../support/events-factory';
@@ -26,6 +27,22 @@ let db: Client;
 let prisma: PrismaClient | undefined;
 /** The kit's pool for the notifier, one connection (the one that caches the plan). */
 let inboxSession: Pool | undefined;
+
+/** The notifier's configuration on the test database, its pools one connection each. */
+const notifierConfig = (groupId: string) =>
+  loadConfig({ DATABASE_URL: database.url, NOTIFIER_GROUP_ID: groupId, DB_POOL_MAX: '1' });
+
+/** The dispatcher's Prisma client, as the consumer creates it (no dispatcher running). */
+const dispatcherClient = (groupId: string): PrismaClient =>
+  new NotifierDispatcherService(notifierConfig(groupId), groupId, false).prisma;
+
+/** The kit's pool of the notifier, with the URL the consumer app gives it. */
+const kitPool = (groupId: string): Pool =>
+  new Pool({
+    connectionString: notifierOptions(notifierConfig(groupId), loadEventConsumerConfig({})).databaseUrl,
+    max: 1,
+    idleTimeoutMillis: 0,
+  });
 
 /** `schema.table` (default schema public) as the statistics views name it. */
 function relation(qualified: string): [schema: string, table: string] {
@@ -85,9 +102,9 @@ beforeAll(async () => {
   database = await createRelayTestDatabase('fixed_plans');
   db = new Client({ connectionString: database.url });
   await db.connect();
-  // No automatic ANALYZE during the test: it would replace the cached plan (what autovacuum does, later).
-  await db.query('ALTER TABLE notifications SET (autovacuum_enabled = false)');
-  await db.query('ALTER TABLE ticket_events.inbox_events SET (autovacuum_enabled = false)');
+  // No automatic ANALYZE during the test: it would replace the cached plans (what autovacuum does, later).
+  for (const table of ['notifications', 'notification_attempts', 'tenants', 'ticket_events.inbox_events'])
+    await db.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
 });
 
 afterAll(async () => {
@@ -98,8 +115,7 @@ afterAll(async () => {
 });
 
 it("the dispatcher's record statement reads by key on a connection that planned it while the table was empty", async () => {
-  // The dispatcher's session options: its generic plan from the first run on.
-  prisma ??= createPrismaClient(database.url, 1, 'fixed-plans-test', DISPATCHER_DATABASE_OPTIONS);
+  prisma = dispatcherClient('g');
   const repo = new NotificationsRepository(prisma);
   const insert = async (n: number) =>
     (
@@ -140,14 +156,13 @@ it("the dispatcher's record statement reads by key on a connection that planned 
 
 it("the notifier's inbox statement probes the inbox by key on a kit connection that planned it while the inbox was empty", async () => {
   const groupId = 'fixed-plans-notifier';
-  // The URL the notifier's kit pool connects with, as the consumer app builds it: the generic plan from the first run on.
-  const config = loadConfig({ DATABASE_URL: database.url, NOTIFIER_GROUP_ID: groupId });
-  const kitUrl = notifierOptions(config, loadEventConsumerConfig({})).databaseUrl;
-  inboxSession = new Pool({ connectionString: kitUrl, max: 1, idleTimeoutMillis: 0 });
+  inboxSession = kitPool(groupId);
   const repo = new InboxRepository();
   const tenantId = randomUUID();
   let offset = 0;
-  const record = (events: ReturnType<typeof ticketCreated>[]) =>
+  // The statement has two shapes, each a statement of its own: with a lease (the dispatcher takes the new
+  // notifications at once, the usual case) and without one.
+  const record = (events: ReturnType<typeof ticketCreated>[], leased: boolean) =>
     repo.recordBatch(inboxSession!, {
       groupId,
       topic: 'ticket-events',
@@ -157,11 +172,12 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
       offsets: events.map(() => String(offset++)),
       values: events.map((e) => Buffer.from(JSON.stringify(e))),
       invalid: [],
+      lease: leased ? { token: randomUUID(), limit: 10, leaseMs: 30_000 } : undefined,
     });
-  // Ten chunks while the inbox holds a few rows (a fresh database's first events): the generic plan,
-  // made on the first of them, is cached now.
+  // Ten chunks, five of each shape, while the inbox holds a few rows (a fresh database's first events): the
+  // generic plans, made on the first of them, are cached now.
   const early = Array.from({ length: 10 }, () => ticketCreated(tenantId));
-  for (const e of early) expect((await record([e])).processed).toBe(1);
+  for (const [i, e] of early.entries()) expect((await record([e], i % 2 === 1)).processed).toBe(1);
 
   const ROWS_INBOX = 20_000;
   await db.query(
@@ -179,16 +195,22 @@ it("the notifier's inbox statement probes the inbox by key on a kit connection t
   const counted: Array<'n_tup_ins' | 'n_tup_upd'> = ['n_tup_ins', 'n_tup_upd'];
   let written = ROWS_INBOX + early.length;
   await settled(inbox, written, flush, counted);
-  // Two new events and a copy of an early one (the duplicate path updates its inbox row).
-  const before = await blocksRead(inbox, true);
-  const r = await record([ticketCreated(tenantId), ticketCreated(tenantId), early[3]]);
-  expect(r).toMatchObject({ processed: 2, skippedDuplicate: 1 });
-  written += 3;
-  await settled(inbox, written, flush, counted);
-  const read = (await blocksRead(inbox, true)) - before;
-  // Three probes, two inserts and one update through the primary key (33 blocks, measured), not the
-  // table: one sequential scan alone reads every page (more than 300), the index walk 20,000 blocks.
-  expect(read).toBeLessThan(100);
+  for (const [leased, copy] of [
+    [false, early[3]],
+    [true, early[4]],
+  ] as const) {
+    // Two new events and a copy of an early one (the duplicate path updates its inbox row).
+    const before = await blocksRead(inbox, true);
+    const r = await record([ticketCreated(tenantId), ticketCreated(tenantId), copy], leased);
+    expect(r).toMatchObject({ processed: 2, skippedDuplicate: 1 });
+    expect(r.leased).toHaveLength(leased ? 2 : 0);
+    written += 3;
+    await settled(inbox, written, flush, counted);
+    const read = (await blocksRead(inbox, true)) - before;
+    // Three probes, two inserts and one update through the primary key (33 blocks, measured), not the
+    // table: one sequential scan alone reads every page (more than 300), the index walk 20,000 blocks.
+    expect(read).toBeLessThan(100);
+  }
 });
 
 it("the dispatcher's claim updates by key on a connection that planned it while the table was empty", async () => {
@@ -196,14 +218,11 @@ it("the dispatcher's claim updates by key on a connection that planned it while 
   // statistics yet), where the dispatcher's first claims run.
   await db.query('TRUNCATE notifications CASCADE');
   await db.query('ANALYZE notifications');
-  const session = createPrismaClient(database.url, 1, 'fixed-plans-claim', DISPATCHER_DATABASE_OPTIONS);
+  const groupId = 'fixed-plans-claim';
+  const session = dispatcherClient(groupId);
   try {
     const repo = new NotificationsRepository(session);
-    const groupId = 'fixed-plans-claim';
     const inserted = await tuples('notifications', ['n_tup_ins']);
-    // Runs while the table is empty: the one connection caches its plan now.
-    for (let i = 0; i < 3; i++) expect(await repo.claim(groupId, 10, 30_000)).toEqual([]);
-
     const ins = (status: string, n: number, due: string | null) =>
       db.query(
         `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, payload, status, next_attempt_at)
@@ -211,36 +230,45 @@ it("the dispatcher's claim updates by key on a connection that planned it while 
            FROM generate_series(1, $3::int)`,
         [groupId, status, n, due],
       );
+    const due = () => ins('pending', 1, new Date(Date.now() - 1000).toISOString());
+    const delivered = (n: { id: string; lease_token: string }) => ({ ...record(n.id), leaseToken: n.lease_token });
+    // The claim's two shapes, each a statement of its own: alone, and with the deliveries it records in the same
+    // statement (the dispatcher's usual round). Planned now, while the table is empty or holds one row.
+    for (let i = 0; i < 3; i++) expect(await repo.claim(groupId, 10, 30_000)).toEqual([]);
+    await due();
+    const [first] = await repo.claim(groupId, 10, 30_000);
+    expect(await repo.claim(groupId, 10, 30_000, [delivered(first)])).toEqual([]);
+
     await ins('delivered', ROWS, null);
-    await ins('pending', 1, new Date(Date.now() - 1000).toISOString());
+    await due();
     const pages = (await db.query<{ pages: number }>(`SELECT pg_relation_size('notifications') / 8192 AS pages`))
       .rows[0].pages;
     expect(Number(pages)).toBeGreaterThan(500);
 
     const flush = (sql: string) => session.$executeRawUnsafe(sql);
-    const updated = await tuples('notifications', ['n_tup_upd']);
-    await settled('notifications', inserted + ROWS + 1, flush);
-    const before = await blocksRead('notifications', true);
-    expect(await repo.claim(groupId, 10, 30_000)).toHaveLength(1);
-    await settled('notifications', updated + 1, flush, ['n_tup_upd']);
-    const read = (await blocksRead('notifications', true)) - before;
-    // The due entry, the row by its key and its update (about 10 blocks), not the primary key's walk over
-    // every row (more than 5,000).
-    expect(read).toBeLessThan(100);
+    await settled('notifications', inserted + ROWS + 2, flush);
+    const claimed: Array<{ id: string; lease_token: string }> = [];
+    for (const shape of ['alone', 'with a delivery'] as const) {
+      const updated = await tuples('notifications', ['n_tup_upd']);
+      const before = await blocksRead('notifications', true);
+      if (shape === 'alone') claimed.push(...(await repo.claim(groupId, 10, 30_000)));
+      else expect(await repo.claim(groupId, 10, 30_000, [delivered(claimed[0])])).toEqual([]);
+      expect(claimed).toHaveLength(1);
+      await settled('notifications', updated + 1, flush, ['n_tup_upd']);
+      const read = (await blocksRead('notifications', true)) - before;
+      // The due entry, the row by its key and its update (about 10 blocks), not the primary key's walk over
+      // every row (more than 5,000).
+      expect(read).toBeLessThan(100);
+    }
   } finally {
     await session.$disconnect();
   }
 });
 
-it("the notifier's statements are planned once per connection, also after the tables' statistics change", async () => {
+it("the notifier's statements run on generic plans, also after the tables' statistics change", async () => {
   const groupId = 'fixed-plans-generic';
-  const config = loadConfig({ DATABASE_URL: database.url, NOTIFIER_GROUP_ID: groupId });
-  const kit = new Pool({
-    connectionString: notifierOptions(config, loadEventConsumerConfig({})).databaseUrl,
-    max: 1,
-    idleTimeoutMillis: 0,
-  });
-  const dispatcher = createPrismaClient(database.url, 1, 'fixed-plans-generic', DISPATCHER_DATABASE_OPTIONS);
+  const kit = kitPool(groupId);
+  const dispatcher = dispatcherClient(groupId);
   try {
     const inbox = new InboxRepository();
     const notifications = new NotificationsRepository(dispatcher);
@@ -266,8 +294,9 @@ it("the notifier's statements are planned once per connection, also after the ta
       await notifications.record(r.leased.map((n) => ({ ...record(n.id), leaseToken: n.lease_token })));
     };
     for (let i = 0; i < 6; i++) await round();
-    // The tables' statistics change (autovacuum's ANALYZE does this on a live database): PostgreSQL decides
-    // again between the generic and a custom plan, unless the session's plan_cache_mode settles it.
+    // The tables' statistics change (autovacuum's ANALYZE does this on a live database): PostgreSQL makes the
+    // generic plan again, and under plan_cache_mode = auto decides again between it and custom plans, which the
+    // inbox statement with a lease and the record statement lost for good in the POST -> webhook bench.
     await db.query('ANALYZE notifications, notification_attempts, ticket_events.inbox_events');
     for (let i = 0; i < 6; i++) await round();
 

@@ -27,9 +27,9 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
 
   constructor(config: AppConfig, groupId: string, dispatch: boolean, logger?: Logger, registry?: Registry) {
     // Fixed and generic plans: the dispatcher's claim and record statements read by key (FIXED_PLANS_OPTION,
-    // libs/db) and are planned once per connection (GENERIC_PLANS_OPTION; left to choose, PostgreSQL planned the
-    // record statement afresh on every call once autovacuum had analysed `notifications`). The inbox statement
-    // runs on the kit's pool, which notifierOptions() sets up the same way.
+    // libs/db) and keep their generic plans (GENERIC_PLANS_OPTION; left to choose, PostgreSQL planned the record
+    // statement afresh on every call once autovacuum had analysed `notifications`). The inbox statement runs on
+    // the kit's pool, which notifierOptions() sets up the same way.
     this.prisma = createPrismaClient(
       config.database.url,
       config.database.poolMax,

@@ -13,10 +13,13 @@
 export const FIXED_PLANS_OPTION = '-c enable_seqscan=off';
 
 /**
- * Generic plans from the first run on, for a pool whose statements' generic plans are known to read by key
- * (test/integration/fixed-plans.int-spec.ts). PostgreSQL's default (`plan_cache_mode = auto`) plans a named
- * statement afresh for its first five runs, then keeps its generic plan only while that plan's estimated cost
- * is not much above the custom plans' average, and decides again whenever the tables' statistics change. Its
+ * Generic plans from the first run on, for a pool whose statements read by key in their generic plans
+ * (test/integration/fixed-plans.int-spec.ts measures the notifier's hot ones). It applies to every statement
+ * with parameters on the session, named or not: a named one keeps its generic plan, made again only when
+ * the statistics of a table it reads change (or on a new connection); an unnamed one is planned at each call
+ * without its parameters' values. PostgreSQL's default (`plan_cache_mode = auto`) plans a named statement
+ * afresh for its first five runs, then keeps its generic plan only while that plan's estimated cost is not
+ * much above the custom plans' average, and decides again whenever the tables' statistics change. Its
  * arrays estimated at 10 rows in a generic plan and at their length in a custom one, the notifier's inbox
  * statement with a lease lost that comparison once autovacuum's first ANALYZE had run on a fresh database:
  * from then on every call was planned again, 0.6 ms of PostgreSQL's CPU per call for a statement that runs in

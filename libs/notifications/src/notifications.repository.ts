@@ -115,11 +115,12 @@ export class NotificationsRepository {
    */
   async release(leases: Array<{ id: string; leaseToken: string }>): Promise<number> {
     if (leases.length === 0) return 0;
+    const ids = leases.map((l) => l.id);
     return this.prisma.$executeRaw(Prisma.sql`
       UPDATE notifications n
       SET next_attempt_at = now(), lease_token = NULL, attempts = n.attempts - 1
-      FROM unnest(${leases.map((l) => l.id)}::uuid[], ${leases.map((l) => l.leaseToken)}::uuid[]) AS r(id, token)
-      WHERE n.id = r.id AND n.lease_token = r.token`);
+      FROM unnest(${ids}::uuid[], ${leases.map((l) => l.leaseToken)}::uuid[]) AS r(id, token)
+      WHERE n.id = ANY (${ids}::uuid[]) AND n.id = r.id AND n.lease_token = r.token`);
   }
 }
 
