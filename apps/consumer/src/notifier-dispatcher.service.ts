@@ -10,9 +10,6 @@ import {
 } from '@tickets/notifications';
 import type { Registry } from 'prom-client';
 
-/** The dispatcher pool's session options (see the constructor; fixed-plans.int-spec.ts measures its statements with them). */
-export const DISPATCHER_DATABASE_OPTIONS = { fixedPlans: true, genericPlans: true } as const;
-
 /**
  * The webhook dispatcher of the notifier for the lifetime of the Nest application: started on
  * bootstrap, stopped on shutdown (after the kit's transport has left the group). The controller's
@@ -30,12 +27,10 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
     // libs/db) and keep their generic plans (GENERIC_PLANS_OPTION; left to choose, PostgreSQL planned the record
     // statement afresh on every call once autovacuum had analysed `notifications`). The inbox statement runs on
     // the kit's pool, which notifierOptions() sets up the same way.
-    this.prisma = createPrismaClient(
-      config.database.url,
-      config.database.poolMax,
-      'tickets-consumer',
-      DISPATCHER_DATABASE_OPTIONS,
-    );
+    this.prisma = createPrismaClient(config.database.url, config.database.poolMax, 'tickets-consumer', {
+      fixedPlans: true,
+      genericPlans: true,
+    });
     this.dispatcher = dispatch
       ? new WebhookDispatcher({
           ...config.notifier,
