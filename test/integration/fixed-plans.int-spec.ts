@@ -36,6 +36,27 @@ const notifierConfig = (groupId: string) =>
 const dispatcherClient = (groupId: string): PrismaClient =>
   new NotifierDispatcherService(notifierConfig(groupId), groupId, false).prisma;
 
+/**
+ * Runs the notifier's inbox statement on `pool` for a chunk of events of partition 0, at the next offsets; with
+ * `leased`, the shape that leases the new notifications to the dispatcher (its usual one), else the other.
+ */
+function chunkRecorder(pool: Pool, groupId: string) {
+  const repo = new InboxRepository();
+  let offset = 0;
+  return (events: ReturnType<typeof ticketCreated>[], leased: boolean) =>
+    repo.recordBatch(pool, {
+      groupId,
+      topic: 'ticket-events',
+      partition: 0,
+      defaultWebhookUrl: 'http://127.0.0.1:9/hooks',
+      events,
+      offsets: events.map(() => String(offset++)),
+      values: events.map((e) => Buffer.from(JSON.stringify(e))),
+      invalid: [],
+      lease: leased ? { token: randomUUID(), limit: 10, leaseMs: 30_000 } : undefined,
+    });
+}
+
 /** The kit's pool of the notifier, with the URL the consumer app gives it. */
 const kitPool = (groupId: string): Pool =>
   new Pool({
@@ -157,23 +178,10 @@ it("the dispatcher's record statement reads by key on a connection that planned 
 it("the notifier's inbox statement probes the inbox by key on a kit connection that planned it while the inbox was empty", async () => {
   const groupId = 'fixed-plans-notifier';
   inboxSession = kitPool(groupId);
-  const repo = new InboxRepository();
   const tenantId = randomUUID();
-  let offset = 0;
   // The statement has two shapes, each a statement of its own: with a lease (the dispatcher takes the new
   // notifications at once, the usual case) and without one.
-  const record = (events: ReturnType<typeof ticketCreated>[], leased: boolean) =>
-    repo.recordBatch(inboxSession!, {
-      groupId,
-      topic: 'ticket-events',
-      partition: 0,
-      defaultWebhookUrl: 'http://127.0.0.1:9/hooks',
-      events,
-      offsets: events.map(() => String(offset++)),
-      values: events.map((e) => Buffer.from(JSON.stringify(e))),
-      invalid: [],
-      lease: leased ? { token: randomUUID(), limit: 10, leaseMs: 30_000 } : undefined,
-    });
+  const record = chunkRecorder(inboxSession, groupId);
   // Ten chunks, five of each shape, while the inbox holds a few rows (a fresh database's first events): the
   // generic plans, made on the first of them, are cached now.
   const early = Array.from({ length: 10 }, () => ticketCreated(tenantId));
@@ -270,26 +278,13 @@ it("the notifier's statements run on generic plans, also after the tables' stati
   const kit = kitPool(groupId);
   const dispatcher = dispatcherClient(groupId);
   try {
-    const inbox = new InboxRepository();
+    const recordChunk = chunkRecorder(kit, groupId);
     const notifications = new NotificationsRepository(dispatcher);
     const tenantId = randomUUID();
-    let offset = 0;
     // What the notifier does per chunk: the inbox statement leases the new notifications to the dispatcher
     // (the statement's shape with a lease), which records their deliveries.
     const round = async () => {
-      const events = [ticketCreated(tenantId), ticketCreated(tenantId)];
-      const lease = { token: randomUUID(), limit: 10, leaseMs: 30_000 };
-      const r = await inbox.recordBatch(kit, {
-        groupId,
-        topic: 'ticket-events',
-        partition: 0,
-        defaultWebhookUrl: 'http://127.0.0.1:9/hooks',
-        events,
-        offsets: events.map(() => String(offset++)),
-        values: events.map((e) => Buffer.from(JSON.stringify(e))),
-        invalid: [],
-        lease,
-      });
+      const r = await recordChunk([ticketCreated(tenantId), ticketCreated(tenantId)], true);
       expect(r.leased).toHaveLength(2);
       await notifications.record(r.leased.map((n) => ({ ...record(n.id), leaseToken: n.lease_token })));
     };
