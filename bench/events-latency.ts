@@ -44,17 +44,9 @@ import { configDefaults, loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
 import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
-import {
-  apiMainJs,
-  cpuSecondsOf,
-  machineJiffies,
-  memoryOf,
-  processAgeSeconds,
-  startApi,
-  type ApiChild,
-} from './support/api-process';
+import { apiMainJs, machineJiffies, memoryOf, processAgeSeconds, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
-import { brokerPid, checkpoint } from './support/cpu-meter';
+import { brokerPid, checkpoint, cpuSecondsSince, cpuSnapshot } from './support/cpu-meter';
 import { warmBroker, type BrokerWarmup } from './support/broker-warmup';
 import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
@@ -453,24 +445,14 @@ async function waitForWebhooks(
 
 /**
  * CPU per process group over a window, % of one core. Each group's pids are asked for at the start and at the
- * end: a process that started meanwhile counts all of its CPU (a pool's connection opened during the loop); one
- * that ended meanwhile counts nothing, its CPU in the window falling into "other" (a backend that worked, went
- * idle and was closed by its pool's idle timeout within the loop).
+ * end (cpuSecondsSince): a process that started meanwhile counts all of its CPU (a pool's connection opened
+ * during the loop); one that ended meanwhile counts nothing, its CPU in the window falling into "other" (a
+ * backend that worked, went idle and was closed by its pool's idle timeout within the loop).
  */
 async function cpuMeter(groups: Record<string, () => Promise<number[]> | number[]>) {
-  const read = async () => {
-    const out: Record<string, Map<number, number>> = {};
-    for (const [k, pids] of Object.entries(groups)) {
-      out[k] = new Map();
-      for (const pid of await pids()) {
-        const s = safeCpu(pid);
-        if (s !== undefined) out[k].set(pid, s);
-      }
-    }
-    return out;
-  };
+  const c0: Record<string, Map<number, number>> = {};
+  for (const [k, pids] of Object.entries(groups)) c0[k] = cpuSnapshot(await pids());
   const t0 = now();
-  const c0 = await read();
   const b0 = process.cpuUsage();
   const m0 = machineJiffies();
   return async () => {
@@ -478,29 +460,13 @@ async function cpuMeter(groups: Record<string, () => Promise<number[]> | number[
     const b = process.cpuUsage(b0);
     const m = machineJiffies();
     const out: Record<string, number> = {};
-    for (const [k, pids] of Object.entries(groups)) {
-      let used = 0;
-      for (const pid of new Set([...c0[k].keys(), ...(await pids())])) {
-        const s = safeCpu(pid);
-        if (s !== undefined) used += s - (c0[k].get(pid) ?? 0);
-      }
-      out[k] = (used / secs) * 100;
-    }
+    for (const [k, pids] of Object.entries(groups)) out[k] = (cpuSecondsSince(c0[k], await pids()) / secs) * 100;
     out.bench = ((b.user + b.system) / 1e6 / secs) * 100;
     const box = ((m.busy - m0.busy) / Math.max(1, m.total - m0.total)) * 100 * cpus().length;
     out.other = Math.max(0, box - Object.values(out).reduce((a, b2) => a + b2, 0));
     out.box = box;
     return out;
   };
-}
-
-/** CPU seconds of a live process; undefined once it is gone. */
-function safeCpu(pid: number): number | undefined {
-  try {
-    return cpuSecondsOf(pid);
-  } catch {
-    return undefined;
-  }
 }
 
 // ---------- one open loop, measured ----------

@@ -23,7 +23,8 @@ async function postgresPids(pool: Pool): Promise<number[]> {
   return rows.map((r) => r.pid);
 }
 
-function cpuSecondsOfAll(pids: number[]): Map<number, number> {
+/** CPU seconds so far of each of `pids` that is alive: the start of cpuSecondsSince. */
+export function cpuSnapshot(pids: number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
     try {
@@ -35,21 +36,25 @@ function cpuSecondsOfAll(pids: number[]): Map<number, number> {
   return out;
 }
 
-/** CPU seconds so far of each PostgreSQL process of the pool's database (postgresPids): the start of postgresCpuSince. */
-export async function postgresCpuSnapshot(pool: Pool): Promise<Map<number, number>> {
-  return cpuSecondsOfAll(await postgresPids(pool));
+/**
+ * CPU seconds since `start` (a cpuSnapshot) of its processes and of `pidsNow`: a process that started after
+ * the snapshot counts all of its CPU (it all falls inside the window), such as a pool's connection that
+ * replaced one closed while idle; one that ended before now counts nothing (its CPU at exit is not on record).
+ */
+export function cpuSecondsSince(start: Map<number, number>, pidsNow: number[]): number {
+  let secs = 0;
+  for (const [pid, s] of cpuSnapshot([...new Set([...start.keys(), ...pidsNow])])) secs += s - (start.get(pid) ?? 0);
+  return secs;
 }
 
-/**
- * PostgreSQL CPU seconds since `start` (a postgresCpuSnapshot of the same pool): the processes of
- * the snapshot, plus every backend that opened after it (all of its CPU falls inside the window), such as a
- * pool's connection that replaced one closed while idle. A backend that closed before the end is missed.
- */
+/** CPU seconds so far of each PostgreSQL process of the pool's database (postgresPids): the start of postgresCpuSince. */
+export async function postgresCpuSnapshot(pool: Pool): Promise<Map<number, number>> {
+  return cpuSnapshot(await postgresPids(pool));
+}
+
+/** PostgreSQL CPU seconds since `start` (a postgresCpuSnapshot of the same pool), as cpuSecondsSince counts them. */
 export async function postgresCpuSince(pool: Pool, start: Map<number, number>): Promise<number> {
-  const now = cpuSecondsOfAll([...new Set([...start.keys(), ...(await postgresPids(pool))])]);
-  let secs = 0;
-  for (const [pid, s] of now) secs += s - (start.get(pid) ?? 0);
-  return secs;
+  return cpuSecondsSince(start, await postgresPids(pool));
 }
 
 /** Starts a meter; the returned function gives the shares since the start. Open the pool's connections first. */
