@@ -34,7 +34,11 @@ const SETTINGS = {
 };
 const MAX_CONNECTIONS = 200;
 
-/** The statements that took the server's time during the bench, in every database, dropped ones too (BENCH_PG_STATEMENTS=1). */
+/**
+ * The statements that took the server's time during the bench, in every database, dropped ones too
+ * (BENCH_PG_STATEMENTS=1): the 30 that took the most, and every one PostgreSQL JIT-compiled (its compile time
+ * is CPU spent before the statement runs, at each execution).
+ */
 async function printStatements(port: number): Promise<void> {
   const c = new Client({ connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres` });
   await c.connect();
@@ -42,11 +46,17 @@ async function printStatements(port: number): Promise<void> {
     const { rows } = await c.query<Record<string, string>>(
       `SELECT calls::text, round(total_exec_time)::text AS total_ms, round(mean_exec_time::numeric, 3)::text AS mean_ms,
               round((shared_blks_hit + shared_blks_read)::numeric / greatest(calls, 1), 1)::text AS blks,
+              round((jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time)::numeric, 1)::text AS jit_ms,
               left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
-         FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 30`,
+         FROM (SELECT *, row_number() OVER (ORDER BY total_exec_time DESC) AS rank FROM pg_stat_statements) s
+        WHERE rank <= 30 OR jit_functions > 0
+        ORDER BY rank`,
     );
-    console.error('[fresh-postgres] statements by total time: calls | total ms | mean ms | buffers per call | query');
-    for (const r of rows) console.error(`  ${r.calls} | ${r.total_ms} | ${r.mean_ms} | ${r.blks} | ${r.query}`);
+    console.error(
+      '[fresh-postgres] statements by total time (the top 30, and every JIT-compiled one): calls | total ms | mean ms | buffers per call | JIT compile ms | query',
+    );
+    for (const r of rows)
+      console.error(`  ${r.calls} | ${r.total_ms} | ${r.mean_ms} | ${r.blks} | ${r.jit_ms} | ${r.query}`);
   } finally {
     await c.end();
   }
