@@ -11,7 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
-import type { PrismaClient } from '@tickets/db';
+import { createDatabaseClients, type PrismaClient } from '@tickets/db';
+import { LeaderLockRepository } from '../../libs/outbox/src/leader-lock.repository';
+import { withRelaySessionOptions } from '../../libs/outbox/src/outbox.repository';
 import { notifierOptions } from '../../apps/consumer/src/consumer.app';
 import { NotifierDispatcherService } from '../../apps/consumer/src/notifier-dispatcher.service';
 import { InboxRepository } from '../../apps/consumer/src/inbox/inbox.repository';
@@ -310,5 +312,54 @@ it("the notifier's statements run on generic plans, also after the tables' stati
   } finally {
     await kit.end();
     await dispatcher.$disconnect();
+  }
+});
+
+it('no session that prices sequential scans out JIT-compiles a statement that has to scan', async () => {
+  // enable_seqscan=off adds 10^10 to a sequential scan's cost, far above jit_above_cost (100,000): with JIT on,
+  // PostgreSQL compiled such a statement at every execution, 100-340 ms for the API's one-row migration check.
+  // The statement here is that check, verbatim: _prisma_migrations has no index it could use.
+  const check =
+    'SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL';
+  const explained = async (q: (sql: string) => Promise<Array<Record<string, unknown>>>) => {
+    const [{ jit }] = (await q(`SELECT current_setting('jit') AS jit`)) as Array<{ jit: string }>;
+    const [row] = await q(`EXPLAIN (ANALYZE, FORMAT JSON) ${check}`);
+    const raw = row['QUERY PLAN'];
+    const [plan] = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{
+      Plan: { 'Node Type': string };
+      JIT?: unknown;
+    }>;
+    return { jit, scan: plan.Plan['Node Type'], compiled: plan.JIT !== undefined };
+  };
+  const groupId = 'fixed-plans-jit';
+  const api = createDatabaseClients(database.url, 1, 'ticket-api', { fixedPlans: true }); // the API's Database
+  const kit = kitPool(groupId);
+  const dispatcher = dispatcherClient(groupId);
+  const relayPool = new Pool({ connectionString: withRelaySessionOptions(database.url), max: 1 });
+  const relayLock = new Client({ connectionString: database.url });
+  await relayLock.connect();
+  try {
+    await new LeaderLockRepository().configureSession(relayLock);
+    const sessions = {
+      api: await explained((sql) => api.prisma.$queryRawUnsafe(sql)),
+      notifierKit: await explained(async (sql) => (await kit.query(sql)).rows),
+      dispatcher: await explained((sql) => dispatcher.$queryRawUnsafe(sql)),
+      relayPool: await explained(async (sql) => (await relayPool.query(sql)).rows),
+      relayLock: await explained(async (sql) => (await relayLock.query(sql)).rows),
+    };
+    const expected = { jit: 'off', scan: 'Seq Scan', compiled: false };
+    expect(sessions).toEqual({
+      api: expected,
+      notifierKit: expected,
+      dispatcher: expected,
+      relayPool: expected,
+      relayLock: expected,
+    });
+  } finally {
+    await relayLock.end();
+    await relayPool.end();
+    await kit.end();
+    await dispatcher.$disconnect();
+    await api.close();
   }
 });

@@ -1,7 +1,7 @@
 // Session options carried by a connection URL: no Prisma here, so a pg-only user (the relay) loads none.
 
 /**
- * The planner setting of the hot paths' sessions (the API's and the notifier's pools): no sequential
+ * The planner settings of the hot paths' sessions (the API's and the notifier's pools): no sequential
  * scan where an index can answer. Their statements are named, so each connection plans them once as a
  * generic plan after five runs and keeps that plan until the table's statistics change. On a fresh
  * database the tables are empty when that happens, and the planner picked a hash join over a
@@ -9,8 +9,16 @@
  * autovacuum's first ANALYZE, docs/benchmarks.md). Every statement of these paths reads by key, so with
  * this setting the plan is the index lookup whatever the statistics say. A statement without a usable
  * index still scans the table (the setting only prices the sequential scan out of a choice).
+ *
+ * And no JIT compilation (`jit=off`), which the first setting would otherwise bring on: it prices a
+ * sequential scan by adding 10^10 to its cost, and PostgreSQL JIT-compiles, with inlining and
+ * optimization, every statement estimated above 100,000 (`jit_above_cost`), at each execution. So every
+ * statement that has to scan, however small the table, paid 100-340 ms of compilation per call: the
+ * API's migration check at start (one row, 112 ms), the scheduled reconciliation's sweeps (221-337 ms on
+ * top of 20-240 ms of work), any console or operator query without an index (docs/benchmarks.md, "JIT
+ * compilation under enable_seqscan=off"). None of these paths' statements runs long enough to gain from it.
  */
-export const FIXED_PLANS_OPTION = '-c enable_seqscan=off';
+export const FIXED_PLANS_OPTION = '-c enable_seqscan=off -c jit=off';
 
 /**
  * Generic plans from the first run on, for a pool whose statements read by key in their generic plans

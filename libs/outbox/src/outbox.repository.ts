@@ -36,10 +36,13 @@ export interface OutboxCounts {
  *   "empty" (a fresh database) or "a few rows" (the queue), it was a sequential scan of the queue and of
  *   outbox_events hashed, every claim reading both tables whole. With the setting it walks the queue's
  *   primary key in seq order and reads each row by its key, whatever the statistics say.
+ * - `jit = off`: with sequential scans priced out (10^10 added to their cost), every statement that has to
+ *   scan would be JIT-compiled at each execution (`jit_above_cost`, 100,000): 100-340 ms of PostgreSQL's
+ *   CPU per call for statements that run in milliseconds (FIXED_PLANS_OPTION in libs/db says more).
  * The relay's other statements read by primary key, by the publications' `published_at` index or count
  * the queue: none needs either scan.
  */
-const RELAY_PLANNER_SETTINGS = ['enable_bitmapscan', 'enable_seqscan'] as const;
+const RELAY_PLANNER_SETTINGS = ['enable_bitmapscan', 'enable_seqscan', 'jit'] as const;
 export const RELAY_SESSION_SQL = RELAY_PLANNER_SETTINGS.map((name) => `SET ${name} = off`).join('; ');
 
 /**

@@ -9,7 +9,7 @@ describe('withRelaySessionOptions', () => {
       port: '5432',
       database: 'tickets',
       user: 'postgres',
-      options: '-c enable_bitmapscan=off -c enable_seqscan=off',
+      options: '-c enable_bitmapscan=off -c enable_seqscan=off -c jit=off',
     });
   });
 
@@ -19,7 +19,7 @@ describe('withRelaySessionOptions', () => {
     );
     expect(parse(url)).toMatchObject({
       password: 'p@ss',
-      options: '-c statement_timeout=5s -c enable_bitmapscan=off -c enable_seqscan=off',
+      options: '-c statement_timeout=5s -c enable_bitmapscan=off -c enable_seqscan=off -c jit=off',
       sslmode: 'disable',
     });
   });
