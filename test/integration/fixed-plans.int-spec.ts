@@ -11,7 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { loadConfig, loadEventConsumerConfig } from '@tickets/config';
-import { createDatabaseClients, type PrismaClient } from '@tickets/db';
+import type { PrismaClient } from '@tickets/db';
+import { createLogger } from '@tickets/logger';
+import { Database } from '../../apps/ticket-api/src/infra/database';
 import { LeaderLockRepository } from '../../libs/outbox/src/leader-lock.repository';
 import { withRelaySessionOptions } from '../../libs/outbox/src/outbox.repository';
 import { notifierOptions } from '../../apps/consumer/src/consumer.app';
@@ -332,13 +334,15 @@ it('no session that prices sequential scans out JIT-compiles a statement that ha
     return { jit, scan: plan.Plan['Node Type'], compiled: plan.JIT !== undefined };
   };
   const groupId = 'fixed-plans-jit';
-  const api = createDatabaseClients(database.url, 1, 'ticket-api', { fixedPlans: true }); // the API's Database
+  // Each session as the shipped code builds it: the API's Database, the notifier's two pools, the relay's claims
+  // pool and its lock connection (configured by the leader lock's own session set-up).
+  const api = new Database(notifierConfig(groupId), createLogger('silent', 'fixed-plans-jit'));
   const kit = kitPool(groupId);
   const dispatcher = dispatcherClient(groupId);
   const relayPool = new Pool({ connectionString: withRelaySessionOptions(database.url), max: 1 });
   const relayLock = new Client({ connectionString: database.url });
-  await relayLock.connect();
   try {
+    await relayLock.connect();
     await new LeaderLockRepository().configureSession(relayLock);
     const sessions = {
       api: await explained((sql) => api.prisma.$queryRawUnsafe(sql)),
@@ -356,10 +360,12 @@ it('no session that prices sequential scans out JIT-compiles a statement that ha
       relayLock: expected,
     });
   } finally {
-    await relayLock.end();
-    await relayPool.end();
-    await kit.end();
-    await dispatcher.$disconnect();
-    await api.close();
+    await Promise.allSettled([
+      relayLock.end(),
+      relayPool.end(),
+      kit.end(),
+      dispatcher.$disconnect(),
+      api.onApplicationShutdown(),
+    ]);
   }
 });

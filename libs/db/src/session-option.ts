@@ -17,6 +17,7 @@
  * API's migration check at start (one row, 112 ms), the scheduled reconciliation's sweeps (221-337 ms on
  * top of 20-240 ms of work), any console or operator query without an index (docs/benchmarks.md, "JIT
  * compilation under enable_seqscan=off"). None of these paths' statements runs long enough to gain from it.
+ * (That is PostgreSQL 15-17's costing; from 18 a disabled node is counted apart from the cost.)
  */
 export const FIXED_PLANS_OPTION = '-c enable_seqscan=off -c jit=off';
 

@@ -47,7 +47,7 @@ export const RELAY_SESSION_SQL = RELAY_PLANNER_SETTINGS.map((name) => `SET ${nam
 
 /**
  * `url` with RELAY_SESSION_SQL's settings as startup options (`options=-c enable_bitmapscan=off -c
- * enable_seqscan=off`, kept after any `options` the URL already has), for the relay's pool: every connection
+ * enable_seqscan=off -c jit=off`, kept after any `options` the URL already has), for the relay's pool: every connection
  * starts with them, no statement needed. (pg gives a connection string's parameters precedence over the
  * config object's, so they go into the URL.) A string that is not a URL is returned as it is.
  */
