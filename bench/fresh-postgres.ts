@@ -46,7 +46,8 @@ async function printStatements(port: number): Promise<void> {
     const { rows } = await c.query<Record<string, string>>(
       `SELECT calls::text, round(total_exec_time)::text AS total_ms, round(mean_exec_time::numeric, 3)::text AS mean_ms,
               round((shared_blks_hit + shared_blks_read)::numeric / greatest(calls, 1), 1)::text AS blks,
-              round((jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time)::numeric, 1)::text AS jit_ms,
+              round((jit_generation_time + jit_inlining_time + jit_optimization_time + jit_emission_time
+                     + coalesce((to_jsonb(s) ->> 'jit_deform_time')::float8, 0))::numeric, 1)::text AS jit_ms, -- deform: PostgreSQL 17+
               left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS query
          FROM (SELECT *, row_number() OVER (ORDER BY total_exec_time DESC) AS rank FROM pg_stat_statements) s
         WHERE rank <= 30 OR jit_functions > 0
