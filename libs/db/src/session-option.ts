@@ -1,7 +1,8 @@
 // Session options carried by a connection URL: no Prisma here, so a pg-only user (the relay) loads none.
 
 /**
- * The planner settings of the hot paths' sessions (the API's and the notifier's pools): no sequential
+ * The planner settings the hot paths' sessions turn off (the API's and the notifier's pools, and with one more
+ * the relay's: RELAY_PLANNER_SETTINGS in libs/outbox): no sequential
  * scan where an index can answer. Their statements are named, so each connection plans them once as a
  * generic plan after five runs and keeps that plan until the table's statistics change. On a fresh
  * database the tables are empty when that happens, and the planner picked a hash join over a
@@ -19,7 +20,9 @@
  * compilation under enable_seqscan=off"). None of these paths' statements runs long enough to gain from it.
  * (That is PostgreSQL 15-17's costing; from 18 a disabled node is counted apart from the cost.)
  */
-export const FIXED_PLANS_OPTION = '-c enable_seqscan=off -c jit=off';
+export const FIXED_PLANS_SETTINGS = ['enable_seqscan', 'jit'] as const;
+/** FIXED_PLANS_SETTINGS, each off, as startup options (`-c enable_seqscan=off -c jit=off`). */
+export const FIXED_PLANS_OPTION = FIXED_PLANS_SETTINGS.map((name) => `-c ${name}=off`).join(' ');
 
 /**
  * Generic plans from the first run on, for a pool whose statements read by key in their generic plans

@@ -1,5 +1,5 @@
 import type { ClientBase, Pool } from 'pg';
-import { withSessionOption } from '@tickets/db/session-option';
+import { FIXED_PLANS_SETTINGS, withSessionOption } from '@tickets/db/session-option';
 import type { OutboxRow } from './outbox-message';
 
 export type Queryable = Pick<ClientBase | Pool, 'query'>;
@@ -31,18 +31,16 @@ export interface OutboxCounts {
  *   a row published since the last vacuum (the deleted entries) and, unlike a plain index scan, never
  *   marks those entries dead: every claim re-reads them all (~1,000 buffers and 2 ms per claim minutes
  *   after a burst, docs/relay.md, "The claim's plan"). A plain index scan marks them dead once.
- * - `enable_seqscan = off` (FIXED_PLANS_OPTION, as the API's sessions): the claim is named, so each
+ * - `enable_seqscan = off`, with `jit = off` (FIXED_PLANS_SETTINGS, as the API's sessions; libs/db says why the
+ *   second comes with the first): the claim is named, so each
  *   connection keeps the generic plan it made after five runs; planned while the tables' statistics said
  *   "empty" (a fresh database) or "a few rows" (the queue), it was a sequential scan of the queue and of
  *   outbox_events hashed, every claim reading both tables whole. With the setting it walks the queue's
  *   primary key in seq order and reads each row by its key, whatever the statistics say.
- * - `jit = off`: with sequential scans priced out (10^10 added to their cost), every statement that has to
- *   scan would be JIT-compiled at each execution (`jit_above_cost`, 100,000): 100-340 ms of PostgreSQL's
- *   CPU per call for statements that run in milliseconds (FIXED_PLANS_OPTION in libs/db says more).
  * The relay's other statements read by primary key, by the publications' `published_at` index or count
  * the queue: none needs either scan.
  */
-const RELAY_PLANNER_SETTINGS = ['enable_bitmapscan', 'enable_seqscan', 'jit'] as const;
+const RELAY_PLANNER_SETTINGS = ['enable_bitmapscan', ...FIXED_PLANS_SETTINGS] as const;
 export const RELAY_SESSION_SQL = RELAY_PLANNER_SETTINGS.map((name) => `SET ${name} = off`).join('; ');
 
 /**
