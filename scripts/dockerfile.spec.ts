@@ -11,4 +11,15 @@ describe('Dockerfile', () => {
     expect(final.indexOf('\nUSER ')).toBeLessThan(final.indexOf('\nCMD '));
     expect(final).toMatch(/^ENV .*NODE_ENV=production/m);
   });
+
+  it('caps glibc malloc arenas as the scripts do (npm start, the start:* scripts and the benches run through scripts/lib.sh)', () => {
+    const root = join(__dirname, '..');
+    const final = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    const image = /^ENV .*\bMALLOC_ARENA_MAX=(\d+)/m.exec(final.slice(final.lastIndexOf('\nFROM ')))?.[1];
+    const scripts = /^export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-(\d+)\}"/m.exec(
+      readFileSync(join(root, 'scripts', 'lib.sh'), 'utf8'),
+    )?.[1];
+    expect(image).toBe('2');
+    expect(scripts).toBe(image);
+  });
 });
