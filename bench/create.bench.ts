@@ -574,6 +574,7 @@ export async function runCreateBench(): Promise<string> {
         `outbox_events triggers: ${outboxTriggers(info.rows[0].outbox_triggers)}; ` +
         `concurrency ${concurrency}, pool size ${poolSize} (API DB_POOL_MAX) and ${concurrency} (references' pg.Pool); ${rounds} rounds of ${seconds} s per phase, ` +
         `${apiNodeArgs.length ? `API node options ${apiNodeArgs.join(' ')}, ` : ''}` +
+        `MALLOC_ARENA_MAX=${env.MALLOC_ARENA_MAX ?? '(unset)'}, ` +
         `API replay cache ${cacheConfig.replayCacheSize} entries and ${fixed(cacheConfig.replayCacheChars / 1024 / 1024)} MB of bodies (~${cacheSize} of these tickets), ` +
         `warm-up ${warmup} s; commit ${commit}.`,
       '',
