@@ -5,4 +5,5 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 require_node
+cap_malloc_arenas
 exec node "$@"

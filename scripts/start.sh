@@ -57,6 +57,7 @@ use_database_url
 ensure_postgres "$DATABASE_URL"
 install_deps
 ensure_kafka
+cap_malloc_arenas
 build
 say "migrating $(mask_url "$DATABASE_URL")"
 node scripts/db-migrate.mjs deploy

@@ -11,6 +11,7 @@ install_deps
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/tickets_test}"
 ensure_postgres "$TEST_DATABASE_URL"
 ensure_kafka
+cap_malloc_arenas
 # The e2e tier has a browser test; a run of other tiers only (--selectProjects unit integration) needs no browser.
 if [[ " $* " != *" --selectProjects "* || " $* " == *" e2e "* ]]; then ensure_chromium; fi
 build
