@@ -18,10 +18,16 @@ export const LAST_USED_INTERVAL_MS = 60_000;
  * change notification, ApiKeyChangeWatch) drops every entry, so a revoked key is refused at once;
  * without notifications it works for at most `ttlMs`. Each use marks the key's last_used_at, at most
  * once per `lastUsedIntervalMs` per key, in the background.
+ *
+ * Concurrent misses of one secret share one lookup: a burst of parallel calls with a key not cached yet
+ * (a new key, a restart, a clear()) asks the database once and spends one token of the lookup budget
+ * (`beforeLookup`), so a valid key is never refused for the number of calls that arrived together.
  */
 export class ApiKeyResolver {
   private readonly cache = new Map<string, { principal: Principal; keyId: string; until: number }>();
   private readonly touched = new Map<string, number>();
+  /** The lookup in flight per key hash, and the generation it started in. */
+  private readonly inFlight = new Map<string, { generation: number; key: Promise<ActiveKey | null> }>();
   private generation = 0;
 
   constructor(
@@ -46,9 +52,20 @@ export class ApiKeyResolver {
       this.noteUse(hit.keyId, now);
       return hit.principal;
     }
-    beforeLookup?.();
-    const generation = this.generation;
-    const key = await this.keys.findActiveByHash(hash);
+    // A lookup started before a clear() may have read what the change replaced: only join one of this generation.
+    let flight = this.inFlight.get(hash);
+    if (!flight || flight.generation !== this.generation) {
+      beforeLookup?.();
+      const started = { generation: this.generation, key: this.keys.findActiveByHash(hash) };
+      flight = started;
+      this.inFlight.set(hash, started);
+      const done = () => {
+        if (this.inFlight.get(hash) === started) this.inFlight.delete(hash);
+      };
+      started.key.then(done, done);
+    }
+    const { generation } = flight;
+    const key = await flight.key;
     if (!key) {
       this.cache.delete(hash);
       return null;
