@@ -11,10 +11,9 @@ fi
 
 # glibc's malloc keeps at most two arenas per Node process (the Docker image sets the same). Without the cap,
 # each thread that allocates (V8's workers, libuv's pool) gets an arena of its own that keeps what it once
-# held: the API's peak RSS in bench:create was 184-193 MB with it against 183-201 MB without, at no measured
-# CPU cost (docs/benchmarks.md, "glibc's malloc arenas"). Called once the broker and PostgreSQL the scripts
-# may start are up, so only the Node processes get it (measured on them only). Set it yourself to override;
-# musl builds ignore it.
+# held: a lower peak RSS at the same CPU (measured in docs/benchmarks.md, "glibc's malloc arenas"). Called
+# once the broker and PostgreSQL the scripts may start are up, so only the Node processes get it (measured on
+# them only). Set it yourself to override; musl builds ignore it.
 cap_malloc_arenas() {
   export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 }

@@ -52,20 +52,8 @@ export class ApiKeyResolver {
       this.noteUse(hit.keyId, now);
       return hit.principal;
     }
-    // A lookup started before a clear() may have read what the change replaced: only join one of this generation.
-    let flight = this.inFlight.get(hash);
-    if (!flight || flight.generation !== this.generation) {
-      beforeLookup?.();
-      const started = { generation: this.generation, key: this.keys.findActiveByHash(hash) };
-      flight = started;
-      this.inFlight.set(hash, started);
-      const done = () => {
-        if (this.inFlight.get(hash) === started) this.inFlight.delete(hash);
-      };
-      started.key.then(done, done);
-    }
-    const { generation } = flight;
-    const key = await flight.key;
+    const { generation, key: lookup } = this.sharedLookup(hash, beforeLookup);
+    const key = await lookup;
     if (!key) {
       this.cache.delete(hash);
       return null;
@@ -79,6 +67,24 @@ export class ApiKeyResolver {
     }
     this.noteUse(key.keyId, now);
     return principal;
+  }
+
+  /** The lookup of `hash` in flight in this generation, or a new one (`beforeLookup` runs only for a new one). */
+  private sharedLookup(
+    hash: string,
+    beforeLookup?: () => void,
+  ): { generation: number; key: Promise<ActiveKey | null> } {
+    // A lookup started before a clear() may have read what the change replaced: only join one of this generation.
+    const running = this.inFlight.get(hash);
+    if (running && running.generation === this.generation) return running;
+    beforeLookup?.();
+    const started = { generation: this.generation, key: this.keys.findActiveByHash(hash) };
+    this.inFlight.set(hash, started);
+    const done = () => {
+      if (this.inFlight.get(hash) === started) this.inFlight.delete(hash);
+    };
+    started.key.then(done, done);
+    return started;
   }
 
   private noteUse(keyId: string, now: number): void {
