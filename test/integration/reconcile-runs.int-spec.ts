@@ -2,15 +2,18 @@
 // their own: the check must see duplicates the schema forbids (the unique externalRef index is
 // dropped there), and the schedule's "newest run" must be this file's alone.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'pg';
-import { createPrismaClient, type PrismaClient } from '@tickets/db';
+import { Prisma, createDatabaseClients, createPrismaClient, type PrismaClient } from '@tickets/db';
 import { loadConfig } from '@tickets/config';
 import { createLogger } from '@tickets/logger';
 import {
   ReconcileRunsRepository,
   ReconcileSchedule,
+  CHECK_IDS,
   duplicateCreationRatio,
   reconcileReport,
+  sweepQuery,
 } from '@tickets/reconcile';
 import { createApiApp } from '../../apps/ticket-api/src/app.factory';
 import { runCli } from '../../apps/cli/src/cli';
@@ -197,4 +200,50 @@ it('closing the API while a scheduled look is running lets it finish on the open
   await closing;
   // Had the pool closed before the look finished, the look's next statement would have made Prisma open a new pool that nothing closes.
   await eventually(apiSessions, (s) => s.length === 0, 10_000, "no session of the closed API's pool");
+});
+
+it("the checks run in read-only transactions with sequential scans allowed, also on the API's pool, which turns them off", async () => {
+  const api = createDatabaseClients(scratch.url, 2, 'reconcile-runs-test-fixed-plans', { fixedPlans: true });
+  try {
+    const setting = Prisma.sql`SELECT current_setting('enable_seqscan') AS v`;
+    expect(await api.prisma.$queryRaw(setting)).toEqual([{ v: 'off' }]);
+    expect(await sweepQuery(api.prisma, setting)).toEqual([{ v: 'on' }]);
+    // SET LOCAL: the connection goes back to the pool as it came.
+    expect(await api.prisma.$queryRaw(setting)).toEqual([{ v: 'off' }]);
+    await expect(
+      sweepQuery(
+        api.prisma,
+        Prisma.sql`INSERT INTO tenants (id, slug) VALUES (${randomUUID()}::uuid, 'written') RETURNING id`,
+      ),
+    ).rejects.toThrow(/read-only transaction/);
+    const report = await reconcileReport(api.prisma, options());
+    expect(report).toMatchObject({ ticketsChecked: 6, duplicateTickets: 3 });
+  } finally {
+    await api.close();
+  }
+});
+
+it('a run awaits its pause after every check, with the time the check took', async () => {
+  const took: number[] = [];
+  await reconcileReport(prisma, { ...options(), pause: async (ms) => void took.push(ms) });
+  expect(took).toHaveLength(CHECK_IDS.length);
+  for (const ms of took) expect(ms).toBeGreaterThanOrEqual(0);
+});
+
+it('a scheduled run paces itself (paceRatio times each check); stop() cuts its pauses short and the run is recorded', async () => {
+  const before = await schedulingRuns();
+  const paced = new ReconcileSchedule(prisma, {
+    databaseUrl: scratch.url,
+    intervalMs: 1, // due now
+    windowMs: 24 * HOUR,
+    graceMs: 300_000,
+    group: 'reconcile-runs-test',
+    paceRatio: 1e6, // a check of 0.1 ms waits 100 s
+  });
+  const run = paced.runIfDue();
+  const first = await Promise.race([run.then(() => 'finished'), sleep(3_000).then(() => 'pausing')]);
+  expect(first).toBe('pausing'); // unpaced, eleven statements on seven tickets take milliseconds
+  await paced.stop();
+  expect(await run).toMatchObject({ trigger: 'schedule', ticketsChecked: 6, duplicateTickets: 3 });
+  expect(await schedulingRuns()).toBe(before + 1);
 });

@@ -7,3 +7,4 @@ export {
   type StoredReconcileRun,
 } from './reconcile-runs.repository';
 export { ReconcileSchedule, type ReconcileScheduleSettings } from './reconcile-schedule';
+export { sweepQuery } from './reconcile.repository';

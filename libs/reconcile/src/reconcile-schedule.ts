@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
@@ -16,6 +17,11 @@ export interface ReconcileScheduleSettings {
   group: string;
   /** How often a process looks whether a run is due (default: min(interval, 1 min)). */
   checkEveryMs?: number;
+  /**
+   * After each check the run waits this many times as long as the check took (default 1): a run keeps at
+   * most half of one database core busy, and the live traffic's statements get the gaps. 0: back to back.
+   */
+  paceRatio?: number;
 }
 
 /**
@@ -24,7 +30,8 @@ export interface ReconcileScheduleSettings {
  * a time) the one that finds the newest scheduled run older than `intervalMs` runs it and records
  * it in reconcile_runs. So any number of API processes make one run per interval, and a restart
  * neither skips a run nor repeats one. The lock lives on a connection of its own, held only while
- * deciding and running; the checks run through Prisma as separate read-only statements.
+ * deciding and running; the checks run through Prisma as separate read-only statements, paced
+ * (`paceRatio`): a run beside live traffic trades its own duration for the traffic's latency.
  */
 export class ReconcileSchedule {
   private readonly runs: ReconcileRunsRepository;
@@ -32,6 +39,8 @@ export class ReconcileSchedule {
   private timer?: NodeJS.Timeout;
   private tick?: Promise<void>;
   private stopped = false;
+  /** Aborted by stop(): a run in progress skips its remaining pauses. */
+  private readonly hurry = new AbortController();
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -50,11 +59,19 @@ export class ReconcileSchedule {
     this.timer.unref();
   }
 
-  /** Stops looking; a run in progress finishes (its statements are short and read-only). */
+  /** Stops looking; a run in progress finishes without its pauses (its statements are short and read-only). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.hurry.abort();
     clearInterval(this.timer);
     await this.tick;
+  }
+
+  /** The wait after a check of `checkMs`: paceRatio times as long, cut short by stop(). */
+  private pause(checkMs: number): Promise<void> {
+    const ms = checkMs * (this.settings.paceRatio ?? 1);
+    if (ms <= 0 || this.hurry.signal.aborted) return Promise.resolve();
+    return sleep(ms, undefined, { signal: this.hurry.signal, ref: false }).catch(() => undefined);
   }
 
   /** One look: runs the reconciliation when it is due and no other process is at it. Resolves with the recorded run, if any. */
@@ -100,6 +117,7 @@ export class ReconcileSchedule {
           grace: new Date(now - this.settings.graceMs),
           group: this.settings.group,
           tenant: null,
+          pause: (checkMs) => this.pause(checkMs),
         });
         const run = await this.runs.record({ trigger: 'schedule', ...report });
         this.log?.info(

@@ -86,13 +86,33 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
       SELECT r.id::text AS id FROM ranked r JOIN recent USING (id) WHERE r.ref_rank > 1 OR r.key_rank > 1`,
 };
 
+/**
+ * One statement of the sweep, in a read-only transaction of its own with sequential scans allowed.
+ *
+ * The checks read whole windows of tickets, keys, events and notifications, joined against each other:
+ * their right plans are sequential scans and hash joins. The API runs the scheduled reconciliation over
+ * its own pool, whose sessions turn sequential scans off (FIXED_PLANS_OPTION, for the hot paths' key
+ * lookups), which forced the checks into nested loops of index lookups: about four times the buffers
+ * read, and up to twice the time (docs/benchmarks.md, "The scheduled reconciliation beside live
+ * traffic"). `SET LOCAL` ends with the transaction, so the pool's connection goes back as it came.
+ */
+export async function sweepQuery<T>(prisma: PrismaClient, sql: Prisma.Sql): Promise<T[]> {
+  const [, , rows] = await prisma.$transaction([
+    prisma.$executeRaw`SET TRANSACTION READ ONLY`,
+    prisma.$executeRaw`SET LOCAL enable_seqscan = on`,
+    prisma.$queryRaw<T[]>(sql),
+  ]);
+  return rows;
+}
+
 /** Reads only: tickets, idempotency_keys, outbox_events, outbox_dead_letters, ticket_events.inbox_events, ticket_events.consumer_dead_letters, notifications. */
 export class ReconcileRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
-  /** The offending ids of one check, at most `limit` (own statement, no transaction across checks). */
+  /** The offending ids of one check, at most `limit` (own statement and transaction: none across checks). */
   async offenders(check: CheckId, params: CheckParams, limit: number): Promise<string[]> {
-    const rows = await this.prisma.$queryRaw<Array<{ id: string }>>(
+    const rows = await sweepQuery<{ id: string }>(
+      this.prisma,
       Prisma.sql`SELECT id FROM (${QUERIES[check](params)}) AS x LIMIT ${limit}::int`,
     );
     return rows.map((r) => r.id);
@@ -100,8 +120,11 @@ export class ReconcileRepository {
 
   /** Tickets created inside the window (the denominator of the duplicate-creation rate). */
   async ticketsSince({ since, tenant }: Pick<CheckParams, 'since' | 'tenant'>): Promise<number> {
-    const rows = await this.prisma.$queryRaw<Array<{ n: bigint }>>(Prisma.sql`
-      SELECT count(*) AS n FROM tickets t WHERE t.created_at >= ${since}::timestamptz ${tenantFilter('t.tenant_id', tenant)}`);
+    const rows = await sweepQuery<{ n: bigint }>(
+      this.prisma,
+      Prisma.sql`
+      SELECT count(*) AS n FROM tickets t WHERE t.created_at >= ${since}::timestamptz ${tenantFilter('t.tenant_id', tenant)}`,
+    );
     return Number(rows[0]?.n ?? 0);
   }
 }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { PrismaClient } from '@tickets/db';
 import { ReconcileRepository, type CheckId, type CheckParams } from './reconcile.repository';
 
@@ -22,6 +23,8 @@ export interface Finding {
 
 export interface ReconcileOptions extends CheckParams {
   onProgress?: (done: number, total: number, name: string) => void;
+  /** Awaited after each check with the milliseconds it took: the scheduled run's pacing (none: back to back). */
+  pause?: (checkMs: number) => Promise<void>;
 }
 
 const CHECKS: Array<{ id: CheckId; name: string; advice: string }> = [
@@ -119,7 +122,9 @@ export async function reconcileReport(prisma: PrismaClient, opts: ReconcileOptio
   const findings: Finding[] = [];
   for (const [i, check] of CHECKS.entries()) {
     opts.onProgress?.(i, CHECKS.length, check.name);
+    const started = performance.now();
     const ids = await repo.offenders(check.id, opts, COUNT_LIMIT);
+    await opts.pause?.(performance.now() - started);
     if (ids.length)
       findings.push({
         id: check.id,
