@@ -97,6 +97,8 @@ export interface OpenLoopResult {
   xactPerTicket: number;
   /** Load average (1 min) at the end of the loop. */
   load1: number;
+  /** Wall-clock time (epoch ms) of the loop's first intended send. */
+  startedAt: number;
 }
 
 export interface LatencyBenchResult {
@@ -111,6 +113,8 @@ export interface LatencyBenchResult {
   backlog: { tickets: number; drainMs: number };
   /** The open loops, one after the other on the same processes, each after the previous one's webhooks all arrived. */
   loops: OpenLoopResult[];
+  /** The API's scheduled reconciliation runs during the bench (RECONCILE_INTERVAL): when, against the loops. */
+  reconcileRuns: string[];
   /** Webhooks seen more than once for the same ticket (all phases). */
   duplicates: number;
   unverified: number;
@@ -610,7 +614,28 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     cpu,
     xactPerTicket,
     load1,
+    startedAt: wall(t0),
   };
+}
+
+/**
+ * Where each scheduled reconciliation of the run fell (reconcile_runs, trigger schedule): the API's first
+ * look is about a minute after its start, on a fresh database, so its first run lands in a loop.
+ */
+async function reconcileRunsAgainstLoops(db: Client, loops: OpenLoopResult[]): Promise<string[]> {
+  const { rows } = await db.query<{ s: string; f: string }>(
+    `SELECT extract(epoch FROM started_at) * 1000 AS s, extract(epoch FROM finished_at) * 1000 AS f
+       FROM reconcile_runs WHERE trigger = 'schedule' ORDER BY started_at`,
+  );
+  return rows.map(({ s, f }) => {
+    const [start, end] = [Number(s), Number(f)];
+    const i = loops.findIndex((l) => start < l.startedAt + l.seconds * 1000 && end > l.startedAt);
+    const where =
+      i < 0
+        ? 'outside the open loops'
+        : `${fixed((start - loops[i].startedAt) / 1000, 1)}-${fixed((end - loops[i].startedAt) / 1000, 1)} s into open loop ${i + 1}`;
+    return `scheduled reconciliation ${where} (${fixed((end - start) / 1000, 2)} s)`;
+  });
 }
 
 // ---------- the run ----------
@@ -782,6 +807,8 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
       loops.push(r);
     }
 
+    const reconcileRuns = await reconcileRunsAgainstLoops(db, loops);
+    for (const line of reconcileRuns) log(`  ${line}`);
     const apiMem = memoryOf(api.pid);
     const consumerMem = memoryOf(consumer.pid);
     const rstats = receiver.stats();
@@ -793,6 +820,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
       maxSeconds,
       backlog: { tickets: backlogTickets, drainMs },
       loops,
+      reconcileRuns,
       duplicates: rstats.duplicates,
       unverified: rstats.unverified,
       apiPeakRssMb: mb(apiMem.hwm),
@@ -845,6 +873,7 @@ export function formatLatency(r: LatencyBenchResult): string {
     );
   });
   lines.push(
+    ...(r.reconcileRuns.length ? r.reconcileRuns : ['no scheduled reconciliation ran (RECONCILE_INTERVAL)']),
     `duplicates ${r.duplicates}, bad signatures ${r.unverified} (all phases); peak RSS (VmHWM): API + relay ${r.apiPeakRssMb} MB, consumer ${r.consumerPeakRssMb} MB`,
   );
   return lines.join('\n');
