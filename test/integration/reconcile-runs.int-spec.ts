@@ -11,6 +11,7 @@ import {
   ReconcileRunsRepository,
   ReconcileSchedule,
   CHECK_IDS,
+  checkStatement,
   duplicateCreationRatio,
   reconcileReport,
   sweepQuery,
@@ -246,4 +247,45 @@ it('a scheduled run paces itself (paceRatio times each check); stop() cuts its p
   await paced.stop();
   expect(await run).toMatchObject({ trigger: 'schedule', ticketsChecked: 6, duplicateTickets: 3 });
   expect(await schedulingRuns()).toBe(before + 1);
+});
+
+it('the duplicate check stays a join when the window outgrows work_mem: no subquery run per row', async () => {
+  // A per-row subquery over the window is quadratic: it took over 600 s at 876,211 tickets (docs/benchmarks.md).
+  const bulk = randomUUID();
+  await db.query('INSERT INTO tenants (id, slug) VALUES ($1, $2)', [bulk, 'dup-bulk']);
+  try {
+    await db.query(
+      `INSERT INTO tickets (id, tenant_id, title, idempotency_key, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'bulk', 'bulk-' || n, now() - n * interval '1 second', now() FROM generate_series(1, 5000) n`,
+      [bulk],
+    );
+    const again = randomUUID(); // a later ticket of the same intent as the oldest bulk one
+    await db.query(
+      `INSERT INTO tickets (id, tenant_id, title, idempotency_key, created_at, updated_at) VALUES ($1, $2, 'again', 'bulk-5000', now(), now())`,
+      [again, bulk],
+    );
+    await db.query('ANALYZE tickets');
+    const statement = checkStatement('duplicate-ticket', options(), 100_001);
+    const client = await db.connect();
+    let plan: string;
+    try {
+      await client.query('BEGIN');
+      await client.query("SET LOCAL work_mem = '64kB'"); // the window (5,007 tickets) far beyond it
+      const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values);
+      plan = JSON.stringify(rows[0]['QUERY PLAN']);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    expect(plan).toMatch(/"Join Type":"Semi"/);
+    expect(plan.match(/"Subplan Name":"[^"]*"/g) ?? []).not.toContainEqual(
+      expect.stringMatching(/"Subplan Name":"SubPlan/),
+    );
+    const report = await reconcileReport(prisma, options());
+    expect(report).toMatchObject({ ticketsChecked: 6 + 5001, duplicateTickets: 4 });
+    expect(report.findings.find((f) => f.id === 'duplicate-ticket')!.sample).toContain(again);
+  } finally {
+    await db.query('DELETE FROM tickets WHERE tenant_id = $1', [bulk]);
+    await db.query('DELETE FROM tenants WHERE id = $1', [bulk]);
+  }
 });

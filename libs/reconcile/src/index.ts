@@ -7,4 +7,4 @@ export {
   type StoredReconcileRun,
 } from './reconcile-runs.repository';
 export { ReconcileSchedule, type ReconcileScheduleSettings } from './reconcile-schedule';
-export { sweepQuery } from './reconcile.repository';
+export { checkStatement, sweepQuery } from './reconcile.repository';
