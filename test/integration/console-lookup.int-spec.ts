@@ -12,7 +12,7 @@ import { ConsoleSessions } from '../../apps/ticket-api/src/console/console-sessi
 import type { ConsoleRepository } from '../../apps/ticket-api/src/console/console.repository';
 import type { ConsumerLag } from '../../apps/ticket-api/src/console/consumer-lag';
 import type { IdempotencySampler } from '../../apps/ticket-api/src/console/idempotency-sampler';
-import { TicketTimelineRepository } from '../../apps/ticket-api/src/console/ticket-timeline.repository';
+import { TicketTimelineRepository, findStatement } from '../../apps/ticket-api/src/console/ticket-timeline.repository';
 import type { Database } from '../../apps/ticket-api/src/infra/database';
 import { LoginBudget } from '../../apps/ticket-api/src/console/login-budget';
 import { TEST_DATABASE_URL } from '../support/env';
@@ -109,4 +109,74 @@ it('the same externalRef in two tenants: a list of both, each link opening its o
   expect(opened((await get({ id: ticketA, tenant: a.slug })).body)).toBe(ticketA);
   // An id with the wrong tenant is not found (never another tenant's ticket).
   expect((await get({ id: ticketA, tenant: b.slug })).status).toBe(404);
+});
+
+/** Every node of an EXPLAIN (FORMAT JSON) plan. */
+type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
+const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
+
+it("finds a ticket by its id, key, externalRef, event id, inbox event id and notification id, each by an index lookup under the API's planner settings", async () => {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN'); // rolled back: the rows below are this test's alone
+    const [key, eventId, inboxEventId, notificationId] = [
+      `lookup-key-${randomUUID()}`,
+      randomUUID(),
+      randomUUID(),
+      randomUUID(),
+    ];
+    await client.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, request_body, response_status, outcome, ticket_id, created_at, replay_until, expires_at)
+       VALUES ($1, $2, 'create', 'f', '{}', 201, 'created', $3, now(), now(), now() + interval '1 day')`,
+      [a.id, key, ticketA],
+    );
+    await client.query(
+      `INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, 'ticket', $3, 'ticket.created.v1', '{}')`,
+      [eventId, a.id, ticketA],
+    );
+    await client.query(
+      `INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset") VALUES ('lookup', $1, 'ticket.created.v1', $2, 't', 0, 0)`,
+      [inboxEventId, ticketA],
+    );
+    await client.query(
+      `INSERT INTO notifications (id, group_id, tenant_id, event_id, ticket_id, event_type, payload) VALUES ($1, 'lookup', $2, $3, $4, 'ticket.created.v1', '{}')`,
+      [notificationId, a.id, inboxEventId, ticketA],
+    );
+    // Tables of some size, with statistics: on a few rows a walk of a whole index costs next to nothing, and
+    // the planner rightly takes it.
+    await client.query(
+      `INSERT INTO tickets (id, tenant_id, title, external_ref, idempotency_key, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'filler', 'filler-' || n || '-' || $2, 'filler-' || n || '-' || $2, now(), now()
+         FROM generate_series(1, 3000) n`,
+      [b.id, randomUUID()],
+    );
+    await client.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, request_body, response_status, outcome, ticket_id, created_at, replay_until, expires_at)
+       SELECT tenant_id, idempotency_key, 'create', 'f', '{}', 201, 'created', id, now(), now(), now() + interval '1 day'
+         FROM tickets WHERE tenant_id = $1 AND title = 'filler'`,
+      [b.id],
+    );
+    await client.query('ANALYZE tickets, idempotency_keys, tenants'); // inside the transaction: rolled back with it
+    await client.query('SET LOCAL enable_seqscan = off'); // as the API's pool (FIXED_PLANS_OPTION)
+    for (const q of [ticketA, key, sharedRef, eventId, inboxEventId, notificationId]) {
+      const statement = findStatement(q, a.slug, 20);
+      const { rows } = await client.query<{ id: string }>(statement.text, statement.values);
+      expect({ q, ids: rows.map((r) => r.id) }).toEqual({ q, ids: [ticketA] });
+      const plan = await client.query(`EXPLAIN (FORMAT JSON) ${statement.text}`, statement.values);
+      const scans = planNodes(plan.rows[0]['QUERY PLAN'][0].Plan).filter((n) =>
+        ['tickets', 'idempotency_keys'].includes(n['Relation Name'] as string),
+      );
+      expect(scans.length).toBeGreaterThan(0);
+      // Each reads by its key: tickets by id or by (tenant, externalRef), keys by (tenant, key); none walks the
+      // table or an index (a bitmap heap scan's condition is its Recheck Cond).
+      for (const n of scans)
+        expect({ q, scan: n['Index Cond'] ?? n['Recheck Cond'] }).toEqual({
+          q,
+          scan: expect.stringMatching(/^\(\(?(id|tenant_id) = /),
+        });
+    }
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
 });
