@@ -18,8 +18,8 @@ export interface ReconcileScheduleSettings {
   /** How often a process looks whether a run is due (default: min(interval, 1 min)). */
   checkEveryMs?: number;
   /**
-   * After each check the run waits this many times as long as the check took (default 1): a run keeps at
-   * most half of one database core busy, and the live traffic's statements get the gaps. 0: back to back.
+   * After each check the run waits this many times as long as the check took (default 1): its statements
+   * run at most half of the run's time, and the live traffic's statements get the gaps. 0: back to back.
    */
   paceRatio?: number;
 }

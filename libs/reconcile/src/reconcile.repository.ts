@@ -72,7 +72,7 @@ const QUERIES: Record<CheckId, (p: CheckParams) => Prisma.Sql> = {
   // tickets, which PostgreSQL runs as a hash join that spills to disk in batches when it outgrows
   // work_mem: linear in the tickets. (Ranking every ticket sharing a key with the window, with
   // `IN (SELECT ... FROM recent)` under an OR, fell back to a per-row scan of the window once the window
-  // outgrew work_mem: over 600 s at 876,211 tickets against 2.5 s this way, docs/benchmarks.md.)
+  // outgrew work_mem: over 600 s at 876,211 tickets against 1.7-1.8 s this way, docs/benchmarks.md.)
   'duplicate-ticket': ({ since, tenant }) => Prisma.sql`
       WITH recent AS (
         SELECT t.id, t.tenant_id, t.external_ref, t.idempotency_key, t.created_at FROM tickets t
@@ -95,21 +95,33 @@ export function checkStatement(check: CheckId, params: CheckParams, limit: numbe
 }
 
 /**
+ * Prisma's limits for a batch transaction, which otherwise rolls it back after 5 s and gives up waiting for a
+ * connection after 2 s. A check over a large window may take longer than that (7.0-7.6 s for the whole run
+ * at 876,211 tickets, one check 17 s with sequential scans off); it is read-only and holds no lock but its
+ * snapshot, so it may run as long as it needs. A failed run is not recorded and is retried at the next look.
+ */
+const SWEEP_TRANSACTION = { maxWait: 60_000, timeout: 3_600_000 };
+
+/**
  * One statement of the sweep, in a read-only transaction of its own with sequential scans allowed.
  *
  * The checks read whole windows of tickets, keys, events and notifications, joined against each other:
  * their right plans are sequential scans and hash joins. The API runs the scheduled reconciliation over
  * its own pool, whose sessions turn sequential scans off (FIXED_PLANS_OPTION, for the hot paths' key
- * lookups), which forced the checks into nested loops of index lookups: about four times the buffers
- * read, and up to twice the time (docs/benchmarks.md, "The scheduled reconciliation beside live
- * traffic"). `SET LOCAL` ends with the transaction, so the pool's connection goes back as it came.
+ * lookups), which forced the checks into nested loops of index lookups: at 876,211 tickets the first seven
+ * checks took 37 s that way against 6 s with sequential scans allowed (docs/benchmarks.md, "The scheduled
+ * reconciliation beside live traffic"). `SET LOCAL` ends with the transaction, so the pool's connection goes
+ * back as it came.
  */
 export async function sweepQuery<T>(prisma: PrismaClient, sql: Prisma.Sql): Promise<T[]> {
-  const [, , rows] = await prisma.$transaction([
-    prisma.$executeRaw`SET TRANSACTION READ ONLY`,
-    prisma.$executeRaw`SET LOCAL enable_seqscan = on`,
-    prisma.$queryRaw<T[]>(sql),
-  ]);
+  const [, , rows] = await prisma.$transaction(
+    [
+      prisma.$executeRaw`SET TRANSACTION READ ONLY`,
+      prisma.$executeRaw`SET LOCAL enable_seqscan = on`,
+      prisma.$queryRaw<T[]>(sql),
+    ],
+    SWEEP_TRANSACTION,
+  );
   return rows;
 }
 
