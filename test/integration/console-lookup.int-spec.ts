@@ -156,7 +156,17 @@ it("finds a ticket by its id, key, externalRef, event id, inbox event id and not
          FROM tickets WHERE tenant_id = $1 AND title = 'filler'`,
       [b.id],
     );
-    await client.query('ANALYZE tickets, idempotency_keys, tenants'); // inside the transaction: rolled back with it
+    // The rows go with the rollback; the statistics' row counts (pg_class) do not, so the finally analyses again.
+    await client.query('ANALYZE tickets, idempotency_keys, tenants');
+    // A key finds its ticket only in its own tenant: tenant b's key row naming a's ticket finds nothing.
+    const strayKey = `lookup-stray-${randomUUID()}`;
+    await client.query(
+      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, request_body, response_status, outcome, ticket_id, created_at, replay_until, expires_at)
+       VALUES ($1, $2, 'create', 'f', '{}', 201, 'created', $3, now(), now(), now() + interval '1 day')`,
+      [b.id, strayKey, ticketA],
+    );
+    const stray = findStatement(strayKey, undefined, 20);
+    expect((await client.query(stray.text, stray.values)).rows).toEqual([]);
     await client.query('SET LOCAL enable_seqscan = off'); // as the API's pool (FIXED_PLANS_OPTION)
     for (const q of [ticketA, key, sharedRef, eventId, inboxEventId, notificationId]) {
       const statement = findStatement(q, a.slug, 20);
@@ -178,5 +188,6 @@ it("finds a ticket by its id, key, externalRef, event id, inbox event id and not
   } finally {
     await client.query('ROLLBACK');
     client.release();
+    await db.query('ANALYZE tickets, idempotency_keys, tenants');
   }
 });

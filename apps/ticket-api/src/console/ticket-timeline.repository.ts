@@ -101,6 +101,7 @@ const TICKET_COLUMNS = Prisma.sql`t.id::text, tn.slug AS tenant, t.title, t.stat
  * docs/benchmarks.md). Keys and externalRefs are unique per tenant, and their indexes lead with the tenant:
  * they are looked up in each tenant (of `tenant`, a slug, when given); `OFFSET 0` keeps each lookup a
  * subquery run per tenant, which on small tables PostgreSQL would otherwise flatten into a walk of the index.
+ * A key finds its ticket only in the key's own tenant.
  */
 export function findStatement(q: string, tenant: string | undefined, limit: number): Prisma.Sql {
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q);
@@ -122,7 +123,8 @@ export function findStatement(q: string, tenant: string | undefined, limit: numb
                 WHERE true ${ofTenant('rt')}
                UNION ALL
                SELECT k.ticket_id FROM tenants kt CROSS JOIN LATERAL (
-                 SELECT ticket_id FROM idempotency_keys WHERE tenant_id = kt.id AND key = ${q} OFFSET 0) k
+                 SELECT ik.ticket_id FROM idempotency_keys ik JOIN tickets it ON it.id = ik.ticket_id AND it.tenant_id = ik.tenant_id
+                  WHERE ik.tenant_id = kt.id AND ik.key = ${q} OFFSET 0) k
                 WHERE true ${ofTenant('kt')})
          ${ofTenant('tn')}
        ORDER BY t.created_at DESC LIMIT ${limit}::int`;
