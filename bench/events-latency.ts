@@ -807,8 +807,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
       loops.push(r);
     }
 
-    const reconcileRuns = await reconcileRunsAgainstLoops(db, loops);
-    for (const line of reconcileRuns) log(`  ${line}`);
+    const reconcileRuns = await reconcileRunsAgainstLoops(db, loops); // in the report (formatLatency)
     const apiMem = memoryOf(api.pid);
     const consumerMem = memoryOf(consumer.pid);
     const rstats = receiver.stats();

@@ -111,6 +111,10 @@ it('the same externalRef in two tenants: a list of both, each link opening its o
   expect((await get({ id: ticketA, tenant: b.slug })).status).toBe(404);
 });
 
+/** An idempotency key ($2) of tenant $1 naming ticket $3. */
+const INSERT_KEY = `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, request_body, response_status, outcome, ticket_id, created_at, replay_until, expires_at)
+  VALUES ($1, $2, 'create', 'f', '{}', 201, 'created', $3, now(), now(), now() + interval '1 day')`;
+
 /** Every node of an EXPLAIN (FORMAT JSON) plan. */
 type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] };
 const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
@@ -125,11 +129,7 @@ it("finds a ticket by its id, key, externalRef, event id, inbox event id and not
       randomUUID(),
       randomUUID(),
     ];
-    await client.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, request_body, response_status, outcome, ticket_id, created_at, replay_until, expires_at)
-       VALUES ($1, $2, 'create', 'f', '{}', 201, 'created', $3, now(), now(), now() + interval '1 day')`,
-      [a.id, key, ticketA],
-    );
+    await client.query(INSERT_KEY, [a.id, key, ticketA]);
     await client.query(
       `INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload) VALUES ($1, $2, 'ticket', $3, 'ticket.created.v1', '{}')`,
       [eventId, a.id, ticketA],
@@ -160,11 +160,7 @@ it("finds a ticket by its id, key, externalRef, event id, inbox event id and not
     await client.query('ANALYZE tickets, idempotency_keys, tenants');
     // A key finds its ticket only in its own tenant: tenant b's key row naming a's ticket finds nothing.
     const strayKey = `lookup-stray-${randomUUID()}`;
-    await client.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, request_body, response_status, outcome, ticket_id, created_at, replay_until, expires_at)
-       VALUES ($1, $2, 'create', 'f', '{}', 201, 'created', $3, now(), now(), now() + interval '1 day')`,
-      [b.id, strayKey, ticketA],
-    );
+    await client.query(INSERT_KEY, [b.id, strayKey, ticketA]);
     const stray = findStatement(strayKey, undefined, 20);
     expect((await client.query(stray.text, stray.values)).rows).toEqual([]);
     await client.query('SET LOCAL enable_seqscan = off'); // as the API's pool (FIXED_PLANS_OPTION)
