@@ -99,6 +99,8 @@ export interface OpenLoopResult {
   load1: number;
   /** Wall-clock time (epoch ms) of the loop's first intended send. */
   startedAt: number;
+  /** The autovacuum workers seen in the bench database during the loop, and when (see autovacuumSampler). */
+  autovacuum: string[];
 }
 
 export interface LatencyBenchResult {
@@ -473,6 +475,43 @@ async function cpuMeter(groups: Record<string, () => Promise<number[]> | number[
   };
 }
 
+// ---------- autovacuum ----------
+
+/**
+ * Samples the autovacuum workers of the bench database every 200 ms until the returned function is called,
+ * which lists each as "VACUUM ANALYZE notifications 9.8-10.4 s" (seconds after the sampler started, the first
+ * and the last sample that saw it; a run shorter than 200 ms may be missed). A fresh database fills from empty
+ * in the bench's first phases, so every table crosses autovacuum's thresholds early on; this says when its
+ * workers ran against the loops' tail. One short query per sample, on the bench's own connection.
+ */
+function autovacuumSampler(db: Client): () => Promise<string[]> {
+  const t0 = now();
+  const seen = new Map<string, { what: string; first: number; last: number }>();
+  let stopped = false;
+  const sampling = (async () => {
+    while (!stopped) {
+      const { rows } = await db.query<{ pid: number; query: string }>(
+        `SELECT pid, query FROM pg_stat_activity
+          WHERE backend_type = 'autovacuum worker' AND datname = current_database() AND query LIKE 'autovacuum:%'`,
+      );
+      const at = (now() - t0) / 1000;
+      for (const r of rows) {
+        const what = r.query.replace(/^autovacuum:\s*/, '').replace(/\bpublic\./, '');
+        const k = `${r.pid} ${what}`;
+        const s = seen.get(k);
+        if (s) s.last = at;
+        else seen.set(k, { what, first: at, last: at });
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await sampling;
+    return [...seen.values()].map((s) => `${s.what} ${fixed(s.first, 1)}-${fixed(s.last, 1)} s`);
+  };
+}
+
 // ---------- one open loop, measured ----------
 
 /** The open loops' latency is also reported per window of this many seconds of intended send time (EVENTS_WINDOW_SECONDS). */
@@ -551,8 +590,10 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   const xact0 = await xacts();
   const meter = await d.meter();
   const progress = setInterval(() => ctx.log(`  ... ${d.arrivals.size - before} webhooks so far in this loop`), 5000);
+  const vacuums = autovacuumSampler(d.db);
   const samples = await openLoop(ctx, rate, seconds);
   clearInterval(progress);
+  const autovacuum = await vacuums();
   const cpu = await meter();
   const load1 = loadavg()[0];
   await new Promise((r) => setTimeout(r, 600)); // pg_stat_database is updated by the backends at most every 500 ms
@@ -615,6 +656,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     xactPerTicket,
     load1,
     startedAt: wall(t0),
+    autovacuum,
   };
 }
 
@@ -869,6 +911,7 @@ export function formatLatency(r: LatencyBenchResult): string {
         .map(([k, v]) => `${k} ${int(v)}`)
         .join(', ')}; ` +
         `${fixed(l.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed(((l.cpu.box - l.cpu.other) * 10) / l.rate, 1)} ms (all processes but "other")`,
+      `  autovacuum in the loop (into it): ${l.autovacuum.length ? l.autovacuum.join(', ') : 'none seen'}`,
     );
   });
   lines.push(
