@@ -105,7 +105,8 @@ export class KafkaMembership {
   constructor(
     private readonly kafka: Kafka,
     private readonly o: MembershipOptions,
-    private readonly run: ConsumerRunConfig,
+    /** The run configuration, or a function making one for each consumer this membership creates. */
+    private readonly run: ConsumerRunConfig | ((consumer: Consumer) => ConsumerRunConfig),
     private readonly log?: Logger,
     private readonly hooks: { joined?: () => void; rebuilt?: () => void } = {},
   ) {}
@@ -227,7 +228,7 @@ export class KafkaMembership {
     try {
       await c.connect();
       await c.subscribe({ topic: this.o.topic, fromBeginning: this.o.fromBeginning });
-      await c.run(this.run);
+      await c.run(typeof this.run === 'function' ? this.run(c) : this.run);
       if (crash)
         throw new JoinAttemptFailed(
           `kafka consumer crashed while joining the group: ${crash.name}: ${crash.message}`,

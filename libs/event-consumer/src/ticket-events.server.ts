@@ -9,6 +9,7 @@ import { parseEnvelope } from './envelope-parser';
 import { faultsOf, type KitFaults } from './faults';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
+import { OffsetCommitGroup } from './offset-commits';
 import { patchKafkajsProduceEncoding } from './kafkajs-produce-encoding';
 import { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 import type { KitLogger as Logger } from './kit-logger';
@@ -30,7 +31,8 @@ type Status = 'connected' | 'disconnected';
  *
  * kafkajs eachBatch, autoCommit off, eachBatchAutoResolve off. Each chunk of a partition's batch is
  * parsed, deduplicated against the group's inbox and handled in ONE database transaction; only after
- * it commits are the chunk's offsets resolved and committed (last + 1). A partition revoked meanwhile
+ * it commits are the chunk's offsets resolved and committed (last + 1), grouped with the other
+ * partitions' commits (OffsetCommitGroup) and before the next chunk. A partition revoked meanwhile
  * (isStale) gets no commit: its new owner re-reads the chunk and the inbox turns it into skips.
  */
 export class TicketEventsServer extends Server<Record<string, never>, Status> implements CustomTransportStrategy {
@@ -122,11 +124,15 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
           fromBeginning: this.options.fromBeginning,
           reconnectMaxDelayMs: this.options.reconnectMaxDelayMs,
         },
-        {
-          autoCommit: false,
-          eachBatchAutoResolve: false,
-          partitionsConsumedConcurrently: this.options.partitionsConcurrency,
-          eachBatch: (payload) => this.eachBatch(processor, payload),
+        // A commit group per consumer: a group's commits carry that consumer's resolved offsets.
+        () => {
+          const commits = new OffsetCommitGroup();
+          return {
+            autoCommit: false,
+            eachBatchAutoResolve: false,
+            partitionsConsumedConcurrently: this.options.partitionsConcurrency,
+            eachBatch: (payload) => this.eachBatch(processor, payload, commits),
+          };
         },
         this.log,
         { joined: () => watch.forget(), rebuilt: () => this.metrics.rebuilds.inc({ group: this.options.groupId }) },
@@ -209,7 +215,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
     return lastValueFrom(this.transformToObservable(await handler(data, ctx)), { defaultValue: undefined });
   }
 
-  private async eachBatch(processor: ChunkProcessor, p: EachBatchPayload): Promise<void> {
+  private async eachBatch(processor: ChunkProcessor, p: EachBatchPayload, commits: OffsetCommitGroup): Promise<void> {
     const { topic, partition, messages } = p.batch;
     const place = { groupId: this.options.groupId, topic, partition };
     const control = { heartbeat: () => p.heartbeat(), abandoned: () => this.killed || !p.isRunning() || p.isStale() };
@@ -232,7 +238,11 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       if (p.isStale() || this.killed) return;
       p.resolveOffset(lastOffset);
       const next = (BigInt(lastOffset) + 1n).toString();
-      await p.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
+      // Committed before the next chunk, in one request with the other partitions' chunks that finish meanwhile.
+      await commits.commit(
+        () => p.commitOffsetsIfNecessary(p.uncommittedOffsets()),
+        () => this.killed || !p.isRunning(),
+      );
       this.metrics.lag.set(
         { group: place.groupId, topic, partition: String(partition) },
         Math.max(0, Number(BigInt(p.batch.highWatermark) - BigInt(next))),
