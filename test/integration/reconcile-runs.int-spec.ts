@@ -292,3 +292,39 @@ it('the duplicate check stays a join when the window outgrows work_mem: no subqu
     await db.query('DELETE FROM tenants WHERE id = $1', [bulk]);
   }
 });
+
+it('a process whose scheduled runs keep failing backs off (attempts at looks 1, 2, 4, 8, 16), and a success ends the backoff', async () => {
+  const before = await schedulingRuns();
+  const settings = {
+    databaseUrl: 'postgresql://postgres@127.0.0.1:1/nowhere', // the lock's connection is refused: every run fails
+    intervalMs: 1, // due at every look
+    checkEveryMs: 60_000,
+    windowMs: 24 * HOUR,
+    graceMs: 300_000,
+    group: 'reconcile-runs-test',
+  };
+  const warnings: string[] = [];
+  const log = createLogger('warn', 'reconcile-runs-test', { write: (line: string) => void warnings.push(line) });
+  let look = 0;
+  const attempts: Array<[number, 'failed' | 'recorded']> = [];
+  const schedule = new ReconcileSchedule(prisma, settings, log, (run, err) =>
+    attempts.push([look, err ? 'failed' : run ? 'recorded' : 'failed']),
+  );
+  for (look = 1; look <= 12; look++) await schedule.runIfDue();
+  expect(attempts).toEqual([
+    [1, 'failed'],
+    [2, 'failed'],
+    [4, 'failed'],
+    [8, 'failed'],
+  ]);
+  expect(warnings.at(-1)).toContain('tries again in 8 min');
+  settings.databaseUrl = scratch.url; // the database answers again
+  for (look = 13; look <= 17; look++) await schedule.runIfDue();
+  // Looks 9-15 are skipped after the fourth failure; look 16 runs, and from then on every look does.
+  expect(attempts.slice(4)).toEqual([
+    [16, 'recorded'],
+    [17, 'recorded'],
+  ]);
+  expect(await schedulingRuns()).toBe(before + 2);
+  await schedule.stop();
+});

@@ -24,6 +24,13 @@ export interface ReconcileScheduleSettings {
   paceRatio?: number;
 }
 
+/** The longest wait between two attempts of a process whose scheduled runs keep failing. */
+const MAX_RETRY_WAIT_MS = 3_600_000;
+
+function formatWait(ms: number): string {
+  return ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.max(1, Math.round(ms / 1000))} s`;
+}
+
 /**
  * Runs the reconciliation on a schedule inside a long-running process (the API). Every process
  * looks every `checkEveryMs` whether a run is due; under a session advisory lock (one process at
@@ -41,6 +48,9 @@ export class ReconcileSchedule {
   private stopped = false;
   /** Aborted by stop(): a run in progress skips its remaining pauses. */
   private readonly hurry = new AbortController();
+  /** Failed runs in a row, and the looks still to skip after the last one (see runIfDue). */
+  private failures = 0;
+  private skipLooks = 0;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -54,8 +64,7 @@ export class ReconcileSchedule {
 
   start(): void {
     if (this.settings.intervalMs <= 0 || this.timer) return;
-    const every = this.settings.checkEveryMs ?? Math.min(this.settings.intervalMs, 60_000);
-    this.timer = setInterval(() => void this.runIfDue(), every);
+    this.timer = setInterval(() => void this.runIfDue(), this.lookEveryMs);
     this.timer.unref();
   }
 
@@ -74,21 +83,46 @@ export class ReconcileSchedule {
     return sleep(ms, undefined, { signal: this.hurry.signal, ref: false }).catch(() => undefined);
   }
 
-  /** One look: runs the reconciliation when it is due and no other process is at it. Resolves with the recorded run, if any. */
+  private get lookEveryMs(): number {
+    return this.settings.checkEveryMs ?? Math.min(this.settings.intervalMs, 60_000);
+  }
+
+  /**
+   * One look: runs the reconciliation when it is due and no other process is at it. Resolves with the
+   * recorded run, if any. A failed run is not recorded, so it would be due again at the next look: after
+   * n failures in a row this process skips 2^(n-1) - 1 looks (none, 1, 3, 7 ...), waiting at most an hour
+   * between attempts, so a check that keeps failing (a database that times it out) is not run over the
+   * whole window every minute. Any success ends the backoff.
+   */
   runIfDue(): Promise<StoredReconcileRun | null> {
     if (this.tick || this.stopped) return Promise.resolve(null);
-    const done = this.lookAndRun().then(
-      (run) => {
-        if (run) this.onRun?.(run);
-        return run;
-      },
-      (err: unknown) => {
-        this.log?.warn({ err }, 'scheduled reconcile failed; the next look retries');
-        this.onRun?.(null, err);
-        return null;
-      },
-    );
-    this.tick = done.then(() => undefined).finally(() => (this.tick = undefined));
+    if (this.skipLooks > 0) {
+      this.skipLooks--;
+      return Promise.resolve(null);
+    }
+    const done = this.lookAndRun()
+      .then(
+        (run) => {
+          this.failures = 0;
+          if (run) this.onRun?.(run);
+          return run;
+        },
+        (err: unknown) => {
+          this.failures++;
+          const maxSkips = Math.max(0, Math.floor(MAX_RETRY_WAIT_MS / this.lookEveryMs) - 1);
+          this.skipLooks = Math.min(2 ** Math.min(this.failures - 1, 30) - 1, maxSkips);
+          const retryInMs = (this.skipLooks + 1) * this.lookEveryMs;
+          this.log?.warn(
+            { err, failuresInARow: this.failures, retryInMs },
+            `scheduled reconcile failed; this process tries again in ${formatWait(retryInMs)} (the wait doubles with each failure in a row, up to an hour; npm run cli -- reconcile runs it now)`,
+          );
+          this.onRun?.(null, err);
+          return null;
+        },
+      )
+      // The look is over when its caller hears of it: a look right after finds none in progress.
+      .finally(() => (this.tick = undefined));
+    this.tick = done.then(() => undefined);
     return done;
   }
 
