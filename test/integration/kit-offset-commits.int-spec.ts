@@ -2,6 +2,7 @@
 // flight are committed together by the next OffsetCommit request, and each chunk still waits for the commit
 // of its own offset. Real broker, real PostgreSQL, the kit example (kit API only).
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { INestMicroservice } from '@nestjs/common';
 import type { Consumer } from 'kafkajs';
 import { Pool } from 'pg';
@@ -56,7 +57,8 @@ describe('event consumer kit: grouped offset commits', () => {
           if (arrived.has(partition) && arrived.size === PARTITIONS) return;
           arrived.add(partition);
           if (arrived.size === PARTITIONS) all();
-          await Promise.all([ready, together]);
+          // Bounded: if the first fetch did not bring all four, the test fails on the requests below instead of hanging.
+          await Promise.race([Promise.all([ready, together]), sleep(15_000)]);
         },
       },
     ) as TicketEventsOptions;

@@ -58,13 +58,13 @@ describe('OffsetCommitGroup', () => {
     await expect(second).resolves.toBeUndefined();
   });
 
-  it('a queued commit asks skip() before it starts: a stopped consumer sends nothing more', async () => {
+  it('a queued commit asks skip() before it starts: a killed instance sends nothing more', async () => {
     const g = new OffsetCommitGroup();
     const { sends, send } = gate();
-    let stopped = false;
+    let killed = false;
     const first = g.commit(send);
-    const queued = g.commit(send, () => stopped);
-    stopped = true;
+    const queued = g.commit(send, () => killed);
+    killed = true;
     sends[0].finish();
     await first;
     await queued;

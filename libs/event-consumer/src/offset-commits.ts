@@ -24,7 +24,7 @@ export class OffsetCommitGroup {
   /**
    * Resolves once a commit that started after this call has succeeded (it carries the caller's
    * resolved offset); rejects with that commit's error. `skip()` is asked just before a queued
-   * commit starts: true (the consumer was stopped or killed meanwhile) ends it without a request.
+   * commit starts: true (the instance was killed meanwhile, a test's fault hook) ends it without a request.
    */
   commit(send: () => Promise<void>, skip: () => boolean = () => false): Promise<void> {
     if (this.next) return this.next;
