@@ -293,7 +293,7 @@ it('the duplicate check stays a join when the window outgrows work_mem: no subqu
   }
 });
 
-it('a process whose scheduled runs keep failing backs off (attempts at looks 1, 2, 4, 8, 16), and a success ends the backoff', async () => {
+it('a process whose scheduled runs keep failing backs off (attempts at looks 1, 2, 4, 8, 16), and a success ends the backoff and its count', async () => {
   const before = await schedulingRuns();
   const settings = {
     databaseUrl: 'postgresql://postgres@127.0.0.1:1/nowhere', // the lock's connection is refused: every run fails
@@ -326,5 +326,13 @@ it('a process whose scheduled runs keep failing backs off (attempts at looks 1, 
     [17, 'recorded'],
   ]);
   expect(await schedulingRuns()).toBe(before + 2);
+  // The success reset the count: failing again, the process backs off from the start (18, 19, then 21).
+  settings.databaseUrl = 'postgresql://postgres@127.0.0.1:1/nowhere';
+  for (look = 18; look <= 21; look++) await schedule.runIfDue();
+  expect(attempts.slice(6)).toEqual([
+    [18, 'failed'],
+    [19, 'failed'],
+    [21, 'failed'],
+  ]);
   await schedule.stop();
 });

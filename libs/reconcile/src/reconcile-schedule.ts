@@ -83,8 +83,9 @@ export class ReconcileSchedule {
     return sleep(ms, undefined, { signal: this.hurry.signal, ref: false }).catch(() => undefined);
   }
 
+  /** At least 1 ms (Node runs a 0 ms interval every millisecond). */
   private get lookEveryMs(): number {
-    return this.settings.checkEveryMs ?? Math.min(this.settings.intervalMs, 60_000);
+    return Math.max(1, this.settings.checkEveryMs ?? Math.min(this.settings.intervalMs, 60_000));
   }
 
   /**
