@@ -98,7 +98,8 @@ export function checkStatement(check: CheckId, params: CheckParams, limit: numbe
  * Prisma's limits for a batch transaction, which otherwise rolls it back after 5 s and gives up waiting for a
  * connection after 2 s. A check over a large window may take longer than that (7.0-7.6 s for the whole run
  * at 876,211 tickets, one check 17 s with sequential scans off); it is read-only and holds no lock but its
- * snapshot, so it may run as long as it needs. A failed run is not recorded and is retried at the next look.
+ * snapshot, so it may run as long as it needs. A failed run is not recorded; the schedule tries again with
+ * a backoff (ReconcileSchedule.runIfDue).
  */
 const SWEEP_TRANSACTION = { maxWait: 60_000, timeout: 3_600_000 };
 
