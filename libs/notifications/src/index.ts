@@ -24,7 +24,8 @@ export type {
   DispatcherSettings,
   DispatcherStats,
   HandOverLease,
+  HandOverOptions,
   HandOverResult,
 } from './webhook-dispatcher';
-export type { ClaimedNotification } from './notifications.repository';
+export { recordCtes, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
 export { DispatcherMetrics, type DeliveryOutcome } from './dispatcher-metrics';

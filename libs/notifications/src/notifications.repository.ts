@@ -124,31 +124,36 @@ export class NotificationsRepository {
   }
 }
 
-/** The CTEs (r, upd, ins) that record `records`: see NotificationsRepository.record(). */
-function recordCtes(records: AttemptRecord[]): { ids: string[]; ctes: Prisma.Sql } {
+/**
+ * The CTEs (rec, rec_upd, rec_ins) that record `records`: see NotificationsRepository.record(). Each is
+ * idempotent (the update is fenced by the lease token, which it clears; the attempt insert skips an attempt
+ * already there), and PostgreSQL runs a data-modifying CTE whether or not the statement reads it, so they
+ * can lead any statement's WITH: the claim's, and the notifier's inbox statement (WebhookDispatcher.handOver).
+ */
+export function recordCtes(records: readonly AttemptRecord[]): { ids: string[]; ctes: Prisma.Sql } {
   const column = <K extends keyof AttemptRecord>(key: K) => records.map((r) => r[key]);
   const ids = column('id');
   const ctes = Prisma.sql`
-      r AS (
+      rec AS (
         SELECT * FROM unnest(${ids}::uuid[], ${column('leaseToken')}::uuid[], ${column('status')}::text[], ${column('delayMs')}::int[],
                              ${column('lastError')}::text[], ${column('attemptNo')}::int[], ${column('statusCode')}::int[],
                              ${column('error')}::text[], ${column('durationMs')}::int[])
-                 AS r(id, token, status, delay_ms, last_error, attempt_no, status_code, error, duration_ms)
-      ), upd AS (
+                 AS rec(id, token, status, delay_ms, last_error, attempt_no, status_code, error, duration_ms)
+      ), rec_upd AS (
         UPDATE notifications n
-        SET status = r.status,
-            delivered_at = CASE WHEN r.status = 'delivered' THEN now() END,
-            next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + r.delay_ms * interval '1 millisecond' END,
-            last_error = r.last_error,
+        SET status = rec.status,
+            delivered_at = CASE WHEN rec.status = 'delivered' THEN now() END,
+            next_attempt_at = CASE WHEN rec.status = 'pending' THEN now() + rec.delay_ms * interval '1 millisecond' END,
+            last_error = rec.last_error,
             lease_token = NULL
-        FROM r
+        FROM rec
         -- The ids as an array condition too: the primary key is probed for them whatever the join (planned on a
         -- table of a few rows, the join by hash walked the whole primary key).
-        WHERE n.id = ANY (ARRAY(SELECT id FROM r)) AND n.id = r.id AND n.lease_token = r.token
+        WHERE n.id = ANY (ARRAY(SELECT id FROM rec)) AND n.id = rec.id AND n.lease_token = rec.token
         RETURNING n.id
-      ), ins AS (
+      ), rec_ins AS (
         INSERT INTO notification_attempts (notification_id, attempt_no, status_code, error, duration_ms)
-        SELECT id, attempt_no, status_code, error, duration_ms FROM r
+        SELECT id, attempt_no, status_code, error, duration_ms FROM rec
         ON CONFLICT (notification_id, attempt_no) DO NOTHING
         RETURNING 1
       )`;

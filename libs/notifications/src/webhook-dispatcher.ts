@@ -19,6 +19,7 @@ import type {
   DispatcherSettings,
   DispatcherStats,
   HandOverLease,
+  HandOverOptions,
   HandOverResult,
 } from './webhook-dispatcher.types';
 
@@ -27,6 +28,7 @@ export type {
   DispatcherSettings,
   DispatcherStats,
   HandOverLease,
+  HandOverOptions,
   HandOverResult,
 } from './webhook-dispatcher.types';
 
@@ -58,7 +60,7 @@ export class WebhookDispatcher {
   private loop?: Promise<void>;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly counters = { delivered: 0, retried: 0, dead: 0, handedOver: 0 };
+  private readonly counters = { delivered: 0, retried: 0, dead: 0, handedOver: 0, recordedWithChunks: 0 };
   /** Slots promised to handOver() statements still running. */
   private reserved = 0;
   /** The last claim came back full or was skipped (no free slot): claim again when a slot frees. */
@@ -117,21 +119,38 @@ export class WebhookDispatcher {
    * no wake-up round), and a wake-up is asked for the rest. The lease fences them from other
    * dispatchers like a claim's: if this process dies before sending, they are due again when it
    * expires. `create` gets no lease (undefined) while no slot is free or the dispatcher is stopped.
+   *
+   * With `{ records: true }`, `create` also gets the deliveries finished and not yet recorded, and must
+   * record them in its statement (recordCtes): they count as recorded when it returns. If it throws,
+   * they are recorded on their own at once, as a flush would.
    */
   async handOver<R extends HandOverResult>(
     maxLeased: number,
-    create: (lease?: HandOverLease) => Promise<R>,
+    create: (lease?: HandOverLease, records?: readonly AttemptRecord[]) => Promise<R>,
+    options: HandOverOptions = {},
   ): Promise<R> {
     const limit = this.running
       ? Math.min(maxLeased, this.settings.concurrency - this.inFlight.size - this.reserved)
       : 0;
     const lease = limit > 0 ? { token: randomUUID(), limit, leaseMs: this.settings.leaseMs } : undefined;
+    const records = options.records && this.running ? this.takeUnrecorded() : [];
     if (lease) this.reserved += lease.limit;
     let result: R;
     try {
-      result = await create(lease);
+      result = await create(lease, records.length > 0 ? records.map(toRecord) : undefined);
+    } catch (err) {
+      if (records.length > 0) {
+        this.unrecorded.unshift(...records);
+        this.flush();
+      }
+      throw err;
     } finally {
       if (lease) this.reserved -= lease.limit;
+    }
+    if (records.length > 0) {
+      this.database.ok();
+      this.counters.recordedWithChunks += records.length;
+      records.forEach((f) => f.done(true));
     }
     const rows = result.leased;
     if (rows.length > 0 && this.running) {
@@ -176,7 +195,7 @@ export class WebhookDispatcher {
   }
 
   stats(): DispatcherStats {
-    return { ...this.counters, inFlight: this.inFlight.size };
+    return { ...this.counters, inFlight: this.inFlight.size, unrecorded: this.unrecorded.length };
   }
 
   private async run(): Promise<void> {

@@ -53,9 +53,14 @@ export interface DispatcherStats {
   delivered: number;
   retried: number;
   dead: number;
+  /** Deliveries started and not yet recorded (a finished one counts until its result is recorded). */
   inFlight: number;
+  /** Finished deliveries waiting for the statement that records them (a flush, a claim or handOver). */
+  unrecorded: number;
   /** Deliveries started from notifications leased by their creating statement (handOver), without a claim. */
   handedOver: number;
+  /** Finished deliveries recorded by a statement that created notifications (handOver with `records`), not one of their own. */
+  recordedWithChunks: number;
 }
 
 /**
@@ -66,6 +71,16 @@ export interface HandOverLease {
   token: string;
   limit: number;
   leaseMs: number;
+}
+
+/**
+ * handOver's options. `records`: the statement also records the deliveries this dispatcher has finished
+ * and not yet recorded (`recordCtes(records)` at the head of its WITH; the records are passed to it as
+ * its second argument): the notifier's inbox statement does, so the results of the last deliveries ride
+ * on the next chunk's statement instead of a statement and a transaction of their own.
+ */
+export interface HandOverOptions {
+  records?: boolean;
 }
 
 /** What a statement that created notifications under a HandOverLease reports. */
