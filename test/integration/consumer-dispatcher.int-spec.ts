@@ -1,7 +1,8 @@
 // The webhook dispatcher against a real HTTP receiver: retries with backoff, permanent failures,
 // giving up, tenants without a target, two dispatchers racing for the same notifications, and the
 // hand-over from the inbox statement (the notifications it leases are sent without a claim; a leased
-// notification is fenced from other dispatchers like a claimed one and due again when its lease ends).
+// notification is fenced from other dispatchers like a claimed one and due again when its lease ends; the
+// statement records the deliveries finished before it).
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,7 @@ const topic = uniqueName('dispatch-it');
 const groupId = uniqueName('notifier-dispatch-it');
 const raceGroupId = uniqueName('notifier-race-it');
 const leaseGroupId = uniqueName('notifier-lease-it');
+const foldGroupId = uniqueName('notifier-fold-it');
 const secret = newWebhookSecret();
 const tenantId = randomUUID();
 const bareTenantId = randomUUID();
@@ -92,8 +94,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await consumer?.stop();
-  await db.query('DELETE FROM notifications WHERE group_id = ANY($1)', [[groupId, raceGroupId, leaseGroupId]]);
-  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [[groupId, leaseGroupId]]);
+  await db.query('DELETE FROM notifications WHERE group_id = ANY($1)', [
+    [groupId, raceGroupId, leaseGroupId, foldGroupId],
+  ]);
+  await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = ANY($1)', [
+    [groupId, leaseGroupId, foldGroupId],
+  ]);
   await db.query('DELETE FROM tenants WHERE id = ANY($1)', [[tenantId, bareTenantId]]);
   await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
   await Promise.allSettled([fx?.close(), prisma?.$disconnect(), db?.end(), receiver?.close()]);
@@ -407,4 +413,81 @@ it('a dispatcher stopped while the inbox statement ran gives the leases back uns
   ]);
   expect(dispatcher.stats().handedOver).toBe(0);
   expect(receiver.requests.filter((d) => ids.includes(bodyEventId(d)!))).toHaveLength(0);
+});
+
+it('the next inbox statement records the deliveries finished before it; a statement that fails leaves them to a record of their own', async () => {
+  // Neither a flush nor a claim would record anything within this test: only the inbox statements can.
+  const dispatcher = new WebhookDispatcher({
+    prisma,
+    groupId: foldGroupId,
+    defaultSecret: secret,
+    ...TEST_NOTIFIER,
+    pollIntervalMs: 600_000,
+    recordFlushMs: 600_000,
+    recordBatchSize: 1_000,
+  });
+  const inbox = new InboxRepository();
+  let offset = 0;
+  const chunk = (events: ReturnType<typeof ticketCreated>[]) =>
+    dispatcher.handOver(
+      events.length,
+      (lease, records) =>
+        inbox.recordBatch(db, {
+          groupId: foldGroupId,
+          topic,
+          partition: 0,
+          defaultWebhookUrl: null,
+          events,
+          offsets: events.map(() => String(offset++)),
+          values: events.map((e) => Buffer.from(JSON.stringify(e))),
+          invalid: [],
+          lease,
+          records,
+        }),
+      { records: true },
+    );
+  const finished = (n: number) =>
+    eventually(
+      () => dispatcher.stats().unrecorded,
+      (u) => u === n,
+      20_000,
+      `${n} deliveries finished, not recorded`,
+    );
+  dispatcher.start();
+  try {
+    const first = [ticketCreated(tenantId), ticketCreated(tenantId)];
+    expect((await chunk(first)).leased).toHaveLength(2);
+    await finished(2);
+    const firstIds = first.map((e) => e.id);
+    expect(receiver.requests.filter((d) => firstIds.includes(bodyEventId(d)!))).toHaveLength(2);
+    // Sent, and still as leased: attempt 1 under the lease, no attempt row.
+    const sent = await notificationsOf(foldGroupId, firstIds);
+    expect(sent.map((r) => [r.status, r.attempts, r.tries])).toEqual([
+      ['pending', 1, 0],
+      ['pending', 1, 0],
+    ]);
+
+    const second = [ticketCreated(tenantId)];
+    expect((await chunk(second)).leased).toHaveLength(1);
+    // Recorded by the statement of the second chunk, before it returned.
+    const rows = await notificationsOf(foldGroupId, firstIds);
+    expect(rows).toHaveLength(2);
+    expect(rows.every((r) => r.status === 'delivered' && r.attempts === 1 && r.tries === 1)).toBe(true);
+    expect(dispatcher.stats()).toMatchObject({ recordedWithChunks: 2, delivered: 2 });
+
+    // A statement that fails: the delivery it was to record is recorded on its own at once.
+    await finished(1);
+    await expect(
+      dispatcher.handOver(1, () => Promise.reject(new Error('statement failed')), { records: true }),
+    ).rejects.toThrow('statement failed');
+    await eventually(
+      () => notificationsOf(foldGroupId, [second[0].id]),
+      (r) => r.length === 1 && r[0].status === 'delivered' && r[0].tries === 1,
+      20_000,
+      'recorded on its own',
+    );
+    expect(dispatcher.stats()).toMatchObject({ recordedWithChunks: 2, delivered: 3, unrecorded: 0 });
+  } finally {
+    await dispatcher.stop();
+  }
 });

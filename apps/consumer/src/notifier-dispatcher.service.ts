@@ -4,8 +4,10 @@ import { createPrismaClient, type PrismaClient } from '@tickets/db';
 import type { Logger } from '@tickets/logger';
 import {
   WebhookDispatcher,
+  type AttemptRecord,
   type DispatcherStats,
   type HandOverLease,
+  type HandOverOptions,
   type HandOverResult,
 } from '@tickets/notifications';
 import type { Registry } from 'prom-client';
@@ -14,7 +16,8 @@ import type { Registry } from 'prom-client';
  * The webhook dispatcher of the notifier for the lifetime of the Nest application: started on
  * bootstrap, stopped on shutdown (after the kit's transport has left the group). The controller's
  * inbox statement runs through handOver(): the notifications it leases are sent at once, the
- * dispatcher is woken for the rest. `dispatch: false` (the benchmark) runs none.
+ * dispatcher is woken for the rest, and the statement records the deliveries finished since the last
+ * statement that recorded any. `dispatch: false` (the benchmark) runs none.
  * Its delivery metrics go to `registry` (the kit's, served on NOTIFIER_METRICS_PORT).
  */
 @Injectable()
@@ -45,9 +48,13 @@ export class NotifierDispatcherService implements OnApplicationBootstrap, OnAppl
       : undefined;
   }
 
-  /** See WebhookDispatcher.handOver; without a dispatcher, `create` runs without a lease. */
-  handOver<R extends HandOverResult>(maxLeased: number, create: (lease?: HandOverLease) => Promise<R>): Promise<R> {
-    return this.dispatcher ? this.dispatcher.handOver(maxLeased, create) : create(undefined);
+  /** See WebhookDispatcher.handOver; without a dispatcher, `create` runs without a lease and records nothing. */
+  handOver<R extends HandOverResult>(
+    maxLeased: number,
+    create: (lease?: HandOverLease, records?: readonly AttemptRecord[]) => Promise<R>,
+    options?: HandOverOptions,
+  ): Promise<R> {
+    return this.dispatcher ? this.dispatcher.handOver(maxLeased, create, options) : create(undefined, undefined);
   }
 
   stats(): DispatcherStats | undefined {

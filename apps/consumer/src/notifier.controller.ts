@@ -16,7 +16,8 @@ import { DEFAULT_WEBHOOK_URL } from './tokens';
  * offset order, copies included, their bytes and the invalid messages) on a connection outside any
  * transaction; one statement records inbox rows, notifications, dead letters and replay counters
  * atomically, and the kit commits the offsets after it returns. The statement leases the new
- * notifications the dispatcher has room for, and the dispatcher sends those at once (handOver).
+ * notifications the dispatcher has room for, and the dispatcher sends those at once (handOver); it also
+ * records the dispatcher's deliveries finished since its last record, instead of a statement of their own.
  */
 @Controller()
 export class NotifierController {
@@ -28,19 +29,23 @@ export class NotifierController {
 
   @OnTicketEventBatch({ inbox: 'handler' })
   async record(@Payload() events: TicketEvent[], @Ctx() ctx: TicketEventBatchContext): Promise<OwnInboxResult> {
-    const r = await this.dispatcher.handOver(events.length, (lease) =>
-      this.inbox.recordBatch(ctx.tx, {
-        groupId: ctx.groupId,
-        topic: ctx.topic,
-        partition: ctx.partition,
-        defaultWebhookUrl: this.defaultWebhookUrl,
-        events,
-        offsets: ctx.offsets,
-        values: ctx.values,
-        traceparents: ctx.traceparents,
-        invalid: ctx.invalid,
-        lease,
-      }),
+    const r = await this.dispatcher.handOver(
+      events.length,
+      (lease, records) =>
+        this.inbox.recordBatch(ctx.tx, {
+          groupId: ctx.groupId,
+          topic: ctx.topic,
+          partition: ctx.partition,
+          defaultWebhookUrl: this.defaultWebhookUrl,
+          events,
+          offsets: ctx.offsets,
+          values: ctx.values,
+          traceparents: ctx.traceparents,
+          invalid: ctx.invalid,
+          lease,
+          records,
+        }),
+      { records: true },
     );
     return { processed: r.processed, duplicates: r.skippedDuplicate };
   }

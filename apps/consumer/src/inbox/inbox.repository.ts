@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { Prisma, sqlState } from '@tickets/db';
 import { int4Array, int8Array, textArray, uuidArray } from '@tickets/event-consumer';
 import type { InvalidMessage, TicketEvent } from '@tickets/event-consumer';
-import type { ClaimedNotification, HandOverLease } from '@tickets/notifications';
+import { recordCtes, type AttemptRecord, type ClaimedNotification, type HandOverLease } from '@tickets/notifications';
 
 export interface RecordBatchInput {
   groupId: string;
@@ -21,6 +21,8 @@ export interface RecordBatchInput {
   invalid: readonly InvalidMessage[];
   /** Lease up to `lease.limit` of the new pending notifications for the dispatcher of this process (WebhookDispatcher.handOver). */
   lease?: HandOverLease;
+  /** Deliveries of this process's dispatcher to record in the same statement (WebhookDispatcher.handOver with `records`). */
+  records?: readonly AttemptRecord[];
 }
 
 export interface RecordBatchResult {
@@ -120,7 +122,9 @@ export class InboxRepository {
    * one atomic statement, its own transaction; the kit commits the Kafka offset only after it returns.
    * It dead-letters the invalid messages, inserts each event id not yet in ticket_events.inbox_events and one
    * notification for it, counts the events already there as duplicates, and advances the counters of a
-   * running replay of this group for offsets below its end.
+   * running replay of this group for offsets below its end. With `records`, it also records those finished
+   * deliveries of the dispatcher (recordCtes: fenced by their lease tokens, as the dispatcher's own record
+   * statement is), saving that statement its own transaction.
    *
    * The fast path probes the inbox's primary key per event and inserts plainly. Two consumers racing on
    * the same event (a rebalance, kafkajs#1046) make the later insert fail with a unique violation, and
@@ -150,12 +154,13 @@ export class InboxRepository {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
     const { lease } = input;
+    const rec = input.records?.length ? recordCtes(input.records) : undefined;
     const [r] = await this.query<
       Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }
     >(
       db,
       Prisma.sql`
-      WITH v AS (
+      WITH ${rec ? Prisma.sql`${rec.ctes},` : Prisma.empty} v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
                              ${int4Array(c.repeats)}::int4[], ${textArray(c.traceparents)}::text[])
@@ -251,8 +256,9 @@ export class InboxRepository {
                                                 'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret,
                                                 'tenant_id', n.tenant_id))
                 FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
-      // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
-      careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch',
+      // Four shapes (with or without a lease, with or without records), each its own prepared statement; careful
+      // mode is rare: unnamed.
+      careful ? undefined : `inbox-record-batch${lease ? '-lease' : ''}${rec ? '-records' : ''}`,
     );
     return {
       received: input.events.length + input.invalid.length,
