@@ -121,34 +121,42 @@ export class WebhookDispatcher {
    * expires. `create` gets no lease (undefined) while no slot is free or the dispatcher is stopped.
    *
    * With `{ records: true }`, `create` also gets the deliveries finished and not yet recorded, and must
-   * record them in its statement (recordCtes): they count as recorded when it returns. If it throws,
-   * they are recorded on their own at once, as a flush would.
+   * record them in its statement (recordCtes): they count as recorded when it returns. Their slots count
+   * as free for the lease (their requests are over). If `create` throws, they are recorded on their own at
+   * once (as a flush would) and `create` runs once more without them, so a result that cannot be written
+   * (a notification deleted meanwhile, a broken attempts table) never fails the caller's chunk.
    */
   async handOver<R extends HandOverResult>(
     maxLeased: number,
     create: (lease?: HandOverLease, records?: readonly AttemptRecord[]) => Promise<R>,
     options: HandOverOptions = {},
   ): Promise<R> {
-    const limit = this.running
-      ? Math.min(maxLeased, this.settings.concurrency - this.inFlight.size - this.reserved)
-      : 0;
-    const lease = limit > 0 ? { token: randomUUID(), limit, leaseMs: this.settings.leaseMs } : undefined;
     const records = options.records && this.running ? this.takeUnrecorded() : [];
+    const busy = this.inFlight.size - records.length + this.reserved;
+    const limit = this.running ? Math.min(maxLeased, this.settings.concurrency - busy) : 0;
+    const lease = limit > 0 ? { token: randomUUID(), limit, leaseMs: this.settings.leaseMs } : undefined;
     if (lease) this.reserved += lease.limit;
     let result: R;
+    let recorded = records.length > 0;
     try {
-      result = await create(lease, records.length > 0 ? records.map(toRecord) : undefined);
-    } catch (err) {
-      if (records.length > 0) {
+      try {
+        result = await create(lease, recorded ? records.map(toRecord) : undefined);
+      } catch (err) {
+        if (!recorded) throw err;
+        recorded = false;
         this.unrecorded.unshift(...records);
         this.flush();
+        // A failure that is not the results' (the database down) fails the second run too, and the flush says so.
+        this.opts.logger?.debug(
+          { err, results: records.length },
+          'a statement carrying delivery results failed: the results are recorded on their own, the statement runs again without them',
+        );
+        result = await create(lease, undefined);
       }
-      throw err;
     } finally {
       if (lease) this.reserved -= lease.limit;
     }
-    if (records.length > 0) {
-      this.database.ok();
+    if (recorded) {
       this.counters.recordedWithChunks += records.length;
       records.forEach((f) => f.done(true));
     }
