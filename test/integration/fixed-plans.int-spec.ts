@@ -141,44 +141,65 @@ afterAll(async () => {
   await database?.drop();
 });
 
-it("the dispatcher's record statement reads by key on a connection that planned it while the table was empty", async () => {
+it("the dispatcher's record statement reads by key on a connection that planned it while the table was empty, alone and in the inbox statement", async () => {
   prisma = dispatcherClient('g');
   const repo = new NotificationsRepository(prisma);
-  const insert = async (n: number) =>
-    (
-      await db.query<{ id: string }>(
-        `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, payload, status)
-         SELECT 'g', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'ticket.created.v1', repeat('x', 1500), 'pending'
-           FROM generate_series(1, $1::int)
-         RETURNING id`,
-        [n],
-      )
-    ).rows;
-  // Runs while the table holds a few rows (a fresh database's first deliveries, four per statement): the one
-  // connection caches its generic plan now. (At about 20 rows, the plan that joins by hash walked the whole
-  // primary key: 5,400 blocks per call a few seconds later, in the POST -> webhook bench.)
-  const first = await insert(24);
-  await db.query('ANALYZE notifications'); // as autovacuum does once the first rows arrived
-  for (let i = 0; i < first.length; i += 4)
-    await repo.record(first.slice(i, i + 4).map((row) => ({ ...record(row.id), attemptNo: 1 })));
+  // The inbox statement carrying the dispatcher's results, on the kit's connection: its shape without a lease (a
+  // dispatcher with no free slot; the shape with one is in the generic-plans case below).
+  const kit = kitPool('g');
+  try {
+    const chunkWithResults = chunkRecorder(kit, 'g');
+    const insert = async (n: number) =>
+      (
+        await db.query<{ id: string }>(
+          `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, payload, status)
+           SELECT 'g', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'ticket.created.v1', repeat('x', 1500), 'pending'
+             FROM generate_series(1, $1::int)
+           RETURNING id`,
+          [n],
+        )
+      ).rows;
+    // Runs while the table holds a few rows (a fresh database's first deliveries, four per statement): the one
+    // connection caches its generic plan now. (At about 20 rows, the plan that joins by hash walked the whole
+    // primary key: 5,400 blocks per call a few seconds later, in the POST -> webhook bench.)
+    const first = await insert(24);
+    await db.query('ANALYZE notifications'); // as autovacuum does once the first rows arrived
+    for (let i = 0; i < first.length; i += 4)
+      await repo.record(first.slice(i, i + 4).map((row) => ({ ...record(row.id), attemptNo: 1 })));
+    for (let i = 0; i < 3; i++)
+      await chunkWithResults([ticketCreated(randomUUID())], false, [{ ...record(first[i].id), attemptNo: 2 }]);
 
-  const rows = await insert(ROWS);
-  const pages = (await db.query<{ pages: number }>(`SELECT pg_relation_size('notifications') / 8192 AS pages`)).rows[0]
-    .pages;
-  expect(Number(pages)).toBeGreaterThan(500); // what a sequential scan would read
+    const rows = await insert(ROWS);
+    const pages = (await db.query<{ pages: number }>(`SELECT pg_relation_size('notifications') / 8192 AS pages`))
+      .rows[0].pages;
+    expect(Number(pages)).toBeGreaterThan(500); // what a sequential scan would read
 
-  const flush = (sql: string) => prisma!.$executeRawUnsafe(sql);
-  await settled('notifications', ROWS + first.length, flush);
-  await settled('notification_attempts', first.length, flush);
-  const before = await blocksRead('notifications');
-  await repo.record([
-    { ...record(rows[0].id), attemptNo: 1 },
-    { ...record(rows[1].id), attemptNo: 1 },
-  ]);
-  await settled('notification_attempts', first.length + 2, flush);
-  const read = (await blocksRead('notifications')) - before;
-  // Two index lookups (and the rows' updates): a handful of blocks, not the table.
-  expect(read).toBeLessThan(50);
+    // Statistics flushed from both sessions (each backend reports its own).
+    const flush = async (sql: string) => {
+      await kit.query(sql);
+      await prisma!.$executeRawUnsafe(sql);
+    };
+    let attempts = first.length + 3;
+    await settled('notifications', ROWS + first.length + 3, flush);
+    await settled('notification_attempts', attempts, flush);
+    for (const via of ['record statement', 'inbox statement'] as const) {
+      const before = await blocksRead('notifications');
+      const results = [
+        { ...record(rows[via === 'record statement' ? 0 : 2].id), attemptNo: 1 },
+        { ...record(rows[via === 'record statement' ? 1 : 3].id), attemptNo: 1 },
+      ];
+      if (via === 'record statement') await repo.record(results);
+      else expect((await chunkWithResults([ticketCreated(randomUUID())], false, results)).processed).toBe(1);
+      attempts += 2;
+      await settled('notification_attempts', attempts, flush);
+      const read = (await blocksRead('notifications')) - before;
+      // Two index lookups (and the rows' updates; the inbox statement also inserts its notification): a handful
+      // of blocks, not the table.
+      expect(read).toBeLessThan(50);
+    }
+  } finally {
+    await kit.end();
+  }
 });
 
 it("the notifier's inbox statement probes the inbox by key on a kit connection that planned it while the inbox was empty", async () => {
@@ -316,6 +337,12 @@ it("the notifier's statements run on generic plans, also after the tables' stati
       expect(shape.generic).toBeGreaterThanOrEqual(1);
     }
     expect(leaseShapes.filter((p) => p.statement.includes('INSERT INTO notification_attempts'))).toHaveLength(1);
+    // And each result was written where it was carried: delivered, the lease cleared.
+    const states = await kit.query(
+      `SELECT status, lease_token IS NULL AS released, count(*)::int AS n FROM notifications WHERE group_id = $1 GROUP BY 1, 2`,
+      [groupId],
+    );
+    expect(states.rows).toEqual([{ status: 'delivered', released: true, n: 24 }]);
     // Every delivery recorded, whichever statement carried it.
     const unrecorded = await kit.query(
       `SELECT count(*)::int AS n FROM notifications n WHERE n.group_id = $1
