@@ -2,18 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { configDefaults } from '@tickets/config';
 import { OutageLog, WakeableSleep } from '@tickets/sleep';
 import { DispatcherMetrics } from './dispatcher-metrics';
-import { inTraceOf } from '@tickets/telemetry';
 import { ABANDONED, HttpPoster } from './http-post';
 import { NotificationsRepository, type AttemptRecord, type ClaimedNotification } from './notifications.repository';
-import {
-  classifyStatus,
-  decideAttempt,
-  parseRetryAfter,
-  type AttemptOutcome,
-  type AttemptResult,
-} from './retry-policy';
+import { decideAttempt, type AttemptOutcome, type AttemptResult } from './retry-policy';
 import { WebhookSecretCipher } from './secret-box';
-import { webhookHeaders } from './signature';
+import { postWebhook } from './webhook-request';
 import type {
   DispatcherOptions,
   DispatcherSettings,
@@ -301,7 +294,9 @@ export class WebhookDispatcher {
     } else {
       // A secret that does not decrypt (a key missing from this process's WEBHOOK_SECRET_KEYS) is
       // retried like an unreachable receiver: fixing the configuration lets the next attempt through.
-      result = problem ? { statusCode: null, error: problem, durationMs: 0 } : await this.send(row, secret);
+      result = problem
+        ? { statusCode: null, error: problem, durationMs: 0 }
+        : await postWebhook(this.http, row.target_url, row, secret, this.settings.timeoutMs, this.abandon.signal);
       outcome =
         result.error === ABANDONED
           ? { status: 'pending', delayMs: 0, error: ABANDONED } // stopping: due again at once, for another dispatcher
@@ -339,30 +334,6 @@ export class WebhookDispatcher {
     } catch (e) {
       return { secret: row.tenant_secret, problem: (e as Error).message };
     }
-  }
-
-  private async send(row: ClaimedNotification, secret: string): Promise<AttemptResult> {
-    const payload = JSON.parse(row.payload) as { occurredAt?: string };
-    const body = JSON.stringify({ type: row.event_type, timestamp: payload.occurredAt, data: payload });
-    const started = performance.now();
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'user-agent': 'tickets-notifier/1',
-      ...webhookHeaders(secret, row.id, body),
-    };
-    // In the event's trace: the request carries `traceparent`, so the receiver can correlate it with the ticket's request.
-    const res = await inTraceOf(row.traceparent, headers, () =>
-      this.http.post(row.target_url!, headers, body, this.settings.timeoutMs, this.abandon.signal),
-    );
-    const durationMs = Math.round(performance.now() - started);
-    if (res.statusCode === null) return { statusCode: null, error: res.error ?? 'no response', durationMs };
-    const retryAfter = res.headers['retry-after'];
-    return {
-      statusCode: res.statusCode,
-      error: classifyStatus(res.statusCode) === 'delivered' ? null : `HTTP ${res.statusCode}`,
-      durationMs,
-      retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null)),
-    };
   }
 
   private enqueueRecord(f: Finished): void {
