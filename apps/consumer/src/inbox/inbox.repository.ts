@@ -154,13 +154,15 @@ export class InboxRepository {
     const { groupId, topic, partition } = input;
     const url = input.defaultWebhookUrl;
     const { lease } = input;
-    const rec = input.records?.length ? recordCtes(input.records) : undefined;
+    // Always there, empty without results: one statement text (and one plan per connection) whether or not a
+    // chunk carries results, so a connection's first chunk with results parses and plans nothing new.
+    const rec = recordCtes(input.records ?? []);
     const [r] = await this.query<
       Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }
     >(
       db,
       Prisma.sql`
-      WITH ${rec ? Prisma.sql`${rec.ctes},` : Prisma.empty} v AS (
+      WITH ${rec.ctes}, v AS (
         SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
                              ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
                              ${int4Array(c.repeats)}::int4[], ${textArray(c.traceparents)}::text[])
@@ -256,9 +258,8 @@ export class InboxRepository {
                                                 'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret,
                                                 'tenant_id', n.tenant_id))
                 FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
-      // Four shapes (with or without a lease, with or without records), each its own prepared statement; careful
-      // mode is rare: unnamed.
-      careful ? undefined : `inbox-record-batch${lease ? '-lease' : ''}${rec ? '-records' : ''}`,
+      // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
+      careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch',
     );
     return {
       received: input.events.length + input.invalid.length,
