@@ -103,6 +103,9 @@ function toColumns(input: RecordBatchInput): Columns {
 /** A notification the statement leased, as it returns it (the payload and the lease are known here). */
 type LeasedRow = Omit<ClaimedNotification, 'attempts' | 'payload' | 'lease_token'> & { event_id: string };
 
+/** The recording CTEs with no results in them, built once (Prisma.sql copies a fragment's values into the statement). */
+const NO_RECORDS = recordCtes([]);
+
 const NO_TARGET = 'no webhook target: the tenant has no webhook_url and NOTIFY_WEBHOOK_URL is not set';
 
 /**
@@ -156,7 +159,7 @@ export class InboxRepository {
     const { lease } = input;
     // Always there, empty without results: one statement text (and one plan per connection) whether or not a
     // chunk carries results, so a connection's first chunk with results parses and plans nothing new.
-    const rec = recordCtes(input.records ?? []);
+    const rec = input.records?.length ? recordCtes(input.records) : NO_RECORDS;
     const [r] = await this.query<
       Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }
     >(
