@@ -35,6 +35,17 @@ export interface DatabaseClientOptions {
   fixedPlans?: boolean;
   /** Sessions start with GENERIC_PLANS_OPTION: for a pool whose every statement's generic plan reads by key (the notifier's dispatcher). */
   genericPlans?: boolean;
+  /**
+   * How many connections, once opened, the pool keeps however long they sit idle (pg-pool's `min`; the
+   * pool still opens them only when a query needs one). Default: `poolMax`, so a pool never shrinks
+   * back below what the load needed. A connection's first statements are its dearest: PostgreSQL loads
+   * the catalog for the new backend and parses each named statement again, 5-9 ms for the create on a
+   * quiet 2-core VM and 30-45 ms under load, and a pool that closed its idle connections paid that again
+   * at every later burst, on the requests of the burst (docs/benchmarks.md, "Pools that keep their connections").
+   */
+  keepOpen?: number;
+  /** How long a connection beyond `keepOpen` stays open idle (ms; default 30 s). */
+  idleTimeoutMs?: number;
 }
 
 /** A Prisma client, and one-statement queries on the same pool without Prisma's query layer. */
@@ -67,7 +78,7 @@ export function createDatabaseClients(
   applicationName = 'tickets',
   options: DatabaseClientOptions = {},
 ): DatabaseClients {
-  const { onIdleError, fixedPlans = false, genericPlans = false } = options;
+  const { onIdleError, fixedPlans = false, genericPlans = false, keepOpen = poolMax, idleTimeoutMs = 30_000 } = options;
   const sessionOptions = [fixedPlans && FIXED_PLANS_OPTION, genericPlans && GENERIC_PLANS_OPTION]
     .filter(Boolean)
     .join(' ');
@@ -77,7 +88,8 @@ export function createDatabaseClients(
       max: poolMax,
       application_name: applicationName,
       connectionTimeoutMillis: 5_000,
-      idleTimeoutMillis: 30_000,
+      min: keepOpen,
+      idleTimeoutMillis: idleTimeoutMs,
     },
     onIdleError,
   );
