@@ -96,6 +96,27 @@ describe('the outbox queue', () => {
     await db.query('ROLLBACK');
     expect(await queued(db, [gone])).toEqual([]);
   });
+
+  it("keeps its emptied pages through the relay's vacuum: no ACCESS EXCLUSIVE lock to cut them off, which inserts would wait behind", async () => {
+    const seqs = await insertOutboxRows(
+      db,
+      Array.from({ length: 2_000 }, () => ticketEventRow({ tenantId, kind: 'created' })),
+    );
+    const size = async () =>
+      Number((await db.query<{ n: string }>(`SELECT pg_relation_size('outbox_pending')::text AS n`)).rows[0].n);
+    const filled = await size();
+    expect(filled).toBeGreaterThan(8192 * 4);
+    // The marks of every row: the queue is empty, its pages free.
+    await db.query('DELETE FROM outbox_pending WHERE seq = ANY($1::bigint[])', [seqs]);
+    await new OutboxRepository().vacuumQueue(db);
+    expect(await size()).toBe(filled);
+    // The free pages are filled again before the table grows.
+    await insertOutboxRows(
+      db,
+      Array.from({ length: 1_000 }, () => ticketEventRow({ tenantId, kind: 'created' })),
+    );
+    expect(await size()).toBe(filled);
+  });
 });
 
 describe('queue entries left behind by a deleted row, or queued again', () => {
