@@ -60,6 +60,13 @@ describe('loadConfig cross-field checks', () => {
     );
   });
 
+  it('DB_POOL_WARM: 4 by default, 0 for none, never more than DB_POOL_MAX', () => {
+    expect(loadConfig({}).database.warmConnections).toBe(4);
+    expect(loadConfig({ DB_POOL_WARM: '0' }).database.warmConnections).toBe(0);
+    expect(loadConfig({ DB_POOL_WARM: '8', DB_POOL_MAX: '3' }).database.warmConnections).toBe(3);
+    rejects({ DB_POOL_WARM: '-1' }, /DB_POOL_WARM/);
+  });
+
   it('RELAY_METRICS_PORT: 9466 by default, -1 serves none', () => {
     expect(loadConfig({}).relay.metrics).toEqual({ port: 9466, host: '127.0.0.1' });
     expect(loadConfig({ RELAY_METRICS_PORT: '-1' }).relay.metrics).toBeUndefined();

@@ -35,6 +35,8 @@ const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DATABASE_URL: postgresUrl,
   DB_POOL_MAX: z.coerce.number().int().min(1).max(500).default(20),
+  /** Connections the API opens at start, before it listens, each with the create statement's catalog loaded; at most DB_POOL_MAX. */
+  DB_POOL_WARM: z.coerce.number().int().min(0).max(500).default(4),
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
@@ -179,7 +181,7 @@ export interface AppConfig {
   logLevel: Env['LOG_LEVEL'];
   logFormat: Env['LOG_FORMAT'];
   http: { host: string; port: number; bodyLimitBytes: number };
-  database: { url: string; poolMax: number };
+  database: { url: string; poolMax: number; warmConnections: number };
   idempotency: {
     replayWindowMs: number;
     keyRetentionMs: number;
@@ -255,7 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     http: { host: e.HOST, port: e.PORT, bodyLimitBytes: e.BODY_LIMIT_BYTES },
-    database: { url: e.DATABASE_URL, poolMax: e.DB_POOL_MAX },
+    database: { url: e.DATABASE_URL, poolMax: e.DB_POOL_MAX, warmConnections: Math.min(e.DB_POOL_WARM, e.DB_POOL_MAX) },
     idempotency: {
       replayWindowMs: e.IDEMPOTENCY_REPLAY_WINDOW,
       keyRetentionMs: e.IDEMPOTENCY_KEY_RETENTION,

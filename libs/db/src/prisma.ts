@@ -3,6 +3,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { TrackedPool } from './tracked-pool';
 import { Prisma, PrismaClient } from './generated/prisma/client';
 import { FIXED_PLANS_OPTION, GENERIC_PLANS_OPTION, withSessionOption } from './session-option';
+import { warmConnections, type WarmReport } from './warm-connections';
 
 export { Prisma, PrismaClient };
 
@@ -61,6 +62,11 @@ export interface DatabaseClients {
    * and its prepared-statement name is `name`, saving the text's concatenation and hashing per call.
    */
   query<T>(sql: Prisma.Sql, name?: string): Promise<T[]>;
+  /**
+   * Opens `connections` connections at once and loads on each what the first run of `statements` would
+   * (warmConnections: parsed and planned, not run). For a start, before the first requests arrive.
+   */
+  warm(statements: Prisma.Sql[], connections: number): Promise<WarmReport>;
   /** Disconnects Prisma and ends the pool (`prisma.$disconnect()` alone leaves it open when only `query` used it). */
   close(): Promise<void>;
 }
@@ -108,6 +114,12 @@ export function createDatabaseClients(
       const res = await pool.query({ name: name ?? names({ sql: text }), text, values: sql.values });
       return res.rows as T[];
     },
+    warm: (statements, connections) =>
+      warmConnections(
+        pool,
+        statements.map((sql) => ({ text: sql.text, params: sql.values.length })),
+        connections,
+      ),
     close: async () => {
       await prisma.$disconnect();
       if (!pool.ending) await pool.end();

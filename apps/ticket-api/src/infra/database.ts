@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { createDatabaseClients, type Prisma, type PrismaClient } from '@tickets/db';
+import { createDatabaseClients, type Prisma, type PrismaClient, type WarmReport } from '@tickets/db';
 import type { AppConfig } from '@tickets/config';
 import type { Logger } from '@tickets/logger';
 import { APP_CONFIG, LOGGER } from '../common/tokens';
@@ -13,9 +13,14 @@ export class Database implements OnApplicationShutdown {
   /** One statement over the same pool, without Prisma's query layer: for the create path only (see DatabaseClients.query). */
   readonly query: <T>(sql: Prisma.Sql, name?: string) => Promise<T[]>;
   private readonly close: () => Promise<void>;
+  private readonly warm: (statements: Prisma.Sql[], connections: number) => Promise<WarmReport>;
+  private readonly warmConnections: number;
+  private readonly log: Logger;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(LOGGER) logger: Logger) {
     const log = logger.child({ component: 'database' });
+    this.log = log;
+    this.warmConnections = config.database.warmConnections;
     const clients = createDatabaseClients(config.database.url, config.database.poolMax, 'ticket-api', {
       fixedPlans: true,
       onIdleError: (err) =>
@@ -27,6 +32,26 @@ export class Database implements OnApplicationShutdown {
     this.prisma = clients.prisma;
     this.query = clients.query;
     this.close = clients.close;
+    this.warm = clients.warm;
+  }
+
+  /**
+   * At start: opens DB_POOL_WARM connections (at most DB_POOL_MAX) and loads on each what the first run of
+   * `statements` would (libs/db warmConnections), so that the first requests after a start find them open
+   * and pay no catalog loads (5-9 ms a connection on a quiet 2-core VM, 30-45 ms under load). The pool keeps
+   * them. A failure is logged and the start goes on: the requests then open their connections themselves.
+   */
+  async warmUp(statements: Prisma.Sql[]): Promise<void> {
+    if (this.warmConnections === 0) return;
+    try {
+      const { connections, ms } = await this.warm(statements, this.warmConnections);
+      this.log.info({ connections, ms: Math.round(ms) }, 'database connections opened and warmed');
+    } catch (err) {
+      this.log.warn(
+        { err },
+        'warming database connections failed; starting anyway, the first requests open their own connections',
+      );
+    }
   }
 
   /** The one way to run a multi-statement write: an interactive Prisma transaction. */
