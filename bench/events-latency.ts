@@ -271,7 +271,7 @@ function startChild(mainJs: string, nodeArgs: string[], childEnv: Record<string,
 
 // ---------- load ----------
 
-interface Ctx {
+export interface Ctx {
   baseUrl: string;
   apiKey: string;
   runId: string;
@@ -340,7 +340,7 @@ async function closedLoop(
   };
 }
 
-interface Sample {
+export interface Sample {
   intended: number;
   sent: number;
   responded?: number;
@@ -350,7 +350,7 @@ interface Sample {
 }
 
 /** Open loop: request i is sent at t0 + i * 1000/rate, whatever happened to the earlier ones. */
-async function openLoop(ctx: Ctx, rate: number, seconds: number): Promise<Sample[]> {
+export async function openLoop(ctx: Ctx, rate: number, seconds: number): Promise<Sample[]> {
   const url = new URL(ctx.baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 128 });
   const total = Math.round(rate * seconds);
