@@ -3,7 +3,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { TrackedPool } from './tracked-pool';
 import { Prisma, PrismaClient } from './generated/prisma/client';
 import { FIXED_PLANS_OPTION, GENERIC_PLANS_OPTION, withSessionOption } from './session-option';
-import { warmConnections, type WarmReport } from './warm-connections';
+import { warmConnections, type WarmReport } from '@tickets/event-consumer/warm-connections';
 
 export { Prisma, PrismaClient };
 

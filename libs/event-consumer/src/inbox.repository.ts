@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { InvalidMessage } from './envelope-parser';
 import type { KitTables } from './kit-schema';
 import { int4Array, int8Array, textArray, uuidArray } from './pg-binary';
+import type { WarmStatement } from './warm-connections.repository';
 
 /** What the inbox needs of an event: its id (the dedup key), type, ticket and offset. */
 export interface InboxEntry {
@@ -51,6 +52,11 @@ export class KitInboxRepository {
         SELECT event_id, group_id FROM ${t.inbox}
         WHERE group_id = $1 AND received_at < now() - $2::bigint * interval '1 millisecond' LIMIT $3)`;
     this.forgetSql = `DELETE FROM ${t.inbox} WHERE group_id = $1`;
+  }
+
+  /** The claim statement, for warming a connection at start (warmConnections). */
+  claimStatement(): WarmStatement {
+    return { text: this.claimSql, params: 8 };
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { ConsumerConfig, KafkaConfig } from 'kafkajs';
 import type { KitLogger } from './kit-logger';
 import { DEFAULT_SCHEMA } from './kit-schema';
+import type { WarmStatement } from './warm-connections.repository';
 
 /**
  * The options of `new TicketEventsServer(options)`. Only the first four are required; every other
@@ -57,6 +58,13 @@ export interface TicketEventsOptions {
   fromBeginning?: boolean;
   /** A pino-compatible logger; default none. */
   logger?: KitLogger;
+  /**
+   * Your handlers' hot statements, each as your handler sends it (`text` with `$1..$n`, and `params` = n).
+   * At start, before the first fetch, the kit opens `partitionsConcurrency` connections and has PostgreSQL
+   * parse and plan its inbox statement and these on each (nothing runs), so that the first chunks after a
+   * start do not each open a connection and load the catalog. Default none (the inbox statement only).
+   */
+  warmStatements?: WarmStatement[];
 }
 
 /** The options with every default filled in. */
@@ -79,6 +87,7 @@ export interface ResolvedOptions {
   reconnectMaxDelayMs: number;
   fromBeginning: boolean;
   logger?: KitLogger;
+  warmStatements: WarmStatement[];
 }
 
 export const DEFAULTS = {
@@ -110,6 +119,15 @@ const positive = (name: string, v: number | undefined, fallback: number, min = 1
   if (v === undefined) return fallback;
   if (!Number.isInteger(v) || v < min)
     throw new TicketEventsOptionsError(`option ${name} must be an integer >= ${min} (got ${v})`);
+  return v;
+};
+
+const warmStatements = (v: TicketEventsOptions['warmStatements']): WarmStatement[] => {
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || v.some((x) => typeof x?.text !== 'string' || !Number.isInteger(x.params) || x.params < 0))
+    throw new TicketEventsOptionsError(
+      'option warmStatements must be an array of { text: string, params: integer >= 0 }',
+    );
   return v;
 };
 
@@ -148,5 +166,6 @@ export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
     reconnectMaxDelayMs: positive('reconnectMaxDelayMs', o.reconnectMaxDelayMs, DEFAULTS.reconnectMaxDelayMs),
     fromBeginning: o.fromBeginning ?? true,
     logger: o.logger,
+    warmStatements: warmStatements(o.warmStatements),
   };
 }

@@ -1,4 +1,4 @@
-// Warming a pool's connections at start: no Prisma here, so a pg-only user (the relay) loads none.
+// Warming a pool's connections at start, on `pg` alone: the kit's pool, and the API's through libs/db.
 import type { Pool, PoolClient } from 'pg';
 
 /** A statement to warm: its text with `$1..$n` placeholders, and `n`. */
