@@ -74,9 +74,9 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       connectionString: options.databaseUrl,
       // One connection per partition in flight, one for the purge and the dead letters written outside a chunk.
       max: options.partitionsConcurrency + 1,
-      // Kept once opened (pg-pool closed idle ones after 10 s): a new connection's first chunk loads the catalog
-      // and parses the inbox statement again, 40 ms under load, on the path to the webhook (docs/benchmarks.md).
-      min: options.partitionsConcurrency + 1,
+      // Never closed for being idle (pg-pool's default closed them after 10 s): a new connection's first chunk loads
+      // the catalog and parses the inbox statement again, 40 ms under load, on the path to the webhook (docs/benchmarks.md).
+      idleTimeoutMillis: 0,
       application_name: `event-consumer-${options.groupId}`.slice(0, 63),
       connectionTimeoutMillis: 5_000,
     });

@@ -277,11 +277,10 @@ export class OutboxRelay {
       this.pool = new Pool({
         connectionString: withRelaySessionOptions(this.options.databaseUrl),
         max: 3,
-        // Kept once opened, as the API's pool (libs/db createDatabaseClients `keepOpen`): after a quiet
-        // half minute the next claim would otherwise open a connection and parse its statements again.
-        min: 3,
         application_name: 'outbox-relay-aux',
-        idleTimeoutMillis: 30_000,
+        // Never closed for being idle, as the API's pool keeps its own (libs/db createDatabaseClients `keepOpen`):
+        // after a quiet spell the next claim would otherwise open a connection and parse its statements again.
+        idleTimeoutMillis: 0,
         allowExitOnIdle: true,
       });
       // An idle connection that PostgreSQL closes (restart, admin termination) emits 'error' on the
