@@ -8,6 +8,7 @@ import type { TicketEventsServer } from '@tickets/event-consumer';
 import { createLogger } from '@tickets/logger';
 import { createStatsConsumer } from '../../apps/stats-consumer/src/stats-consumer.app';
 import { resetStatsGroup } from '../../apps/stats-consumer/src/rebuild';
+import { RelayService } from '../../apps/ticket-api/src/relay/relay.service';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, uniqueName } from '../support/events-factory';
 import { kitOptions } from '../support/kit-options';
@@ -35,14 +36,17 @@ describe('stats projection consumer and GET /v1/stats', () => {
   };
   const counter = async (name: 'processed' | 'duplicates') =>
     (await consumer!.server.metrics[name].get()).values.reduce((s, v) => s + v.value, 0);
-  const caughtUp = async () => {
+  /** The topic's end and the group's committed offsets, summed over the partitions (shown when a wait times out). */
+  const offsets = async () => {
     const high = (await fx.admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
     const done = (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.reduce(
       (s, p) => s + Math.max(0, Number(p.offset)),
       0,
     );
-    return high === totalEvents && done === high;
+    return { totalEvents, high, done };
   };
+  const caughtUp = (o: { totalEvents: number; high: number; done: number }) =>
+    o.high === o.totalEvents && o.done === o.high;
 
   /** The ground truth: a SQL count over the tenant's tickets, shaped like GET /v1/stats. */
   const truth = async (tenantId: string) => {
@@ -119,6 +123,9 @@ describe('stats projection consumer and GET /v1/stats', () => {
     );
     // The relay publishes every pending outbox row of the database, so rows other tests left behind
     // may be on the topic too: the consumer counts those as well (they are other tenants' events).
+    // Stopped now, so that no row written or released later (another test's, a parked row whose backoff
+    // ends) reaches the topic after its end is counted: every wait below compares with totalEvents.
+    await stack.app.get(RelayService).stop();
     const onTopic = (await fx.admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high), 0);
     expect(onTopic).toBeGreaterThanOrEqual(totalEvents);
     totalEvents = onTopic;
@@ -145,7 +152,7 @@ describe('stats projection consumer and GET /v1/stats', () => {
 
   it('equals the SQL count over tickets after a normal run', async () => {
     await start();
-    await eventually(caughtUp, Boolean, 60_000, 'the stats consumer to commit every offset');
+    await eventually(offsets, caughtUp, 60_000, 'the stats consumer to commit every offset');
     expect(await counter('processed')).toBe(totalEvents);
     await expectTruth();
     // Not vacuous: both tenants have open and cancelled tickets.
@@ -160,7 +167,7 @@ describe('stats projection consumer and GET /v1/stats', () => {
         { clear: false },
       );
       await start();
-      await eventually(caughtUp, Boolean, 60_000, `replay ${round} to finish`);
+      await eventually(offsets, caughtUp, 60_000, `replay ${round} to finish`);
       expect(await counter('duplicates')).toBe(totalEvents);
       expect(await counter('processed')).toBe(0);
       await expectTruth();
@@ -183,7 +190,7 @@ describe('stats projection consumer and GET /v1/stats', () => {
     expect(r).toEqual({ cleared: true, inboxRowsForgotten: totalEvents });
     expect((await served(tenants[0])).perDay).toEqual([]);
     await start();
-    await eventually(caughtUp, Boolean, 60_000, 'the rebuild to finish');
+    await eventually(offsets, caughtUp, 60_000, 'the rebuild to finish');
     expect(await counter('processed')).toBe(totalEvents);
     await expectTruth();
   });
