@@ -83,6 +83,12 @@ it('rejects with the database error when a statement does not parse, and keeps n
   expect(prepared).toEqual([]);
 });
 
+it("warms at most the pool's max, rather than wait for a connection it holds itself", async () => {
+  const pool = newPool(2, 'warm-connections-max');
+  expect((await warmConnections(pool, [BY_EXTERNAL_REF], 5)).connections).toBe(2);
+  expect(pool.totalCount).toBe(2);
+});
+
 it('opens nothing for zero connections', async () => {
   const pool = newPool(2, 'warm-connections-none');
   expect(await warmConnections(pool, [BY_EXTERNAL_REF], 0)).toEqual({ connections: 0, ms: 0 });

@@ -8,7 +8,7 @@ export interface WarmStatement {
 }
 
 export interface WarmReport {
-  /** Connections opened and warmed. */
+  /** Connections opened and warmed (at most the pool's `max`). */
   connections: number;
   /** Wall time of the whole warm-up, ms. */
   ms: number;
@@ -35,9 +35,11 @@ export async function warmConnections(
   connections: number,
 ): Promise<WarmReport> {
   const t0 = performance.now();
-  if (connections <= 0) return { connections: 0, ms: 0 };
+  // Never more than the pool holds: the connections are all checked out at once, and one more would wait for them.
+  const n = Math.min(connections, pool.options.max ?? connections);
+  if (n <= 0) return { connections: 0, ms: 0 };
   // All at once: connections released one by one would be handed out again, and never grow the pool.
-  const opened = await Promise.allSettled(Array.from({ length: connections }, () => pool.connect()));
+  const opened = await Promise.allSettled(Array.from({ length: n }, () => pool.connect()));
   const clients = opened.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const warmed = await Promise.allSettled(clients.map((client) => warmOne(client, statements)));
   // A connection whose warm-up failed is closed rather than kept: it may be the connection that broke.
