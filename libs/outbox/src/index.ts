@@ -1,5 +1,5 @@
 export { OutboxRelay, OUTBOX_NOTIFY_CHANNEL } from './outbox-relay';
-export type { RelayStats } from './outbox-relay';
+export type { RelayStats, RelayStartState } from './outbox-relay';
 export { OutboxNotifier, CoalescedSignal } from './outbox-notifier';
 export { relayOptionsFromConfig, DEFAULT_RELAY_LOCK_KEY } from './relay-options';
 export type { OutboxRelayOptions } from './relay-options';

@@ -42,6 +42,12 @@ export interface RelayHealth {
 }
 
 /**
+ * The relay's first outcome after start(): leading with its topic and producer ready, standing by (another
+ * process holds the lock), or retrying (the database or the broker does not answer yet).
+ */
+export type RelayStartState = 'leading' | 'standby' | 'retrying';
+
+/**
  * Publishes outbox_events rows to Kafka, at least once and in order per ticket.
  *
  * One relay per database is active: the one holding the leader lock (LeaderLock; the others are
@@ -67,6 +73,8 @@ export class OutboxRelay {
   private runPromise?: Promise<void>;
   private cleanupPromise?: Promise<void>;
   private vacuumPromise?: Promise<void>;
+  private settle!: (state: RelayStartState) => void;
+  private readonly settled = new Promise<RelayStartState>((resolve) => (this.settle = resolve));
 
   constructor(opts: OutboxRelayOptions) {
     this.options = resolveRelayOptions(opts);
@@ -95,6 +103,7 @@ export class OutboxRelay {
       isRunning: () => this.running,
       cleanup: () => this.startCleanup(),
       vacuumQueue: () => this.startQueueVacuum(),
+      kafkaPrepared: (ok) => this.settle(ok ? 'leading' : 'retrying'),
       metrics: this.metrics,
       broker: this.brokerProbe.reporter,
       log: this.log,
@@ -108,6 +117,15 @@ export class OutboxRelay {
     this.sleeper.reset();
     this.log.info({ batchSize: this.options.batchSize, lockKey: this.options.lockKey }, 'outbox relay starting');
     this.runPromise = this.run().catch((err) => this.log.error({ err }, 'outbox relay loop failed'));
+  }
+
+  /**
+   * The first outcome after start() (RelayStartState); resolves once. The API waits for it, bounded, before
+   * it listens, so that the first creates' events go out on a producer that is already connected. A standby
+   * knows it is one after its first lock wait (leaderRetryMs).
+   */
+  whenSettled(): Promise<RelayStartState> {
+    return this.settled;
   }
 
   /**
@@ -191,7 +209,9 @@ export class OutboxRelay {
         this.database.ok();
         unexpected = 0;
         if (client) await this.lead(client);
+        else this.settle('standby');
       } catch (err) {
+        this.settle('retrying');
         if (err instanceof SimulatedCrash) {
           this.log.fatal({ err: err.cause }, 'fault injected after publish, before mark: relay dies without marking');
           this.running = false;

@@ -52,6 +52,8 @@ export interface RelayPipelineDeps {
   cleanup: () => boolean;
   /** Starts a vacuum of the queue; false when the previous one is still running (asked again after the next mark). */
   vacuumQueue: () => boolean;
+  /** Told of each outcome of the leader's Kafka set-up (topic and producer): true once it is ready, false per failed attempt. */
+  kafkaPrepared?: (ok: boolean) => void;
   metrics: {
     published: { inc(n: number): void };
     sends: { inc(): void };
@@ -154,9 +156,11 @@ export class RelayPipeline {
       try {
         await this.deps.publisher.prepare();
         this.deps.broker.ok();
+        this.deps.kafkaPrepared?.(true);
         return;
       } catch (err) {
         if (!this.deps.isRunning()) return;
+        this.deps.kafkaPrepared?.(false);
         this.deps.metrics.failure('transient');
         this.deps.broker.failed(err, { step: 'topic set-up' });
         await this.deps.sleep(fullJitterBackoff(attempt, settings.retryBaseMs, this.outageCapMs()), false);

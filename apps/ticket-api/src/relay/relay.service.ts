@@ -5,6 +5,9 @@ import { OutboxNotifier, OutboxRelay, relayOptionsFromConfig, type RelayStats } 
 import { APP_CONFIG, LOGGER } from '../common/tokens';
 import { Metrics } from '../metrics/metrics';
 
+/** How long the API's start waits for its relay's first outcome (RelayStartState) before it listens anyway. */
+const RELAY_START_WAIT_MS = 5_000;
+
 /**
  * The outbox relay inside the API process (RELAY_ENABLED, default on). Any number of API processes may
  * run one: a single leader per database publishes (docs/relay.md); the others stand by. Also wakes
@@ -39,10 +42,28 @@ export class RelayService implements OnApplicationBootstrap, BeforeApplicationSh
     else this.notifier.committed();
   }
 
+  /**
+   * Starts the relay, then waits (at most RELAY_START_WAIT_MS) until it leads with its producer connected,
+   * stands by, or retries: the API listens after that, so the first creates' events are not held up behind
+   * the producer's connection (150-250 ms after the API listened, on a 2-core VM, docs/benchmarks.md).
+   */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.relay.enabled) return;
     this.relay = new OutboxRelay(relayOptionsFromConfig(this.config, this.logger, { registry: this.metrics.registry }));
     await this.relay.start();
+    let timer: NodeJS.Timeout | undefined;
+    const state = await Promise.race([
+      this.relay.whenSettled(),
+      new Promise<'still starting'>(
+        (resolve) => (timer = setTimeout(() => resolve('still starting'), RELAY_START_WAIT_MS)),
+      ),
+    ]);
+    clearTimeout(timer);
+    if (state !== 'leading' && state !== 'standby')
+      this.logger.warn(
+        { relay: state, waitedMs: RELAY_START_WAIT_MS },
+        'the outbox relay is not publishing yet; the API starts anyway and the relay retries (see its log lines)',
+      );
   }
 
   async beforeApplicationShutdown(): Promise<void> {
