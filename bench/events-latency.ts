@@ -178,12 +178,12 @@ export const fmtPct = (p: Percentiles) =>
 
 // ---------- webhook receiver (Standard Webhooks, verified here, independently of the sender) ----------
 
-interface Arrival {
+export interface Arrival {
   at: number;
   count: number;
 }
 
-function startReceiver(secret: string) {
+export function startReceiver(secret: string) {
   const arrivals = new Map<string, Arrival>();
   let requests = 0;
   let unverified = 0;
@@ -238,14 +238,14 @@ function startReceiver(secret: string) {
 /** The API and consumer children while they run (so that a signal handler can stop them). */
 export const latencyChildren = new Set<ChildProcess>();
 
-interface Child {
+export interface Child {
   pid: number;
   proc: ChildProcess;
   stderrTail(): string;
   stop(): Promise<void>;
 }
 
-function startChild(mainJs: string, nodeArgs: string[], childEnv: Record<string, string>): Child {
+export function startChild(mainJs: string, nodeArgs: string[], childEnv: Record<string, string>): Child {
   const proc = spawn(process.execPath, [...nodeArgs, mainJs], {
     env: { ...process.env, ...childEnv },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -422,7 +422,7 @@ export async function openLoop(ctx: Ctx, rate: number, seconds: number): Promise
 }
 
 /** Waits until every ticket in `ids` has had its webhook, or `timeoutMs`; logs progress every second. */
-async function waitForWebhooks(
+export async function waitForWebhooks(
   ids: Iterable<string>,
   arrivals: Map<string, Arrival>,
   timeoutMs: number,
@@ -533,7 +533,7 @@ const STAGES = [
  * by key (= ticket id), for the keys in `want`: read afterwards with a fresh group, so it costs nothing
  * during the measurement.
  */
-async function kafkaTimestamps(kafka: Kafka, topic: string, want: Set<string>): Promise<Map<string, number>> {
+export async function kafkaTimestamps(kafka: Kafka, topic: string, want: Set<string>): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (want.size === 0) return out;
   const groupId = `bench-events-ts-${randomBytes(4).toString('hex')}`;
