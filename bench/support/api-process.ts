@@ -35,14 +35,18 @@ export async function startApi(opts: {
   const killChild = () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
   };
+  const onSignal = () => {
+    killChild();
+    process.exit(130);
+  };
+  const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   process.once('exit', killChild);
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(sig, () => {
-      killChild();
-      process.exit(130);
-    });
-  }
-  proc.once('exit', () => process.removeListener('exit', killChild));
+  for (const sig of SIGNALS) process.once(sig, onSignal);
+  // A bench that starts many APIs (cold-start) leaves no listeners behind per start.
+  proc.once('exit', () => {
+    process.removeListener('exit', killChild);
+    for (const sig of SIGNALS) process.removeListener(sig, onSignal);
+  });
   // Both streams into one tail: an API that exits at startup logs why on stdout (pino), not stderr.
   let stderr = '';
   const keep = (d: Buffer) => {

@@ -15,7 +15,7 @@ jest.setTimeout(90_000);
 
 /** A table of this test only: nothing but the warm-up reads it, so its index in a backend's cache is the warm-up's. */
 const OWN_DDL = 'CREATE TABLE IF NOT EXISTS kit_warm_up_test (id uuid PRIMARY KEY)';
-const OWN_STATEMENT = { text: 'SELECT id FROM kit_warm_up_test WHERE id = $1::uuid', params: 1 };
+const OWN_STATEMENT = 'SELECT id FROM kit_warm_up_test WHERE id = $1::uuid';
 
 async function loaded(client: PoolClient): Promise<string[]> {
   const { rows } = await client.query<{ ident: string }>(
@@ -82,17 +82,44 @@ describe('event consumer kit: connections warmed at start', () => {
     }
   });
 
-  it('starts and consumes when a warm statement does not parse, and says so in a warning', async () => {
+  it('warms none with warmConnections: 0', async () => {
+    const groupId = uniqueName('kit-warm-up-none');
+    const consumer = await startExample(
+      kitOptions(topic, groupId, { partitionsConcurrency: 2, warmConnections: 0, warmStatements: [OWN_STATEMENT] }),
+    );
+    started.push({ app: consumer.app, groupId });
+    const pool = (consumer.server as unknown as { pool: Pool }).pool;
+    const clients = await Promise.all([1, 2, 3].map(() => pool.connect()));
+    try {
+      const seen = await Promise.all(clients.map(loaded));
+      expect(seen.flat()).not.toContain('kit_warm_up_test_pkey');
+    } finally {
+      clients.forEach((c) => c.release());
+    }
+  });
+
+  it('starts and consumes when a warm statement does not parse, says which in a warning, and warms the rest', async () => {
     const groupId = uniqueName('kit-warm-up-bad');
     const warnings: string[] = [];
     const consumer = await startExample(
       kitOptions(topic, groupId, {
-        warmStatements: [{ text: 'SELECT 1 FROM kit_warm_up_no_such_table', params: 0 }],
+        warmStatements: ['SELECT 1 FROM kit_warm_up_no_such_table', OWN_STATEMENT],
         logger: capturingLogger(warnings),
       }),
     );
     started.push({ app: consumer.app, groupId });
-    expect(warnings.join('\n')).toMatch(/warming database connections failed[\s\S]*kit_warm_up_no_such_table/);
+    expect(warnings.join('\n')).toMatch(
+      /a warmStatements entry could not be planned.*"warmStatement":0.*kit_warm_up_no_such_table/,
+    );
+    // The other statements are warm all the same.
+    const pool = (consumer.server as unknown as { pool: Pool }).pool;
+    const clients = await Promise.all([1, 2, 3].map(() => pool.connect()));
+    try {
+      const seen = await Promise.all(clients.map(loaded));
+      expect(seen.filter((s) => s.length === 2)).toHaveLength(2);
+    } finally {
+      clients.forEach((c) => c.release());
+    }
 
     const event = ticketCreated(randomUUID());
     await fx.producer.send({ topic, messages: [toMessage(event, 0)] });

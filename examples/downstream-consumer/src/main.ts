@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     databaseUrl: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/ticket_log',
     metrics: { port: Number(process.env.METRICS_PORT ?? 9464) },
     // Parsed and planned on the kit's connections at start, so the first events after a deploy do not wait for it.
-    warmStatements: [{ text: LOG_INSERT, params: 5 }],
+    warmStatements: [LOG_INSERT],
   });
   const app = await NestFactory.createMicroservice(AppModule, { strategy: server });
   app.enableShutdownHooks(); // SIGTERM: the chunk in progress commits, then the group is left

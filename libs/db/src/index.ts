@@ -18,4 +18,4 @@ export {
   type DatabasePhase,
 } from './db-errors';
 export { TrackedPool, TrackedClient } from './tracked-pool';
-export { warmConnections, type WarmStatement, type WarmReport } from '@tickets/event-consumer/warm-connections';
+export { warmConnections, type WarmFailure, type WarmReport } from '@tickets/event-consumer/warm-connections';

@@ -117,7 +117,7 @@ export function createDatabaseClients(
     warm: (statements, connections) =>
       warmConnections(
         pool,
-        statements.map((sql) => ({ text: sql.text, params: sql.values.length })),
+        statements.map((sql) => sql.text),
         connections,
       ),
     close: async () => {

@@ -2,7 +2,6 @@ import type { Pool, PoolClient } from 'pg';
 import type { InvalidMessage } from './envelope-parser';
 import type { KitTables } from './kit-schema';
 import { int4Array, int8Array, textArray, uuidArray } from './pg-binary';
-import type { WarmStatement } from './warm-connections.repository';
 
 /** What the inbox needs of an event: its id (the dedup key), type, ticket and offset. */
 export interface InboxEntry {
@@ -54,9 +53,9 @@ export class KitInboxRepository {
     this.forgetSql = `DELETE FROM ${t.inbox} WHERE group_id = $1`;
   }
 
-  /** The claim statement, for warming a connection at start (warmConnections). */
-  claimStatement(): WarmStatement {
-    return { text: this.claimSql, params: 8 };
+  /** The claim statement's text, for warming a connection at start (warmConnections). */
+  claimStatement(): string {
+    return this.claimSql;
   }
 
   /**

@@ -8,7 +8,7 @@ export type { KitLogger, KitLogFn } from './kit-logger';
 export { OnTicketEvent, OnTicketEventBatch, TICKET_EVENTS_TRANSPORT, type BatchHandlerOptions } from './decorators';
 export { TicketEventContext, TicketEventBatchContext, type OwnInboxResult } from './event-context';
 export type { InvalidMessage } from './envelope-parser';
-export type { WarmStatement } from './warm-connections.repository';
+export type { WarmFailure } from './warm-connections.repository';
 export { KitSchemaOutdated } from './kit-schema.repository';
 export { MetricsPortError } from './metrics-endpoint';
 // Binary array parameters for a handler's bulk statements (`unnest($1::uuid[], ...)` over a whole batch).

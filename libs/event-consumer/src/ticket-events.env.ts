@@ -59,7 +59,8 @@ export function binEnvironment(env: Env = process.env): {
  * EVENT_CONSUMER_METRICS_PORT (-1: off), EVENT_CONSUMER_METRICS_HOST, EVENT_CONSUMER_SESSION_TIMEOUT,
  * EVENT_CONSUMER_HEARTBEAT_INTERVAL, EVENT_CONSUMER_REBALANCE_TIMEOUT, EVENT_CONSUMER_KAFKA_RETRY_INITIAL,
  * EVENT_CONSUMER_KAFKA_RETRY_MAX, EVENT_CONSUMER_KAFKA_RETRIES, EVENT_CONSUMER_RECONNECT_MAX_DELAY,
- * EVENT_CONSUMER_MIGRATE (true/false), INBOX_RETENTION, INBOX_PURGE_INTERVAL. Unset: the option's default.
+ * EVENT_CONSUMER_MIGRATE (true/false), EVENT_CONSUMER_WARM_CONNECTIONS, INBOX_RETENTION, INBOX_PURGE_INTERVAL.
+ * Unset: the option's default.
  */
 export function optionsFromEnv(
   overrides: Partial<TicketEventsOptions> = {},
@@ -105,6 +106,7 @@ export function optionsFromEnv(
     }),
     chunkSize: integer(env, 'EVENT_CONSUMER_CHUNK', 1),
     partitionsConcurrency: integer(env, 'EVENT_CONSUMER_PARTITIONS_CONCURRENCY', 1),
+    warmConnections: integer(env, 'EVENT_CONSUMER_WARM_CONNECTIONS', 0),
     maxAttempts: integer(env, 'EVENT_CONSUMER_MAX_ATTEMPTS', 1),
     retryBaseMs: duration(env, 'EVENT_CONSUMER_RETRY_BASE'),
     retryMaxDelayMs: duration(env, 'EVENT_CONSUMER_RETRY_MAX_DELAY'),

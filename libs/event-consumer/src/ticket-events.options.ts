@@ -1,7 +1,6 @@
 import type { ConsumerConfig, KafkaConfig } from 'kafkajs';
 import type { KitLogger } from './kit-logger';
 import { DEFAULT_SCHEMA } from './kit-schema';
-import type { WarmStatement } from './warm-connections.repository';
 
 /**
  * The options of `new TicketEventsServer(options)`. Only the first four are required; every other
@@ -59,12 +58,14 @@ export interface TicketEventsOptions {
   /** A pino-compatible logger; default none. */
   logger?: KitLogger;
   /**
-   * Your handlers' hot statements, each as your handler sends it (`text` with `$1..$n`, and `params` = n).
-   * At start, before the first fetch, the kit opens `partitionsConcurrency` connections and has PostgreSQL
-   * parse and plan its inbox statement and these on each (nothing runs), so that the first chunks after a
-   * start do not each open a connection and load the catalog. Default none (the inbox statement only).
+   * Your handlers' hot statements, each one statement as your handler sends it (with `$1..$n`). At start,
+   * before the first fetch, the kit opens `warmConnections` connections and has PostgreSQL parse and plan
+   * its inbox statement and these on each, without running them, so that the first chunks after a start do
+   * not each open a connection and load the catalog. One that fails is logged and skipped. Default none.
    */
-  warmStatements?: WarmStatement[];
+  warmStatements?: string[];
+  /** Connections opened and warmed at start (see warmStatements). Default partitionsConcurrency; 0: none. */
+  warmConnections?: number;
 }
 
 /** The options with every default filled in. */
@@ -87,7 +88,8 @@ export interface ResolvedOptions {
   reconnectMaxDelayMs: number;
   fromBeginning: boolean;
   logger?: KitLogger;
-  warmStatements: WarmStatement[];
+  warmStatements: string[];
+  warmConnections: number;
 }
 
 export const DEFAULTS = {
@@ -122,12 +124,10 @@ const positive = (name: string, v: number | undefined, fallback: number, min = 1
   return v;
 };
 
-const warmStatements = (v: TicketEventsOptions['warmStatements']): WarmStatement[] => {
+const warmStatements = (v: TicketEventsOptions['warmStatements']): string[] => {
   if (v === undefined) return [];
-  if (!Array.isArray(v) || v.some((x) => typeof x?.text !== 'string' || !Number.isInteger(x.params) || x.params < 0))
-    throw new TicketEventsOptionsError(
-      'option warmStatements must be an array of { text: string, params: integer >= 0 }',
-    );
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.trim() === ''))
+    throw new TicketEventsOptionsError('option warmStatements must be an array of SQL statements (non-empty strings)');
   return v;
 };
 
@@ -142,6 +142,11 @@ export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
       'option brokers is required: the Kafka bootstrap brokers, e.g. ["127.0.0.1:9092"]',
     );
   const kafka = { clientId: `ticket-events-${o.groupId}`, retry: { ...DEFAULTS.retry }, ...o.kafka };
+  const partitionsConcurrency = positive(
+    'partitionsConcurrency',
+    o.partitionsConcurrency,
+    DEFAULTS.partitionsConcurrency,
+  );
   const metrics = o.metrics === false ? undefined : { ...DEFAULTS.metrics, setting: 'metrics.port', ...o.metrics };
   if (metrics) positive('metrics.port', metrics.port, 0, 0);
   return {
@@ -154,7 +159,7 @@ export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
     kafka,
     consumer: { ...DEFAULTS.consumer, retry: kafka.retry, ...o.consumer },
     chunkSize: positive('chunkSize', o.chunkSize, DEFAULTS.chunkSize),
-    partitionsConcurrency: positive('partitionsConcurrency', o.partitionsConcurrency, DEFAULTS.partitionsConcurrency),
+    partitionsConcurrency,
     maxAttempts: positive('maxAttempts', o.maxAttempts, DEFAULTS.maxAttempts),
     retryBaseMs: positive('retryBaseMs', o.retryBaseMs, DEFAULTS.retryBaseMs, 0),
     retryMaxDelayMs: positive('retryMaxDelayMs', o.retryMaxDelayMs, DEFAULTS.retryMaxDelayMs, 0),
@@ -167,5 +172,6 @@ export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
     fromBeginning: o.fromBeginning ?? true,
     logger: o.logger,
     warmStatements: warmStatements(o.warmStatements),
+    warmConnections: positive('warmConnections', o.warmConnections, partitionsConcurrency, 0),
   };
 }

@@ -92,19 +92,27 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
   }
 
   /**
-   * Opens the connections the partitions' chunks use, with the inbox statement and `warmStatements` parsed
-   * and planned on each (warmConnections): a new connection's first chunk would otherwise load the catalog
-   * on the path to the handler, 30-45 ms under load. A failure is logged and the start goes on.
+   * Opens the connections the partitions' chunks use (warmConnections, default partitionsConcurrency), with
+   * the inbox statement and `warmStatements` parsed and planned on each: a new connection's first chunk
+   * would otherwise load the catalog on the path to the handler, 30-45 ms under load. Failures are logged
+   * and the start goes on.
    */
   private async warm(): Promise<void> {
     const statements = [this.inbox.claimStatement(), ...this.options.warmStatements];
     try {
-      const { connections, ms } = await warmConnections(this.pool, statements, this.options.partitionsConcurrency);
+      const { connections, ms, failed } = await warmConnections(this.pool, statements, this.options.warmConnections);
       this.log?.info({ connections, ms: Math.round(ms) }, 'database connections opened and warmed');
+      for (const f of failed)
+        this.log?.warn(
+          { warmStatement: f.statement - 1, text: f.text, error: f.error },
+          f.statement === 0
+            ? 'the inbox statement could not be planned; the first chunks will say why'
+            : 'a warmStatements entry could not be planned, so it was not warmed: fix it (one statement, as the handler sends it)',
+        );
     } catch (err) {
       this.log?.warn(
         { err },
-        'warming database connections failed (see warmStatements); starting anyway, the first chunks open their own connections',
+        'could not open connections to warm them; starting anyway, the first chunks open their own',
       );
     }
   }

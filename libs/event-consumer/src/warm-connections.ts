@@ -1,2 +1,2 @@
 // The subpath `@tickets/event-consumer/warm-connections`: warming a pool's connections at start.
-export { warmConnections, type WarmReport, type WarmStatement } from './warm-connections.repository';
+export { warmConnections, type WarmFailure, type WarmReport } from './warm-connections.repository';

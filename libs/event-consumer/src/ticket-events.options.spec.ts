@@ -1,0 +1,35 @@
+import { optionsFromEnv } from './ticket-events.env';
+import { resolveOptions, TicketEventsOptionsError } from './ticket-events.options';
+
+const required = {
+  brokers: ['127.0.0.1:9092'],
+  topic: 'ticket-events',
+  groupId: 'g',
+  databaseUrl: 'postgresql://db/x',
+};
+
+describe('the warm-up options', () => {
+  it('warmConnections: partitionsConcurrency by default, 0 for none, never negative', () => {
+    expect(resolveOptions(required).warmConnections).toBe(3);
+    expect(resolveOptions({ ...required, partitionsConcurrency: 5 }).warmConnections).toBe(5);
+    expect(resolveOptions({ ...required, warmConnections: 0 }).warmConnections).toBe(0);
+    expect(() => resolveOptions({ ...required, warmConnections: -1 })).toThrow(TicketEventsOptionsError);
+  });
+
+  it('warmStatements: none by default; SQL text only', () => {
+    expect(resolveOptions(required).warmStatements).toEqual([]);
+    expect(resolveOptions({ ...required, warmStatements: ['SELECT 1'] }).warmStatements).toEqual(['SELECT 1']);
+    for (const bad of [[''], [{ text: 'SELECT 1' }], 'SELECT 1'])
+      expect(() => resolveOptions({ ...required, warmStatements: bad as never })).toThrow(
+        /warmStatements must be an array of SQL statements/,
+      );
+  });
+
+  it('EVENT_CONSUMER_WARM_CONNECTIONS sets warmConnections', () => {
+    const env = { DATABASE_URL: 'postgresql://db/x', EVENT_CONSUMER_WARM_CONNECTIONS: '0' };
+    expect(resolveOptions(optionsFromEnv({ groupId: 'g' }, env)).warmConnections).toBe(0);
+    expect(() => optionsFromEnv({ groupId: 'g' }, { ...env, EVENT_CONSUMER_WARM_CONNECTIONS: 'x' })).toThrow(
+      /EVENT_CONSUMER_WARM_CONNECTIONS="x" must be an integer >= 0/,
+    );
+  });
+});
