@@ -6,6 +6,7 @@ import { FIXED_PLANS_OPTION, GENERIC_PLANS_OPTION, withSessionOption } from '@ti
 import { TicketEventsServer, type TicketEventsOptions } from '@tickets/event-consumer';
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { ConsumerModule } from './consumer.module';
+import { hotInboxStatements } from './inbox/inbox.repository';
 import { NotifierDispatcherService } from './notifier-dispatcher.service';
 
 /**
@@ -52,7 +53,8 @@ export async function createConsumerApp(
   over: Partial<TicketEventsOptions> & { dispatch?: boolean } = {},
 ): Promise<NotifierApp> {
   const { dispatch = true, ...rest } = over;
-  const options = { ...notifierOptions(config, kit, logger), ...rest };
+  // The statement of every chunk, parsed and planned on the kit's connections before the first fetch.
+  const options = { ...notifierOptions(config, kit, logger), warmStatements: hotInboxStatements(dispatch), ...rest };
   const server = new TicketEventsServer(options);
   const app = await NestFactory.createMicroservice(
     ConsumerModule.forRoot(config, options.groupId, { dispatch, logger, registry: server.metrics.registry }),

@@ -101,14 +101,16 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
     const statements = [this.inbox.claimStatement(), ...this.options.warmStatements];
     try {
       const { connections, ms, failed } = await warmConnections(this.pool, statements, this.options.warmConnections);
-      this.log?.info({ connections, ms: Math.round(ms) }, 'database connections opened and warmed');
-      for (const f of failed)
-        this.log?.warn(
-          { warmStatement: f.statement - 1, text: f.text, error: f.error },
-          f.statement === 0
-            ? 'the inbox statement could not be planned; the first chunks will say why'
-            : 'a warmStatements entry could not be planned, so it was not warmed: fix it (one statement, as the handler sends it)',
-        );
+      if (connections > 0)
+        this.log?.info({ connections, ms: Math.round(ms) }, 'database connections opened and warmed');
+      for (const { statement, text, error } of failed)
+        if (statement === 0)
+          this.log?.warn({ text, error }, 'the inbox statement could not be planned; the first chunks will say why');
+        else
+          this.log?.warn(
+            { warmStatement: statement - 1, text, error },
+            'a warmStatements entry could not be planned, so it was not warmed: fix it (one statement, as the handler sends it)',
+          );
     } catch (err) {
       this.log?.warn(
         { err },

@@ -154,113 +154,12 @@ export class InboxRepository {
     c: Columns,
     careful: boolean,
   ): Promise<RecordBatchResult> {
-    const { groupId, topic, partition } = input;
-    const url = input.defaultWebhookUrl;
     const { lease } = input;
-    // Always there, empty without results: one statement text (and one plan per connection) whether or not a
-    // chunk carries results, so a connection's first chunk with results parses and plans nothing new.
-    const rec = input.records?.length ? recordCtes(input.records) : NO_RECORDS;
     const [r] = await this.query<
       Pick<RecordBatchResult, 'processed' | 'pending' | 'noTarget'> & { leased: LeasedRow[] | null }
     >(
       db,
-      Prisma.sql`
-      WITH ${rec.ctes}, v AS (
-        SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
-                             ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
-                             ${int4Array(c.repeats)}::int4[], ${textArray(c.traceparents)}::text[])
-          AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats, traceparent)
-      ),
-      -- Seen by this group before? One primary-key probe per event; OFFSET 0 keeps the EXISTS a per-row
-      -- subplan (as a join, the planner may hash the whole inbox).
-      c AS (
-        SELECT v.*, EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.event_id = v.event_id AND i.group_id = ${groupId} OFFSET 0) AS seen
-        FROM v
-      ),
-      bad AS (
-        SELECT * FROM jsonb_to_recordset(${JSON.stringify(c.invalid)}::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb)
-      ),
-      dl AS (
-        INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
-        SELECT ${groupId}, ${topic}, ${partition}, o, key, value, COALESCE(headers, '{}'::jsonb), reason FROM bad
-        ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING
-      ),
-      ins AS (
-        INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
-        SELECT ${groupId}, event_id, event_type, ticket_id, ${topic}, ${partition}, o, repeats FROM c WHERE NOT seen
-        ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
-        RETURNING event_id, "offset"
-      ),
-      -- The ids as an array condition: the primary key is probed for them (as a join, a plan made while
-      -- the inbox was nearly empty walked the whole primary-key index).
-      dup AS (
-        UPDATE ticket_events.inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
-        FROM c
-        WHERE i.event_id = ANY (ARRAY(SELECT event_id FROM c WHERE c.seen)) AND i.group_id = ${groupId}
-          AND c.event_id = i.event_id AND c.seen
-      ),
-      -- A new notification with a target is pending; the first lease.limit of them are leased to this
-      -- process's dispatcher (handOver) the way a claim leases them: attempts 1, due when the lease ends.
-      x AS (
-        SELECT c.*, t.webhook_url, COALESCE(t.webhook_url, ${url}::text) AS target,
-               ${
-                 lease
-                   ? Prisma.sql`row_number() OVER (ORDER BY COALESCE(t.webhook_url, ${url}::text) IS NULL, c.event_id) <= ${lease.limit}::int
-                              AND COALESCE(t.webhook_url, ${url}::text) IS NOT NULL`
-                   : Prisma.sql`false`
-               } AS leased
-        FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
-        ${careful ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins)` : Prisma.sql`WHERE NOT c.seen`}
-      ),
-      notif AS (
-        INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
-                                   status, next_attempt_at, last_error, payload, traceparent, lease_token, attempts)
-        SELECT ${groupId}, x.tenant_id, x.event_id, x.ticket_id, x.event_type, x.target,
-               CASE WHEN x.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
-               CASE WHEN x.target IS NULL THEN 'skipped' ELSE 'pending' END,
-               CASE WHEN x.target IS NULL THEN NULL
-                    WHEN x.leased THEN now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' ELSE now() END,
-               CASE WHEN x.target IS NULL THEN ${NO_TARGET} END,
-               x.payload, NULLIF(x.traceparent, ''),
-               CASE WHEN x.leased THEN ${lease?.token ?? null}::uuid END,
-               CASE WHEN x.leased THEN 1 ELSE 0 END
-        FROM x
-        ORDER BY x.event_id
-        ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
-        RETURNING id, event_id, event_type, target_url, target_source, traceparent, tenant_id, status, lease_token
-      ),
-      m AS (
-        SELECT o, true AS ok FROM unnest(${int8Array(c.validOffsets)}::int8[]) AS o
-        UNION ALL SELECT o, false FROM bad
-      ),
-      counted AS (
-        SELECT rp.replay_id, rp.last_offset AS seen, count(*)::int AS n,
-               count(*) FILTER (WHERE m.ok)::int AS valid,
-               count(*) FILTER (WHERE NOT m.ok)::int AS bad,
-               (SELECT count(*) FROM ins WHERE ins."offset" > rp.last_offset AND ins."offset" < rp.end_offset)::int AS new,
-               max(m.o) AS top
-        FROM ticket_events.replay_partitions rp
-        JOIN ticket_events.replays r ON r.id = rp.replay_id AND r.group_id = ${groupId} AND r.topic = ${topic} AND r.status = 'running'
-        JOIN m ON m.o > rp.last_offset AND m.o < rp.end_offset
-        WHERE rp.partition = ${partition}
-        GROUP BY rp.replay_id, rp.last_offset, rp.end_offset
-      ),
-      counters AS (
-        -- last_offset = seen: a message redelivered after a crash, or seen by a consumer that lost the
-        -- partition in a rebalance (kafkajs#1046), is never counted twice.
-        UPDATE ticket_events.replay_partitions rp
-        SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
-        FROM counted c
-        WHERE rp.replay_id = c.replay_id AND rp.partition = ${partition} AND rp.last_offset = c.seen
-      )
-      -- dl, dup and counters run although nothing reads them (PostgreSQL executes every data-modifying CTE).
-      SELECT (SELECT count(*) FROM ins)::int AS processed,
-             (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
-             (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
-             (SELECT json_agg(json_build_object('id', n.id, 'event_id', n.event_id, 'event_type', n.event_type, 'target_url', n.target_url,
-                                                'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret,
-                                                'tenant_id', n.tenant_id))
-                FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`,
+      recordBatchSql(input, c, careful),
       // Two shapes (with and without a lease), each its own prepared statement; careful mode is rare: unnamed.
       careful ? undefined : lease ? 'inbox-record-batch-lease' : 'inbox-record-batch',
     );
@@ -279,4 +178,130 @@ export class InboxRepository {
       })),
     };
   }
+}
+
+/** The recording statement (see recordBatch); its text depends only on `careful` and on whether there is a lease. */
+function recordBatchSql(input: RecordBatchInput, c: Columns, careful: boolean): Prisma.Sql {
+  const { groupId, topic, partition, lease } = input;
+  const url = input.defaultWebhookUrl;
+  // Always there, empty without results: one statement text (and one plan per connection) whether or not a
+  // chunk carries results, so a connection's first chunk with results parses and plans nothing new.
+  const rec = input.records?.length ? recordCtes(input.records) : NO_RECORDS;
+  return Prisma.sql`
+    WITH ${rec.ctes}, v AS (
+      SELECT * FROM unnest(${uuidArray(c.ids)}::uuid[], ${textArray(c.types)}::text[], ${uuidArray(c.tenants)}::uuid[],
+                           ${uuidArray(c.tickets)}::uuid[], ${int8Array(c.offsets)}::int8[], ${textArray(c.payloads)}::text[],
+                           ${int4Array(c.repeats)}::int4[], ${textArray(c.traceparents)}::text[])
+        AS x(event_id, event_type, tenant_id, ticket_id, o, payload, repeats, traceparent)
+    ),
+    -- Seen by this group before? One primary-key probe per event; OFFSET 0 keeps the EXISTS a per-row
+    -- subplan (as a join, the planner may hash the whole inbox).
+    c AS (
+      SELECT v.*, EXISTS (SELECT 1 FROM ticket_events.inbox_events i WHERE i.event_id = v.event_id AND i.group_id = ${groupId} OFFSET 0) AS seen
+      FROM v
+    ),
+    bad AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(c.invalid)}::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb)
+    ),
+    dl AS (
+      INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+      SELECT ${groupId}, ${topic}, ${partition}, o, key, value, COALESCE(headers, '{}'::jsonb), reason FROM bad
+      ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING
+    ),
+    ins AS (
+      INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
+      SELECT ${groupId}, event_id, event_type, ticket_id, ${topic}, ${partition}, o, repeats FROM c WHERE NOT seen
+      ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
+      RETURNING event_id, "offset"
+    ),
+    -- The ids as an array condition: the primary key is probed for them (as a join, a plan made while
+    -- the inbox was nearly empty walked the whole primary-key index).
+    dup AS (
+      UPDATE ticket_events.inbox_events i SET duplicates = i.duplicates + c.repeats + 1, last_duplicate_at = now()
+      FROM c
+      WHERE i.event_id = ANY (ARRAY(SELECT event_id FROM c WHERE c.seen)) AND i.group_id = ${groupId}
+        AND c.event_id = i.event_id AND c.seen
+    ),
+    -- A new notification with a target is pending; the first lease.limit of them are leased to this
+    -- process's dispatcher (handOver) the way a claim leases them: attempts 1, due when the lease ends.
+    x AS (
+      SELECT c.*, t.webhook_url, COALESCE(t.webhook_url, ${url}::text) AS target,
+             ${
+               lease
+                 ? Prisma.sql`row_number() OVER (ORDER BY COALESCE(t.webhook_url, ${url}::text) IS NULL, c.event_id) <= ${lease.limit}::int
+                            AND COALESCE(t.webhook_url, ${url}::text) IS NOT NULL`
+                 : Prisma.sql`false`
+             } AS leased
+      FROM c LEFT JOIN tenants t ON t.id = c.tenant_id
+      ${careful ? Prisma.sql`WHERE c.event_id IN (SELECT event_id FROM ins)` : Prisma.sql`WHERE NOT c.seen`}
+    ),
+    notif AS (
+      INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source,
+                                 status, next_attempt_at, last_error, payload, traceparent, lease_token, attempts)
+      SELECT ${groupId}, x.tenant_id, x.event_id, x.ticket_id, x.event_type, x.target,
+             CASE WHEN x.webhook_url IS NOT NULL THEN 'tenant' WHEN ${url}::text IS NOT NULL THEN 'default' END,
+             CASE WHEN x.target IS NULL THEN 'skipped' ELSE 'pending' END,
+             CASE WHEN x.target IS NULL THEN NULL
+                  WHEN x.leased THEN now() + ${lease?.leaseMs ?? 0}::int * interval '1 millisecond' ELSE now() END,
+             CASE WHEN x.target IS NULL THEN ${NO_TARGET} END,
+             x.payload, NULLIF(x.traceparent, ''),
+             CASE WHEN x.leased THEN ${lease?.token ?? null}::uuid END,
+             CASE WHEN x.leased THEN 1 ELSE 0 END
+      FROM x
+      ORDER BY x.event_id
+      ${careful ? Prisma.sql`ON CONFLICT (event_id, group_id) DO NOTHING` : Prisma.empty}
+      RETURNING id, event_id, event_type, target_url, target_source, traceparent, tenant_id, status, lease_token
+    ),
+    m AS (
+      SELECT o, true AS ok FROM unnest(${int8Array(c.validOffsets)}::int8[]) AS o
+      UNION ALL SELECT o, false FROM bad
+    ),
+    counted AS (
+      SELECT rp.replay_id, rp.last_offset AS seen, count(*)::int AS n,
+             count(*) FILTER (WHERE m.ok)::int AS valid,
+             count(*) FILTER (WHERE NOT m.ok)::int AS bad,
+             (SELECT count(*) FROM ins WHERE ins."offset" > rp.last_offset AND ins."offset" < rp.end_offset)::int AS new,
+             max(m.o) AS top
+      FROM ticket_events.replay_partitions rp
+      JOIN ticket_events.replays r ON r.id = rp.replay_id AND r.group_id = ${groupId} AND r.topic = ${topic} AND r.status = 'running'
+      JOIN m ON m.o > rp.last_offset AND m.o < rp.end_offset
+      WHERE rp.partition = ${partition}
+      GROUP BY rp.replay_id, rp.last_offset, rp.end_offset
+    ),
+    counters AS (
+      -- last_offset = seen: a message redelivered after a crash, or seen by a consumer that lost the
+      -- partition in a rebalance (kafkajs#1046), is never counted twice.
+      UPDATE ticket_events.replay_partitions rp
+      SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
+      FROM counted c
+      WHERE rp.replay_id = c.replay_id AND rp.partition = ${partition} AND rp.last_offset = c.seen
+    )
+    -- dl, dup and counters run although nothing reads them (PostgreSQL executes every data-modifying CTE).
+    SELECT (SELECT count(*) FROM ins)::int AS processed,
+           (SELECT count(*) FROM notif WHERE status = 'pending')::int AS pending,
+           (SELECT count(*) FROM notif WHERE status = 'skipped')::int AS "noTarget",
+           (SELECT json_agg(json_build_object('id', n.id, 'event_id', n.event_id, 'event_type', n.event_type, 'target_url', n.target_url,
+                                              'target_source', n.target_source, 'traceparent', n.traceparent, 'tenant_secret', t.webhook_secret,
+                                              'tenant_id', n.tenant_id))
+              FROM notif n LEFT JOIN tenants t ON t.id = n.tenant_id WHERE n.lease_token IS NOT NULL) AS leased`;
+}
+
+const PLACEHOLDER: RecordBatchInput = {
+  groupId: '',
+  topic: '',
+  partition: 0,
+  defaultWebhookUrl: null,
+  events: [],
+  offsets: [],
+  values: [],
+  invalid: [],
+};
+
+/**
+ * The text of the statement every chunk of the notifier runs (with a lease when the process dispatches), for
+ * the kit to parse and plan on its connections at start (`warmStatements`).
+ */
+export function hotInboxStatements(dispatch: boolean): string[] {
+  const input = dispatch ? { ...PLACEHOLDER, lease: { token: '', limit: 0, leaseMs: 0 } } : PLACEHOLDER;
+  return [recordBatchSql(input, toColumns(input), false).text];
 }
