@@ -45,7 +45,8 @@ export class RelayService implements OnApplicationBootstrap, BeforeApplicationSh
   /**
    * Starts the relay, then waits (at most RELAY_START_WAIT_MS) until it leads with its producer connected,
    * stands by, or retries: the API listens after that, so the first creates' events are not held up behind
-   * the producer's connection (150-250 ms after the API listened, on a 2-core VM, docs/benchmarks.md).
+   * the producer's connection (in a debug log of a start on a 2-core VM, the relay had its topic 111 ms after
+   * the API listened and was still creating its producer; docs/benchmarks.md, "The whole path after a start").
    */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.config.relay.enabled) return;
