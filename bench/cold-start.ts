@@ -32,6 +32,7 @@ import {
   openLoop,
   startChild,
   startReceiver,
+  ticketTimes,
   waitForWebhooks,
   type Child,
   type Sample,
@@ -83,19 +84,6 @@ interface StartResult {
 }
 
 const log = (line: string) => process.stderr.write(`[${fixed(performance.now() / 1000, 1)}s] ${line}\n`);
-
-async function waitReady(baseUrl: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${baseUrl}/health/ready`)).status === 200) return;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > deadline) throw new Error(`${baseUrl}/health/ready did not answer 200 within 60 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Per request of the loop, in send order: its latency, or NaN when it failed (a non-201, no webhook). */
 function summarise(variant: string, readyMs: number, lat: number[], rate: number): StartResult {
@@ -154,14 +142,7 @@ async function stageLines(
   rate: number,
 ): Promise<string> {
   const ids = samples.flatMap((s) => (s.ticketId ? [s.ticketId] : []));
-  const { rows } = await db.query<{ ticket_id: string; created_ms: string; received_ms: string | null }>(
-    `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
-            extract(epoch FROM i.received_at) * 1000 AS received_ms
-       FROM outbox_events o LEFT JOIN ticket_events.inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
-      WHERE o.aggregate_id = ANY($2::uuid[])`,
-    [groupId, ids],
-  );
-  const byTicket = new Map(rows.map((r) => [r.ticket_id, r]));
+  const byTicket = await ticketTimes(db, groupId, ids);
   const sent = await kafkaTimestamps(kafka, topic, new Set(ids));
   const names = ['send -> created_at', 'created_at -> relay send', 'relay send -> inbox', 'inbox -> webhook'];
   const parts = (from: number, to: number) => {
@@ -250,9 +231,10 @@ async function main(): Promise<void> {
         mainJs: apiMainJs(join(variant.root, 'dist')),
         nodeArgs: [...requireHooks(), ...API_HEAP_CAP],
         env,
+        // Ready as a load balancer sees it, asked often so that the loop begins the moment it is.
+        ready: { path: '/health/ready', pollMs: 20 },
       });
       try {
-        await waitReady(api.baseUrl);
         if (consumer) await waitGroupStable(admin, groupId, consumer);
         const readyMs = performance.now() - t0;
         const created = new Set<string>();

@@ -561,6 +561,25 @@ export async function kafkaTimestamps(kafka: Kafka, topic: string, want: Set<str
   return out;
 }
 
+/**
+ * Per ticket id: the API's created_at and the consumer group's inbox received_at (null before the inbox has
+ * it), as epoch ms strings, on the database's clock.
+ */
+export async function ticketTimes(
+  db: Client,
+  groupId: string,
+  ticketIds: string[],
+): Promise<Map<string, { created_ms: string; received_ms: string | null }>> {
+  const { rows } = await db.query<{ ticket_id: string; created_ms: string; received_ms: string | null }>(
+    `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
+            extract(epoch FROM i.received_at) * 1000 AS received_ms
+       FROM outbox_events o LEFT JOIN ticket_events.inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
+      WHERE o.aggregate_id = ANY($2::uuid[])`,
+    [groupId, ticketIds],
+  );
+  return new Map(rows.map((r) => [r.ticket_id, r]));
+}
+
 interface LoopDeps {
   db: Client;
   kafka: Kafka;
@@ -615,14 +634,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     if (s.status !== 201)
       failedCodes.set(s.error ?? String(s.status), (failedCodes.get(s.error ?? String(s.status)) ?? 0) + 1);
 
-  const { rows } = await d.db.query<{ ticket_id: string; created_ms: string; received_ms: string | null }>(
-    `SELECT o.aggregate_id::text AS ticket_id, extract(epoch FROM o.created_at) * 1000 AS created_ms,
-            extract(epoch FROM i.received_at) * 1000 AS received_ms
-       FROM outbox_events o LEFT JOIN ticket_events.inbox_events i ON i.event_id = o.event_id AND i.group_id = $1
-      WHERE o.aggregate_id = ANY($2::uuid[])`,
-    [d.groupId, createdIds],
-  );
-  const byTicket = new Map(rows.map((r) => [r.ticket_id, r]));
+  const byTicket = await ticketTimes(d.db, d.groupId, createdIds);
   const sentAt = await kafkaTimestamps(d.kafka, d.topic, new Set(createdIds));
   const stage: Record<(typeof STAGES)[number], number[]> = Object.fromEntries(
     STAGES.map((k) => [k, [] as number[]]),

@@ -25,7 +25,10 @@ export async function startApi(opts: {
   env: Record<string, string>;
   /** Default: a port the OS hands out as free (a random guess can hit a live server). */
   port?: number;
+  /** The path whose 200 means started (default /health/live), and how often it is asked (default 100 ms). */
+  ready?: { path: string; pollMs: number };
 }): Promise<ApiChild> {
+  const { path: readyPath, pollMs } = opts.ready ?? { path: '/health/live', pollMs: 100 };
   const port = opts.port ?? (await freePort());
   const proc = spawn(process.execPath, [...opts.nodeArgs, opts.mainJs], {
     env: { RATE_LIMIT_PER_SECOND: '0', ...process.env, ...opts.env, PORT: String(port), HOST: '127.0.0.1' },
@@ -59,15 +62,15 @@ export async function startApi(opts: {
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`the API exited with ${proc.exitCode}: ${stderr}`);
     try {
-      if ((await fetch(`${baseUrl}/health/live`)).ok) break;
+      if ((await fetch(`${baseUrl}${readyPath}`)).ok) break;
     } catch {
       /* not up yet */
     }
     if (Date.now() > deadline) {
       proc.kill('SIGKILL');
-      throw new Error(`the API did not answer ${baseUrl}/health/live within 30 s: ${stderr}`);
+      throw new Error(`the API did not answer ${baseUrl}${readyPath} within 30 s: ${stderr}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
   return {
     baseUrl,
