@@ -170,6 +170,37 @@ it('the API runs it on RECONCILE_INTERVAL and serves the newest run as metrics',
   }
 });
 
+it('the API reads the newest scheduled run before it listens and logs when it runs the next: the first look compiles nothing in traffic', async () => {
+  // The newest scheduled run, finished just now: with a 1 h interval the next is due in an hour, at the
+  // 60th look (one a minute).
+  const finishedAt = new Date();
+  const newest = await new ReconcileRunsRepository(prisma).record({
+    trigger: 'schedule',
+    startedAt: finishedAt,
+    finishedAt,
+    ticketsChecked: 0,
+    duplicateTickets: 0,
+    findings: [],
+  });
+  const lines: string[] = [];
+  const log = createLogger('info', 'reconcile-runs-test', { write: (line: string) => void lines.push(line) });
+  const config = testConfig({ DATABASE_URL: scratch.url, RECONCILE_INTERVAL: '1h' });
+  const app = await createApiApp(config, log);
+  try {
+    await app.init(); // the bootstrap hooks, as listen() runs them before it binds the port
+    const started = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => 'nextRunInMs' in l);
+    expect(started).toMatchObject({
+      lastRunId: newest.id,
+      lastRunFinishedAt: finishedAt.toISOString(),
+      lastRunFindings: 0,
+      nextRunInMs: 60 * 60_000,
+    });
+    expect(started!.msg).toContain('the next runs in about 60 min');
+  } finally {
+    await app.close();
+  }
+});
+
 it('closing the API while a scheduled look is running lets it finish on the open pool, then closes the pool: no connection left behind', async () => {
   const config = testConfig({ DATABASE_URL: scratch.url, RECONCILE_INTERVAL: '200ms' });
   const app = await createApiApp(config, createLogger('silent', 'reconcile-runs-test'));

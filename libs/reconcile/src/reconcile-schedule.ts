@@ -68,6 +68,40 @@ export class ReconcileSchedule {
     this.timer.unref();
   }
 
+  /**
+   * Reads the newest scheduled run once, before the process takes traffic, and logs it with when this
+   * process runs the next one. That read is each look's first statement, and in the API the first Prisma
+   * model query of the process: its first call sets up Prisma's query compiler and compiles the query in one
+   * synchronous stretch (about 21 ms of a blocked event loop on a quiet 2-core VM, 21-51 ms at 300 creates a
+   * second). Without this read the stretch fell on the first look, a minute after the start, inside live
+   * traffic (docs/benchmarks.md, "The first look of the scheduled reconciliation, and the first loop"). A
+   * failed read is logged, not thrown: every look reads again. With the schedule off (intervalMs <= 0) it
+   * reads nothing.
+   */
+  async prepare(): Promise<StoredReconcileRun | null> {
+    if (this.settings.intervalMs <= 0) return null;
+    let last: StoredReconcileRun | null;
+    try {
+      last = await this.runs.latest('schedule');
+    } catch (err) {
+      this.log?.warn({ err }, 'scheduled reconcile: could not read the newest run; the first look tries again');
+      return null;
+    }
+    const dueInMs = last ? last.finishedAt.getTime() + this.settings.intervalMs - Date.now() : 0;
+    const nextRunInMs = Math.ceil(Math.max(dueInMs, 1) / this.lookEveryMs) * this.lookEveryMs;
+    this.log?.info(
+      {
+        lastRunId: last?.id ?? null,
+        lastRunFinishedAt: last?.finishedAt.toISOString() ?? null,
+        lastRunFindings: last?.findings.length ?? null,
+        nextRunInMs,
+      },
+      `scheduled reconcile: ${last ? `the newest run finished ${last.finishedAt.toISOString()}` : 'no run recorded yet'}; ` +
+        `the next runs in about ${formatWait(nextRunInMs)} (one process of those sharing the database runs it)`,
+    );
+    return last;
+  }
+
   /** Stops looking; a run in progress finishes without its pauses (its statements are short and read-only). */
   async stop(): Promise<void> {
     this.stopped = true;

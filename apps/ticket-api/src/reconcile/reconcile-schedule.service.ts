@@ -27,7 +27,9 @@ export class ReconcileScheduleService implements OnApplicationBootstrap, BeforeA
     );
   }
 
-  onApplicationBootstrap(): void {
+  /** Before the API listens: the first look's own read, run once now (ReconcileSchedule.prepare). */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.schedule.prepare();
     this.schedule.start();
   }
 
