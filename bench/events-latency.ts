@@ -24,7 +24,9 @@
 // sets LOG_LEVEL=warn, TICKET_EVENTS_TOPIC, NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL/_SECRET, DATABASE_URL;
 // everything else is the application's default (reported in the "Step 3 settings" line).
 // EVENTS_OPEN_LOOP_SECONDS (15), EVENTS_OPEN_LOOPS (3), EVENTS_MAX_SECONDS (5), EVENTS_MAX_CONCURRENCY (32), EVENTS_RATE (override
-// the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children).
+// the open-loop rate, req/s; default max/2), EVENTS_CPU_PROF=<dir> (V8 CPU profiles of both children),
+// EVENTS_STALL_LOG=<dir> (each child's garbage collections and event-loop stalls, reported per open loop:
+// bench/support/stall-log.ts).
 // EVENTS_BROKER_WARMUP_SECONDS (30; 0: none): before the API and the consumer start, a raw producer and
 // consumer group load the broker alone on a topic of its own, so that a broker JVM started just before
 // (npm run kafka:up) has compiled its produce and fetch paths (bench/support/broker-warmup.ts); the
@@ -36,6 +38,7 @@ import { randomBytes } from 'node:crypto';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
@@ -91,6 +94,8 @@ export interface OpenLoopResult {
   schedulerLag: Percentiles;
   /** Per-stage breakdown (ms, one clock): see STAGES. */
   stages: Record<string, Percentiles>;
+  /** p99 of each stage per WINDOW_SECONDS of intended send time, in order (as e2eWindowsP99). */
+  stageWindowsP99: Record<string, number[]>;
   /** CPU during the open loop, % of one core. */
   cpu: Record<string, number>;
   /** PostgreSQL transactions (all sessions of the bench database) per POST (approx.: the tail's are partly included). */
@@ -101,6 +106,8 @@ export interface OpenLoopResult {
   startedAt: number;
   /** The autovacuum workers seen in the bench database during the loop, and when (see autovacuumSampler). */
   autovacuum: string[];
+  /** Under EVENTS_STALL_LOG: per child, its garbage collections and event-loop stalls in the loop (stallsIn). */
+  stalls?: Record<string, string>;
 }
 
 export interface LatencyBenchResult {
@@ -587,6 +594,8 @@ interface LoopDeps {
   groupId: string;
   arrivals: Map<string, Arrival>;
   meter: () => Promise<() => Promise<Record<string, number>>>;
+  /** Under EVENTS_STALL_LOG: each child's stall file (bench/support/stall-log.ts). */
+  stallFiles?: Record<string, string>;
 }
 
 /**
@@ -639,17 +648,22 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   const stage: Record<(typeof STAGES)[number], number[]> = Object.fromEntries(
     STAGES.map((k) => [k, [] as number[]]),
   ) as never;
+  const stageWindows: Record<string, number[][]> = Object.fromEntries(STAGES.map((k) => [k, [] as number[][]]));
+  const add = (k: (typeof STAGES)[number], s: Sample, v: number) => {
+    stage[k].push(v);
+    (stageWindows[k][Math.floor((s.intended - t0) / 1000 / WINDOW_SECONDS)] ??= []).push(v);
+  };
   for (const s of samples) {
     const r = s.ticketId ? byTicket.get(s.ticketId) : undefined;
     const a = s.ticketId ? d.arrivals.get(s.ticketId) : undefined;
     const k = s.ticketId ? sentAt.get(s.ticketId) : undefined;
     if (!r || !a || k === undefined || r.received_ms === null) continue;
     const [c, i] = [Number(r.created_ms), Number(r.received_ms)];
-    stage['send -> API created_at'].push(c - wall(s.intended));
-    stage['created_at -> relay send (Kafka timestamp)'].push(k - c);
-    stage['relay send -> inbox statement'].push(i - k);
-    stage['inbox statement -> webhook arrival'].push(wall(a.at) - i);
-    if (s.responded !== undefined) stage['(API answer -> relay send)'].push(k - wall(s.responded));
+    add('send -> API created_at', s, c - wall(s.intended));
+    add('created_at -> relay send (Kafka timestamp)', s, k - c);
+    add('relay send -> inbox statement', s, i - k);
+    add('inbox statement -> webhook arrival', s, wall(a.at) - i);
+    if (s.responded !== undefined) add('(API answer -> relay send)', s, k - wall(s.responded));
   }
   return {
     rate,
@@ -664,12 +678,52 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     http: pct(samples.filter((s) => s.responded !== undefined).map((s) => s.responded! - s.intended)),
     schedulerLag: pct(samples.map((s) => s.sent - s.intended)),
     stages: Object.fromEntries(Object.entries(stage).map(([k, v]) => [k, pct(v)])),
+    stageWindowsP99: Object.fromEntries(
+      Object.entries(stageWindows).map(([k, ws]) => [k, [...ws].map((w) => (w ? pct(w).p99 : NaN))]),
+    ),
     cpu,
     xactPerTicket,
     load1,
     startedAt: wall(t0),
     autovacuum,
+    ...(d.stallFiles
+      ? {
+          stalls: Object.fromEntries(
+            Object.entries(d.stallFiles).map(([k, f]) => [k, stallsIn(f, wall(t0), wall(t0) + seconds * 1000)]),
+          ),
+        }
+      : {}),
   };
+}
+
+/**
+ * What a child's stall file (bench/support/stall-log.ts) holds between `from` and `to` (epoch ms): the count
+ * and total of its collections of 2 ms or more per kind, and its five longest event-loop stalls with their
+ * second in the loop.
+ */
+function stallsIn(file: string, from: number, to: number): string {
+  if (!existsSync(file)) return 'no stall file';
+  const gc = new Map<string, { n: number; total: number; max: number }>();
+  const lags: Array<{ at: number; ms: number }> = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const [at, what, kind, ms] = line.split(' ');
+    const t = Number(at);
+    if (!(t >= from && t <= to)) continue;
+    if (what === 'gc') {
+      const g = gc.get(kind) ?? { n: 0, total: 0, max: 0 };
+      g.n++;
+      g.total += Number(ms);
+      g.max = Math.max(g.max, Number(ms));
+      gc.set(kind, g);
+    } else if (what === 'lag') lags.push({ at: (t - from) / 1000, ms: Number(ms) });
+  }
+  const gcText = [...gc].map(([k, g]) => `${k} GC ${g.n}× (${fixed(g.total)} ms, longest ${fixed(g.max)})`).join(', ');
+  const lagText = lags
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 5)
+    .map((l) => `${fixed(l.ms)} ms at ${fixed(l.at)} s`)
+    .join(', ');
+  return `${gcText || 'no GC of 2 ms or more'}; loop stalls of 20 ms or more: ${lags.length}${lagText ? ` (${lagText})` : ''}`;
 }
 
 /**
@@ -714,9 +768,15 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const distRoot = join(__dirname, '..');
   const nodeArgs = requireHooks();
   const cpuProfDir = env.EVENTS_CPU_PROF;
+  const stallDir = env.EVENTS_STALL_LOG;
+  const stallFiles = stallDir
+    ? { api: join(stallDir, `api-${runId}.log`), consumer: join(stallDir, `consumer-${runId}.log`) }
+    : undefined;
+  if (stallDir) mkdirSync(stallDir, { recursive: true });
+  const stallArgs = stallDir ? ['-r', join(__dirname, 'support', 'stall-log.js')] : [];
   // API and consumer run as the project runs them (heap capped).
   const childArgs = (name: string) => {
-    const cap = name === 'api' ? API_HEAP_CAP : HEAP_CAP;
+    const cap = [...(name === 'api' ? API_HEAP_CAP : HEAP_CAP), ...stallArgs];
     return cpuProfDir
       ? [
           ...nodeArgs,
@@ -781,7 +841,11 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
     api = await startApi({
       mainJs: apiMainJs(distRoot),
       nodeArgs: childArgs('api'),
-      env: { ...common, RELAY_ENABLED: 'true' },
+      env: {
+        ...common,
+        RELAY_ENABLED: 'true',
+        ...(stallFiles ? { BENCH_STALL_LOG_FILE: stallFiles.api } : {}),
+      },
     });
     latencyChildren.add(api.proc);
     consumer = startChild(join(distRoot, '..', 'apps', 'consumer', 'dist', 'main.js'), childArgs('consumer'), {
@@ -790,6 +854,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
       NOTIFIER_METRICS_PORT: '0',
       NOTIFY_WEBHOOK_URL: hookUrl,
       NOTIFY_WEBHOOK_SECRET: secret,
+      ...(stallFiles ? { BENCH_STALL_LOG_FILE: stallFiles.consumer } : {}),
     });
     latencyChildren.add(consumer.proc);
     log(`API pid ${api.pid} on ${api.baseUrl} (relay inside), consumer pid ${consumer.pid} (group ${groupId})`);
@@ -847,6 +912,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
         topic,
         groupId,
         arrivals: receiver.arrivals,
+        stallFiles,
         meter: () =>
           cpuMeter({
             api: () => [api!.pid],
@@ -918,12 +984,16 @@ export function formatLatency(r: LatencyBenchResult): string {
       `    p99 per ${WINDOW_SECONDS} s of the loop: ${l.e2eWindowsP99.map((v) => fixed(v)).join(', ')} ms`,
       `  POST response    ${fmtPct(l.http)}`,
       `  scheduler lag    ${fmtPct(l.schedulerLag)}`,
-      ...Object.entries(l.stages).map(([k, v]) => `    ${k.padEnd(44)} ${fmtPct(v)}`),
+      ...Object.entries(l.stages).map(
+        ([k, v]) =>
+          `    ${k.padEnd(44)} ${fmtPct(v)}; p99 per ${WINDOW_SECONDS} s: ${(l.stageWindowsP99[k] ?? []).map((w) => fixed(w)).join(', ')}`,
+      ),
       `  CPU % of one core: ${Object.entries(l.cpu)
         .map(([k, v]) => `${k} ${int(v)}`)
         .join(', ')}; ` +
         `${fixed(l.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed(((l.cpu.box - l.cpu.other) * 10) / l.rate, 1)} ms (all processes but "other")`,
       `  autovacuum in the loop (into it): ${l.autovacuum.length ? l.autovacuum.join(', ') : 'none seen'}`,
+      ...Object.entries(l.stalls ?? {}).map(([k, v]) => `  ${k}: ${v}`),
     );
   });
   lines.push(
