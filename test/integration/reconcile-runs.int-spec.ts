@@ -201,6 +201,39 @@ it('the API reads the newest scheduled run before it listens and logs when it ru
   }
 });
 
+it('a lock on reconcile_runs does not keep a process from starting: prepare() gives up its read after prepareWaitMs and says why', async () => {
+  const warnings: string[] = [];
+  const log = createLogger('warn', 'reconcile-runs-test', { write: (line: string) => void warnings.push(line) });
+  const schedule = new ReconcileSchedule(
+    prisma,
+    {
+      databaseUrl: scratch.url,
+      intervalMs: HOUR,
+      windowMs: 24 * HOUR,
+      graceMs: 300_000,
+      group: 'reconcile-runs-test',
+      prepareWaitMs: 200,
+    },
+    log,
+  );
+  const holder = await db.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE reconcile_runs IN ACCESS EXCLUSIVE MODE');
+    // Without the wait's limit this read would wait for the lock, which is held until the test's end.
+    await expect(schedule.prepare()).resolves.toBeNull();
+    expect(warnings.join('')).toContain('the newest run was not read within 200 ms (a lock on reconcile_runs?');
+  } finally {
+    await holder.query('COMMIT');
+    holder.release();
+  }
+  // The lock gone, the read answers again: no new warning.
+  const warned = warnings.length;
+  await schedule.prepare();
+  expect(warnings).toHaveLength(warned);
+  await schedule.stop();
+});
+
 it('closing the API while a scheduled look is running lets it finish on the open pool, then closes the pool: no connection left behind', async () => {
   const config = testConfig({ DATABASE_URL: scratch.url, RECONCILE_INTERVAL: '200ms' });
   const app = await createApiApp(config, createLogger('silent', 'reconcile-runs-test'));

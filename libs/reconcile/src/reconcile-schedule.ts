@@ -22,6 +22,8 @@ export interface ReconcileScheduleSettings {
    * run at most half of the run's time, and the live traffic's statements get the gaps. 0: back to back.
    */
   paceRatio?: number;
+  /** How long prepare() waits for its read before the process starts without it (default 3 s). */
+  prepareWaitMs?: number;
 }
 
 /** The longest wait between two attempts of a process whose scheduled runs keep failing. */
@@ -75,17 +77,37 @@ export class ReconcileSchedule {
    * synchronous stretch (about 21 ms of a blocked event loop on a quiet 2-core VM, 21-51 ms at 300 creates a
    * second). Without this read the stretch fell on the first look, a minute after the start, inside live
    * traffic (docs/benchmarks.md, "The first look of the scheduled reconciliation, and the first loop"). A
-   * failed read is logged, not thrown: every look reads again. With the schedule off (intervalMs <= 0) it
-   * reads nothing.
+   * failed read is logged, not thrown, and so is one that takes longer than `prepareWaitMs` (a lock on
+   * reconcile_runs must not keep the process from starting): every look reads again. With the schedule off
+   * (intervalMs <= 0) it reads nothing.
    */
   async prepare(): Promise<StoredReconcileRun | null> {
     if (this.settings.intervalMs <= 0) return null;
+    const waitMs = this.settings.prepareWaitMs ?? 3_000;
+    const read = this.runs.latest('schedule');
+    read.catch(() => undefined); // still running when the wait below gives up: its outcome no longer matters
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<'gave up'>((resolve) => {
+      timer = setTimeout(() => resolve('gave up'), waitMs);
+      timer.unref();
+    });
     let last: StoredReconcileRun | null;
     try {
-      last = await this.runs.latest('schedule');
+      const first = await Promise.race([read, gaveUp]);
+      if (first === 'gave up') {
+        this.log?.warn(
+          { waitMs },
+          `scheduled reconcile: the newest run was not read within ${waitMs} ms (a lock on reconcile_runs? ` +
+            'see pg_locks); the process starts without it, and the first look reads it again',
+        );
+        return null;
+      }
+      last = first;
     } catch (err) {
       this.log?.warn({ err }, 'scheduled reconcile: could not read the newest run; the first look tries again');
       return null;
+    } finally {
+      clearTimeout(timer);
     }
     const dueInMs = last ? last.finishedAt.getTime() + this.settings.intervalMs - Date.now() : 0;
     const nextRunInMs = Math.ceil(Math.max(dueInMs, 1) / this.lookEveryMs) * this.lookEveryMs;
@@ -93,7 +115,7 @@ export class ReconcileSchedule {
       {
         lastRunId: last?.id ?? null,
         lastRunFinishedAt: last?.finishedAt.toISOString() ?? null,
-        lastRunFindings: last?.findings.length ?? null,
+        lastRunFindings: last && Array.isArray(last.findings) ? last.findings.length : null,
         nextRunInMs,
       },
       `scheduled reconcile: ${last ? `the newest run finished ${last.finishedAt.toISOString()}` : 'no run recorded yet'}; ` +
