@@ -1,8 +1,11 @@
 // Preloaded (`node -r`) into the bench's children under EVENTS_STALL_LOG: writes one line per garbage
-// collection of 2 ms or more and per event-loop stall of 20 ms or more to the file named by
-// BENCH_STALL_LOG_FILE, as `<wall ms at its start> <gc|lag> <kind> <duration ms>`; its first line maps the
-// wall clock to the monotonic one that stamps a `--cpu-prof` profile's samples. The bench reads the
-// file after each open loop and reports what fell into it (bench/events-latency.ts, stallsIn).
+// collection of 2 ms or more (`<wall ms at its start> gc <kind> <ms>`), per tick of a 10 ms timer that fires
+// 20 ms or more late (`<wall ms the tick was due> lag loop <ms late>`: the loop was held at least that long;
+// a hold shorter than 20 ms beyond the tick's interval is not logged) and, each second, the heap
+// (`<wall ms> heap new <MB> old <used MB>/<size MB>`) to the file named by BENCH_STALL_LOG_FILE. Its first
+// line maps the wall clock to the monotonic one that stamps a `--cpu-prof` profile's samples. After each
+// open loop the bench reports the collections and the stalls that fell into it (bench/events-latency.ts,
+// stallsIn); the heap lines stay in the file.
 import { appendFileSync } from 'node:fs';
 import { PerformanceObserver, constants, performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
