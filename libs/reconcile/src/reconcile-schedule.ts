@@ -86,14 +86,9 @@ export class ReconcileSchedule {
     const waitMs = this.settings.prepareWaitMs ?? 3_000;
     const read = this.runs.latest('schedule');
     read.catch(() => undefined); // still running when the wait below gives up: its outcome no longer matters
-    let timer: NodeJS.Timeout | undefined;
-    const gaveUp = new Promise<'gave up'>((resolve) => {
-      timer = setTimeout(() => resolve('gave up'), waitMs);
-      timer.unref();
-    });
     let last: StoredReconcileRun | null;
     try {
-      const first = await Promise.race([read, gaveUp]);
+      const first = await Promise.race([read, sleep(waitMs, 'gave up' as const, { ref: false })]);
       if (first === 'gave up') {
         this.log?.warn(
           { waitMs },
@@ -106,8 +101,6 @@ export class ReconcileSchedule {
     } catch (err) {
       this.log?.warn({ err }, 'scheduled reconcile: could not read the newest run; the first look tries again');
       return null;
-    } finally {
-      clearTimeout(timer);
     }
     const dueInMs = last ? last.finishedAt.getTime() + this.settings.intervalMs - Date.now() : 0;
     const nextRunInMs = Math.ceil(Math.max(dueInMs, 1) / this.lookEveryMs) * this.lookEveryMs;
