@@ -1,13 +1,12 @@
-// The kit's offset commits are grouped: the chunks of several partitions that finish while a commit is in
-// flight are committed together by the next OffsetCommit request, and each chunk still waits for the commit
-// of its own offset. Real broker, real PostgreSQL, the kit example (kit API only).
+// The kit's offset commits are off the messages' path: a chunk does not wait for the commit of its offset, one
+// OffsetCommit request per consumer carries the offsets resolved since the last one (at most one per
+// commitIntervalMs), and a graceful stop commits what is left before the member leaves the group.
+// Real broker, real PostgreSQL, the kit example (kit API only).
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { INestMicroservice } from '@nestjs/common';
 import type { Consumer } from 'kafkajs';
 import { Pool } from 'pg';
-import type { TicketEventsOptions, TicketEventsServer } from '@tickets/event-consumer';
-import { withFaults } from '@tickets/event-consumer/testing';
+import type { TicketEventsServer } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { EFFECTS_DDL, startExample } from '../support/kit-example';
@@ -17,7 +16,7 @@ jest.setTimeout(90_000);
 
 const PARTITIONS = 4;
 
-describe('event consumer kit: grouped offset commits', () => {
+describe('event consumer kit: offset commits off the path of the messages', () => {
   const topic = uniqueName('kit-commits');
   const groupId = uniqueName('kit-commits-group');
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
@@ -38,30 +37,19 @@ describe('event consumer kit: grouped offset commits', () => {
     await fx?.close();
   });
 
-  it('commits the chunks that finish while a commit is in flight in one request, and every offset', async () => {
+  it('handles every chunk without waiting for its commit, and commits the rest when it stops', async () => {
     const tenantId = randomUUID();
     const events = Array.from({ length: PARTITIONS * 2 }, () => ticketCreated(tenantId));
     await fx.producer.send({ topic, messages: events.map((e, i) => toMessage(e, i % PARTITIONS)) });
 
-    // The first chunk of each partition waits after its transaction until all of them are there (and the
-    // test listens to the commits): then they ask for their commits in the same instant.
-    let listening!: () => void;
-    const ready = new Promise<void>((r) => (listening = r));
-    const arrived = new Set<number>();
-    let all!: () => void;
-    const together = new Promise<void>((r) => (all = r));
-    const options = withFaults(
-      kitOptions(topic, groupId, { chunkSize: 1, partitionsConcurrency: PARTITIONS, fromBeginning: true }),
-      {
-        afterTransactionBeforeCommit: async ({ partition }) => {
-          if (arrived.has(partition) && arrived.size === PARTITIONS) return;
-          arrived.add(partition);
-          if (arrived.size === PARTITIONS) all();
-          // Bounded: if the first fetch did not bring all four, the test fails on the requests below instead of hanging.
-          await Promise.race([Promise.all([ready, together]), sleep(15_000)]);
-        },
-      },
-    ) as TicketEventsOptions;
+    // A minute between commits: the first chunk's commit starts at once, every later one would wait for the
+    // minute. If a chunk waited for its own commit, the eight chunks could not all be handled within it.
+    const options = kitOptions(topic, groupId, {
+      chunkSize: 1,
+      partitionsConcurrency: PARTITIONS,
+      fromBeginning: true,
+      commitIntervalMs: 60_000,
+    });
     consumer = await startExample(options);
     const kafkaConsumer = consumer.server.unwrap<{ consumer: Consumer }>().consumer;
     const requests: number[][] = [];
@@ -69,22 +57,26 @@ describe('event consumer kit: grouped offset commits', () => {
       const parts = e.payload.topics.filter((t) => t.topic === topic).flatMap((t) => t.partitions);
       if (parts.length > 0) requests.push(parts.map((p) => Number(p.partition)).sort());
     });
-    listening();
 
-    await eventually(
-      async () => (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions,
-      (ps) => ps.length === PARTITIONS && ps.every((p) => p.offset === '2'),
-      60_000,
-      'every partition committed at offset 2',
-    );
-    const effects = await db.query<{ n: number; distinct: number }>(
-      'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM kit_test_effects WHERE group_id = $1',
-      [groupId],
-    );
-    expect(effects.rows[0]).toEqual({ n: events.length, distinct: events.length });
-    // The first of the four released chunks commits alone; the other three join the next request.
-    expect(requests[0]).toHaveLength(1);
-    expect(requests[1]).toHaveLength(PARTITIONS - 1);
-    expect(requests.flat().length).toBeLessThanOrEqual(events.length);
+    const handled = () =>
+      db
+        .query<{ n: number; distinct: number }>(
+          'SELECT count(*)::int AS n, count(DISTINCT event_id)::int AS distinct FROM kit_test_effects WHERE group_id = $1',
+          [groupId],
+        )
+        .then((r) => r.rows[0]);
+    await eventually(handled, (r) => r.n === events.length, 30_000, 'every event handled');
+    const committed = async () =>
+      (await fx.admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.map((p) => Number(p.offset));
+    // At most the one commit that started at once: the rest waits for the interval, not the chunks for it.
+    expect(requests.length).toBeLessThanOrEqual(1);
+    expect((await committed()).reduce((a, b) => a + Math.max(0, b), 0)).toBeLessThan(events.length);
+
+    await consumer.app.close();
+    consumer = undefined;
+    // The stop committed every resolved offset before it left the group, in one request.
+    expect(await committed()).toEqual(Array.from({ length: PARTITIONS }, () => 2));
+    expect(requests.length).toBeLessThanOrEqual(2);
+    expect(await handled()).toEqual({ n: events.length, distinct: events.length });
   });
 });

@@ -12,6 +12,8 @@ const EventConsumerEnv = z.object({
   /** Messages per database transaction (one inbox statement, the handlers, one commit). */
   EVENT_CONSUMER_CHUNK: z.coerce.number().int().min(1).max(5000).default(500),
   EVENT_CONSUMER_PARTITIONS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(3),
+  /** The least time between two offset commits of a consumer; chunks do not wait for them (0: back to back). */
+  EVENT_CONSUMER_COMMIT_INTERVAL: duration('100ms').refine((ms) => ms <= 600_000, 'must be at most 10m'),
   /** Port of the consumer's own /metrics endpoint (0: a random free port; -1: no endpoint). */
   EVENT_CONSUMER_METRICS_PORT: z.coerce.number().int().min(-1).max(65535).default(9464),
   EVENT_CONSUMER_METRICS_HOST: z.string().default('127.0.0.1'),
@@ -41,6 +43,7 @@ export interface EventConsumerConfig {
   retryMaxDelayMs: number;
   chunkSize: number;
   partitionsConcurrency: number;
+  commitIntervalMs: number;
   kafka: {
     sessionTimeoutMs: number;
     heartbeatIntervalMs: number;
@@ -73,6 +76,7 @@ export function loadEventConsumerConfig(env: NodeJS.ProcessEnv = process.env): E
     retryMaxDelayMs: e.EVENT_CONSUMER_RETRY_MAX_DELAY,
     chunkSize: e.EVENT_CONSUMER_CHUNK,
     partitionsConcurrency: e.EVENT_CONSUMER_PARTITIONS_CONCURRENCY,
+    commitIntervalMs: e.EVENT_CONSUMER_COMMIT_INTERVAL,
     kafka: {
       sessionTimeoutMs: e.EVENT_CONSUMER_SESSION_TIMEOUT,
       heartbeatIntervalMs: e.EVENT_CONSUMER_HEARTBEAT_INTERVAL,

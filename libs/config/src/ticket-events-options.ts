@@ -30,6 +30,7 @@ export function ticketEventsOptions(
     reconnectMaxDelayMs,
     chunkSize: kit.chunkSize,
     partitionsConcurrency: kit.partitionsConcurrency,
+    commitIntervalMs: kit.commitIntervalMs,
     maxAttempts: kit.maxAttempts,
     retryBaseMs: kit.retryBaseMs,
     retryMaxDelayMs: kit.retryMaxDelayMs,

@@ -33,3 +33,26 @@ describe('the warm-up options', () => {
     );
   });
 });
+
+describe('the offset commit interval', () => {
+  it('commitIntervalMs: 100 by default, 0 allowed, never negative or fractional', () => {
+    expect(resolveOptions(required).commitIntervalMs).toBe(100);
+    expect(resolveOptions({ ...required, commitIntervalMs: 0 }).commitIntervalMs).toBe(0);
+    expect(() => resolveOptions({ ...required, commitIntervalMs: -1 })).toThrow(
+      /option commitIntervalMs must be an integer >= 0/,
+    );
+    expect(() => resolveOptions({ ...required, commitIntervalMs: 1.5 })).toThrow(TicketEventsOptionsError);
+    expect(resolveOptions({ ...required, commitIntervalMs: 600_000 }).commitIntervalMs).toBe(600_000);
+    expect(() => resolveOptions({ ...required, commitIntervalMs: 600_001 })).toThrow(
+      /option commitIntervalMs must be at most 600000/,
+    );
+  });
+
+  it('EVENT_CONSUMER_COMMIT_INTERVAL sets it as a duration', () => {
+    const env = { DATABASE_URL: 'postgresql://db/x', EVENT_CONSUMER_COMMIT_INTERVAL: '1s' };
+    expect(resolveOptions(optionsFromEnv({ groupId: 'g' }, env)).commitIntervalMs).toBe(1_000);
+    expect(() => optionsFromEnv({ groupId: 'g' }, { ...env, EVENT_CONSUMER_COMMIT_INTERVAL: 'soon' })).toThrow(
+      /EVENT_CONSUMER_COMMIT_INTERVAL="soon" is not a duration/,
+    );
+  });
+});

@@ -9,7 +9,7 @@ import { parseEnvelope } from './envelope-parser';
 import { faultsOf, type KitFaults } from './faults';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
-import { OffsetCommitGroup } from './offset-commits';
+import { OffsetCommits } from './offset-commits';
 import { patchKafkajsProduceEncoding } from './kafkajs-produce-encoding';
 import { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 import type { KitLogger as Logger } from './kit-logger';
@@ -23,6 +23,14 @@ import { checkTopicRetention } from './topic-retention';
 import { optionsFromEnv } from './ticket-events.env';
 import { resolveOptions, type ResolvedOptions, type TicketEventsOptions } from './ticket-events.options';
 
+/** kafkajs error types of a commit that met a rebalance: routine, the next owner reads the offsets' events again. */
+const REBALANCE_ERRORS = new Set([
+  'REBALANCE_IN_PROGRESS',
+  'ILLEGAL_GENERATION',
+  'UNKNOWN_MEMBER_ID',
+  'NOT_COORDINATOR_FOR_GROUP',
+]);
+
 type Status = 'connected' | 'disconnected';
 
 /**
@@ -32,9 +40,10 @@ type Status = 'connected' | 'disconnected';
  *
  * kafkajs eachBatch, autoCommit off, eachBatchAutoResolve off. Each chunk of a partition's batch is
  * parsed, deduplicated against the group's inbox and handled in ONE database transaction; only after
- * it commits are the chunk's offsets resolved and committed (last + 1), grouped with the other
- * partitions' commits (OffsetCommitGroup) and before the next chunk. A partition revoked meanwhile
- * (isStale) gets no commit: its new owner re-reads the chunk and the inbox turns it into skips.
+ * it commits are the chunk's offsets resolved (last + 1) and their commit asked for (OffsetCommits: off
+ * the messages' path, one request per commitIntervalMs with every partition's offsets, what is left
+ * committed before the member leaves the group). A partition revoked meanwhile (isStale) gets no
+ * commit: its new owner re-reads the chunk and the inbox turns it into skips.
  */
 export class TicketEventsServer extends Server<Record<string, never>, Status> implements CustomTransportStrategy {
   override readonly transportId = TICKET_EVENTS_TRANSPORT;
@@ -44,6 +53,10 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
   private readonly pool: Pool;
   private readonly kafka: Kafka;
   private membership?: KafkaMembership;
+  /** The offset commits of the current kafkajs consumer. */
+  private commits?: OffsetCommits;
+  /** Stopping or leaving for a replay: the commits of a consumer that joins meanwhile go at once too. */
+  private commitsNow = false;
   private readonly tables: KitTables;
   private readonly inbox: KitInboxRepository;
   private readonly options: ResolvedOptions;
@@ -157,9 +170,14 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
           fromBeginning: this.options.fromBeginning,
           reconnectMaxDelayMs: this.options.reconnectMaxDelayMs,
         },
-        // A commit group per consumer: a group's commits carry that consumer's resolved offsets.
-        () => {
-          const commits = new OffsetCommitGroup();
+        // Commits per consumer: a commit carries that consumer's resolved offsets. They end with it: kafkajs
+        // emits STOP after a stop's LeaveGroup and after a crash, before it disconnects.
+        (consumer) => {
+          this.commits?.close();
+          const commits = new OffsetCommits(this.options.commitIntervalMs, (err) => this.commitFailed(err));
+          if (this.commitsNow) commits.hurry();
+          consumer.on(consumer.events.STOP, () => commits.close());
+          this.commits = commits;
           return {
             autoCommit: false,
             eachBatchAutoResolve: false,
@@ -185,7 +203,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
           ),
         paused,
       );
-      this.pauses.start((p) => (p ? membership.leave() : membership.rejoin()));
+      this.pauses.start((p) => (p ? this.leaveForReplay(membership) : this.rejoinAfterReplay(membership)));
       this.startPurge();
       this._status$.next('connected');
       this.log?.info({ metricsPort: this.metricsPort }, 'event consumer started');
@@ -216,10 +234,43 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
     return { consumer: this.membership?.current, pool: this.pool } as T;
   }
 
+  /** Paused by a replay: the resolved offsets are committed, then the chunk in progress, then the group is left. */
+  private async leaveForReplay(membership: KafkaMembership): Promise<void> {
+    await this.commitBeforeLeaving();
+    await membership.leave();
+    this.commits?.close();
+  }
+
+  private async rejoinAfterReplay(membership: KafkaMembership): Promise<void> {
+    this.commitsNow = false;
+    await membership.rejoin();
+  }
+
+  /**
+   * From now on every commit goes at once, and what is resolved is committed now, while the member is still
+   * in the group; a chunk that ends after kafkajs began to stop waits for its own (eachBatch).
+   */
+  private async commitBeforeLeaving(): Promise<void> {
+    this.commitsNow = true;
+    this.commits?.hurry();
+    await this.commits?.drain().catch((err: unknown) => this.commitFailed(err));
+  }
+
+  private commitFailed(err: unknown): void {
+    const type = (err as { type?: unknown } | null)?.type;
+    const routine = typeof type === 'string' && REBALANCE_ERRORS.has(type);
+    this.log?.[routine ? 'info' : 'warn'](
+      { err, groupId: this.options.groupId },
+      'offset commit failed: the offsets stay resolved and the next commit carries them; an event read again meanwhile is skipped by the inbox',
+    );
+  }
+
   private async shutdown(): Promise<void> {
     clearInterval(this.purgeTimer);
     await this.pauses?.stop();
+    await this.commitBeforeLeaving();
     await this.membership?.stop();
+    this.commits?.close();
     await this.metricsServer?.close();
     await this.pool.end().catch(() => undefined);
     this._status$.next('disconnected');
@@ -248,14 +299,22 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
     return lastValueFrom(this.transformToObservable(await handler(data, ctx)), { defaultValue: undefined });
   }
 
-  private async eachBatch(processor: ChunkProcessor, p: EachBatchPayload, commits: OffsetCommitGroup): Promise<void> {
+  private async eachBatch(processor: ChunkProcessor, p: EachBatchPayload, commits: OffsetCommits): Promise<void> {
     const { topic, partition, messages } = p.batch;
     const place = { groupId: this.options.groupId, topic, partition };
     const control = { heartbeat: () => p.heartbeat(), abandoned: () => this.killed || !p.isRunning() || p.isStale() };
     const size = this.options.chunkSize;
+    const commit = {
+      send: () => p.commitOffsetsIfNecessary(p.uncommittedOffsets()),
+      skip: () => this.killed,
+    };
     for (let i = 0; i < messages.length; i += size) {
       // Stopping or revoked: the rest of the batch stays uncommitted and is read again by whoever owns it next.
-      if (control.abandoned()) return;
+      if (control.abandoned()) {
+        // Stopping: what the earlier chunks resolved is committed before kafkajs leaves the group.
+        if (!p.isRunning() && !p.isStale() && !this.killed) await commits.drain(commit);
+        return;
+      }
       const chunk = messages.slice(i, i + size);
       try {
         await processor.process(place, chunk.map(parseEnvelope), control);
@@ -271,17 +330,20 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       if (p.isStale() || this.killed) return;
       p.resolveOffset(lastOffset);
       const next = (BigInt(lastOffset) + 1n).toString();
-      // Committed before the next chunk, in one request with the other partitions' chunks that finish meanwhile.
-      await commits.commit(
-        () => p.commitOffsetsIfNecessary(p.uncommittedOffsets()),
-        // Not !p.isRunning(): a stopping kafkajs waits for this batch, and its commit still counts (see close()).
-        () => this.killed,
-      );
+      // Off the messages' path: committed within commitIntervalMs, with the other partitions' offsets. A stopping
+      // kafkajs waits for this batch before it leaves the group, so the chunk's commit goes now and counts (see close()).
+      if (p.isRunning()) commits.request(commit);
+      else await commits.drain(commit);
       this.metrics.lag.set(
         { group: place.groupId, topic, partition: String(partition) },
         Math.max(0, Number(BigInt(p.batch.highWatermark) - BigInt(next))),
       );
-      await p.heartbeat();
+      // A rebalance starting: what this member resolved is committed before it rejoins (as kafkajs's autoCommit does).
+      await p.heartbeat().catch(async (err: unknown) => {
+        if ((err as { type?: unknown } | null)?.type === 'REBALANCE_IN_PROGRESS')
+          await commits.drain(commit).catch(() => undefined);
+        throw err;
+      });
     }
   }
 
