@@ -50,7 +50,7 @@ export class ConsumerMetrics {
   });
   readonly lag = new Gauge({
     name: 'event_consumer_lag',
-    help: 'High watermark minus the next offset to read, per partition, as of the last commit',
+    help: 'High watermark minus the next offset to read, per partition, after the last chunk handled',
     labelNames: ['group', 'topic', 'partition'],
     registers: [this.registry],
   });
