@@ -9,7 +9,7 @@ import { parseEnvelope } from './envelope-parser';
 import { faultsOf, type KitFaults } from './faults';
 import { KitInboxRepository } from './inbox.repository';
 import { KafkaMembership } from './kafka-membership';
-import { OffsetCommits } from './offset-commits';
+import { OffsetCommits, type CommitRequest } from './offset-commits';
 import { patchKafkajsProduceEncoding } from './kafkajs-produce-encoding';
 import { patchKafkajsRequestQueue } from './kafkajs-request-queue';
 import type { KitLogger as Logger } from './kit-logger';
@@ -256,6 +256,11 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
     await this.commits?.drain().catch((err: unknown) => this.commitFailed(err));
   }
 
+  /** Stopping: the commit goes now and is waited for; a failure is logged, not thrown (the next owner re-reads, the inbox skips). */
+  private commitStopping(commits: OffsetCommits, commit: CommitRequest): Promise<void> {
+    return commits.drain(commit).catch((err: unknown) => this.commitFailed(err));
+  }
+
   private commitFailed(err: unknown): void {
     const type = (err as { type?: unknown } | null)?.type;
     const routine = typeof type === 'string' && REBALANCE_ERRORS.has(type);
@@ -312,7 +317,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       // Stopping or revoked: the rest of the batch stays uncommitted and is read again by whoever owns it next.
       if (control.abandoned()) {
         // Stopping: what the earlier chunks resolved is committed before kafkajs leaves the group.
-        if (!p.isRunning() && !p.isStale() && !this.killed) await commits.drain(commit);
+        if (!p.isRunning() && !p.isStale() && !this.killed) await this.commitStopping(commits, commit);
         return;
       }
       const chunk = messages.slice(i, i + size);
@@ -333,7 +338,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       // Off the messages' path: committed within commitIntervalMs, with the other partitions' offsets. A stopping
       // kafkajs waits for this batch before it leaves the group, so the chunk's commit goes now and counts (see close()).
       if (p.isRunning()) commits.request(commit);
-      else await commits.drain(commit);
+      else await this.commitStopping(commits, commit);
       this.metrics.lag.set(
         { group: place.groupId, topic, partition: String(partition) },
         Math.max(0, Number(BigInt(p.batch.highWatermark) - BigInt(next))),
