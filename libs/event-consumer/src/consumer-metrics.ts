@@ -48,6 +48,12 @@ export class ConsumerMetrics {
     labelNames: this.labels,
     registers: [this.registry],
   });
+  readonly commitFailures = new Counter({
+    name: 'event_consumer_offset_commit_failures_total',
+    help: 'Offset commits that failed: the offsets stay resolved and the next commit carries them. Rising: a rebalance, or the group coordinator unreachable',
+    labelNames: this.labels,
+    registers: [this.registry],
+  });
   readonly lag = new Gauge({
     name: 'event_consumer_lag',
     help: 'High watermark minus the next offset to read, per partition, after the last chunk handled',

@@ -262,6 +262,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
   }
 
   private commitFailed(err: unknown): void {
+    this.metrics.commitFailures.inc({ group: this.options.groupId });
     const type = (err as { type?: unknown } | null)?.type;
     const routine = typeof type === 'string' && REBALANCE_ERRORS.has(type);
     this.log?.[routine ? 'info' : 'warn'](
@@ -346,7 +347,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       // A rebalance starting: what this member resolved is committed before it rejoins (as kafkajs's autoCommit does).
       await p.heartbeat().catch(async (err: unknown) => {
         if ((err as { type?: unknown } | null)?.type === 'REBALANCE_IN_PROGRESS')
-          await commits.drain(commit).catch(() => undefined);
+          await commits.drain(commit).catch((e: unknown) => this.commitFailed(e));
         throw err;
       });
     }
