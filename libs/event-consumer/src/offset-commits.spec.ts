@@ -15,6 +15,16 @@ const settle = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
 
+/** An OffsetCommits whose first commit (sent at once) has finished: the next one waits for the interval. */
+async function afterOneCommit(intervalMs: number) {
+  const c = new OffsetCommits(intervalMs);
+  const { sends, send } = gate();
+  c.request({ send });
+  sends[0].finish();
+  await settle();
+  return { c, sends, send };
+}
+
 describe('OffsetCommits', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
@@ -28,11 +38,7 @@ describe('OffsetCommits', () => {
   });
 
   it('sends the requests of one interval as one commit when the interval is over, not before', async () => {
-    const c = new OffsetCommits(100);
-    const { sends, send } = gate();
-    c.request({ send });
-    sends[0].finish();
-    await settle();
+    const { c, sends, send } = await afterOneCommit(100);
     c.request({ send });
     c.request({ send });
     c.request({ send });
@@ -125,11 +131,7 @@ describe('OffsetCommits', () => {
   });
 
   it('hurry() sends a commit waiting for the interval now, and every later one at once, even beside one in flight', async () => {
-    const c = new OffsetCommits(1_000);
-    const { sends, send } = gate();
-    c.request({ send });
-    sends[0].finish();
-    await settle();
+    const { c, sends, send } = await afterOneCommit(1_000);
     c.request({ send });
     expect(sends).toHaveLength(1);
     c.hurry();

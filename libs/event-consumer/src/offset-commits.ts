@@ -63,8 +63,7 @@ export class OffsetCommits {
   async drain(req?: CommitRequest): Promise<void> {
     const next = req ?? this.pending;
     this.pending = undefined;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     if (!next || this.closed || next.skip?.()) return;
     await this.start(next.send);
@@ -73,8 +72,7 @@ export class OffsetCommits {
   /** From now on every request is sent at once, and one waiting goes now. */
   hurry(): void {
     this.eager = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer();
     this.schedule();
   }
 
@@ -82,6 +80,10 @@ export class OffsetCommits {
   close(): void {
     this.closed = true;
     this.pending = undefined;
+    this.cancelTimer();
+  }
+
+  private cancelTimer(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
   }

@@ -31,6 +31,9 @@ const REBALANCE_ERRORS = new Set([
   'NOT_COORDINATOR_FOR_GROUP',
 ]);
 
+/** A kafkajs error's protocol error type (`REBALANCE_IN_PROGRESS` ...), if it has one. */
+const kafkaErrorType = (err: unknown): unknown => (err as { type?: unknown } | null)?.type;
+
 type Status = 'connected' | 'disconnected';
 
 /**
@@ -263,7 +266,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
 
   private commitFailed(err: unknown): void {
     this.metrics.commitFailures.inc({ group: this.options.groupId });
-    const type = (err as { type?: unknown } | null)?.type;
+    const type = kafkaErrorType(err);
     const routine = typeof type === 'string' && REBALANCE_ERRORS.has(type);
     this.log?.[routine ? 'info' : 'warn'](
       { err, groupId: this.options.groupId },
@@ -346,7 +349,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       );
       // A rebalance starting: what this member resolved is committed before it rejoins (as kafkajs's autoCommit does).
       await p.heartbeat().catch(async (err: unknown) => {
-        if ((err as { type?: unknown } | null)?.type === 'REBALANCE_IN_PROGRESS')
+        if (kafkaErrorType(err) === 'REBALANCE_IN_PROGRESS')
           await commits.drain(commit).catch((e: unknown) => this.commitFailed(e));
         throw err;
       });
