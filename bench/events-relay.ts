@@ -19,6 +19,9 @@ import { createLogger } from '@tickets/logger';
 import { OutboxRelay } from '@tickets/outbox';
 import { scratchDatabase } from './support/paths';
 import { mb } from './support/stats';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
+
+patchKafkajsRequestQueue(); // this bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
 
 export interface RelayBenchRound {
   relayMs: number;

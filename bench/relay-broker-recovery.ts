@@ -22,6 +22,9 @@ import { TcpCutProxy } from '@tickets/fault-proxy';
 import { createLogger } from '@tickets/logger';
 import { OutboxRelay } from '@tickets/outbox';
 import { positiveNumberEnv, scratchDatabase } from './support/paths';
+import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
+
+patchKafkajsRequestQueue(); // this bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
 
 const INSERT_SQL = `
   INSERT INTO outbox_events (event_id, tenant_id, aggregate_type, aggregate_id, event_type, payload, headers)
