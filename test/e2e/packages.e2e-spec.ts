@@ -19,12 +19,15 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Message } from 'kafkajs';
 import { Pool } from 'pg';
+import * as ts from 'typescript';
 import { checkLinks, formatBrokenLink } from '../../scripts/doc-links';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, testKafka, uniqueName } from '../support/events-factory';
 import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
 import { copyExample, npmInstall, packPublicPackages, run } from '../support/packed';
 import { createTenant, post, ROOT, startApiProcess, type TestTenant } from '../support/stack';
+
+const NODE16: ts.CompilerOptions = { module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16 };
 
 let packDir: string;
 let tarballs: Record<string, string>;
@@ -87,6 +90,54 @@ it('ships the guides its README links to, and every link in a tarball resolves w
     expect(existsSync(join(ROOT, 'libs', pkg, 'docs'))).toBe(false);
     expect(existsSync(join(ROOT, '.tmp', 'package-docs', 'libs', pkg))).toBe(false);
   }
+});
+
+it('declares, for every package its type declarations import, the package and where its types come from', async () => {
+  // A user's tsc reads the .d.ts files; with skipLibCheck (tsc --init's default) a missing declaration turns
+  // the kit's `ctx.tx` into `any` without a word, and without it the build fails on a module with no types.
+  const dir = mkdtempSync(join(packDir, 'types-'));
+  const missing: string[] = [];
+  for (const [name, tgz] of Object.entries(tarballs)) {
+    const pkgDir = join(dir, name.replace('@tickets/', ''));
+    mkdirSync(pkgDir);
+    expect((await run('tar', ['xzf', tgz, '-C', pkgDir, '--strip-components=1'], { cwd: packDir })).code).toBe(0);
+    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>;
+      peerDependencies?: Record<string, string>;
+    };
+    const declared = new Set([
+      ...Object.keys(manifest.dependencies ?? {}),
+      ...Object.keys(manifest.peerDependencies ?? {}),
+    ]);
+    const imported = new Map<string, string>(); // package -> one specifier that imports it
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(d, e.name));
+        else if (e.name.endsWith('.d.ts'))
+          for (const m of readFileSync(join(d, e.name), 'utf8').matchAll(/(?:from|import\()\s*'([^'.][^']*)'/g)) {
+            const parts = m[1].split('/');
+            const pkg = m[1].startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+            if (!pkg.startsWith('node:') && pkg !== name) imported.set(pkg, m[1]);
+          }
+      }
+    };
+    walk(join(pkgDir, 'dist'));
+    for (const [pkg, specifier] of imported) {
+      if (!declared.has(pkg)) {
+        missing.push(`${name}: imports ${pkg}, not in its dependencies or peerDependencies`);
+        continue;
+      }
+      if (pkg.startsWith('@tickets/')) continue; // the four ship their declarations (the test above unpacks them)
+      // Where tsc finds the declarations, resolving from the workspace's node_modules as a user's project would.
+      const found = ts.resolveModuleName(specifier, join(ROOT, 'index.ts'), NODE16, ts.sys).resolvedModule;
+      const typesPkg = `@types/${pkg.replace(/^@/, '').replace('/', '__')}`;
+      if (!found || !/\.d\.[cm]?ts$/.test(found.resolvedFileName))
+        missing.push(`${name}: imports ${specifier}, for which tsc finds no declarations`);
+      else if (found.resolvedFileName.includes(`/node_modules/${typesPkg}/`) && !declared.has(typesPkg))
+        missing.push(`${name}: imports ${pkg}, whose types are ${typesPkg}, not in its dependencies`);
+    }
+  }
+  expect(missing).toEqual([]);
 });
 
 describe('examples/agent: the agent client from its tarball', () => {
