@@ -13,7 +13,7 @@ const McpEnvSchema = z.object({
   TICKETS_API_KEY: z
     .string({
       error:
-        'is required: the ticket API key this MCP server acts with (npm run cli -- api-keys create --tenant <slug>)',
+        "is required: the ticket API key this MCP server acts with (the ticket service's operators create one with its CLI: api-keys create --tenant <slug>)",
     })
     .min(1, 'must not be empty'),
   /** A JSON file that keeps the keys of unfinished intents across restarts of the MCP server. */
