@@ -7,9 +7,13 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_MAIN as MAIN, startMcpStdio } from '../support/mcp-stdio';
 import { startTestStack, type TestStack, type TestTenant } from '../support/stack';
+import { startApp } from '../support/app-process';
 import { trackChild } from '../support/children';
 
 // The MCP server as an agent host runs it (test/support/mcp-stdio.ts), in front of the real API and database.
+
+/** A liveness bound for a stop that takes milliseconds, not a timing. */
+const EXIT_BOUND_MS = 30_000;
 
 async function ticketCount(stack: TestStack, tenantId: string): Promise<number> {
   const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [
@@ -133,5 +137,70 @@ describe('tickets MCP server over stdio', () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(/TICKETS_API_KEY is required/);
     expect(stdout).toBe('');
+  });
+
+  it('exits 0 when the host closes its stdin, with the metrics server listening', async () => {
+    // Closing stdin is how an MCP host ends a stdio session. The listening metrics server keeps the event loop
+    // alive, so a server that only waits for it to empty outlives the session: it stayed up until the host's
+    // SIGTERM, or for ever under a host that sends none, one leaked process per session.
+    const app = startApp('mcp-server', {
+      TICKETS_API_URL: stack.baseUrl,
+      TICKETS_API_KEY: tenant.apiKey,
+      TICKETS_METRICS_PORT: '0',
+    });
+    // 'close', not 'exit': by then the child's stderr has reached app.lines to the last line.
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      app.proc.once('close', (code, signal) => resolve({ code, signal })),
+    );
+    const ready = await app.line('tickets MCP server ready on stdio');
+    // Scraped once, as Prometheus does, over a connection fetch keeps alive: that must not hold the exit either.
+    const scrape = await fetch(`http://127.0.0.1:${String(ready.metricsPort)}/metrics`);
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^# TYPE tickets_mcp_tool_calls_total counter$/m);
+
+    app.proc.stdin!.end();
+    const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
+    expect(await Promise.race([closed, bound])).toEqual({ code: 0, signal: null });
+    expect(app.lines.map((l) => l.msg)).toContain('stdin closed, stopping');
+  });
+
+  it('answers the requests it read before its stdin closed, then exits 0', async () => {
+    // A host (or `printf ... | tickets-mcp`) may write its last request and close stdin at once: the answer is
+    // still owed. A stop at EOF that closed the server at once aborted the create and left the host no answer.
+    const app = startApp('mcp-server', {
+      TICKETS_API_URL: stack.baseUrl,
+      TICKETS_API_KEY: tenant.apiKey,
+      TICKETS_METRICS_PORT: '0',
+    });
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      app.proc.once('close', (code, signal) => resolve({ code, signal })),
+    );
+    await app.line('tickets MCP server ready on stdio');
+    const requests = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } },
+      },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: {
+          name: 'create_ticket',
+          arguments: { intent_id: 'piped-then-closed', title: 'Piped, then stdin closed' },
+        },
+      },
+    ];
+    app.proc.stdin!.end(requests.map((r) => JSON.stringify(r)).join('\n') + '\n');
+
+    const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
+    expect(await Promise.race([closed, bound])).toEqual({ code: 0, signal: null });
+    const answer = app.lines.find((l) => l.id === 2) as { result?: CallToolResult } | undefined;
+    expect(answer?.result?.isError).toBeFalsy();
+    expect(answer?.result?.structuredContent).toMatchObject({ outcome: 'created' });
+    expect(await ticketCount(stack, tenant.tenantId)).toBe(1);
   });
 });

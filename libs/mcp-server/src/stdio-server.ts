@@ -1,4 +1,5 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { FileKeyStore, InMemoryKeyStore, TicketClient, type TicketClientEvent } from '@tickets/agent-client';
 import { clientBackend } from './client-backend';
 import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-server.config';
@@ -8,6 +9,9 @@ import { createTicketsMcpServer } from './ticket-tools';
 import { VERSION } from './version';
 
 // stdout is the MCP protocol channel: every log line goes to stderr.
+
+/** How long a stop waits for the MCP server and the metrics server to close before it exits anyway. */
+const STOP_BOUND_MS = 1_000;
 
 /**
  * The tickets MCP server on stdio, configured by the environment (TICKETS_API_URL, TICKETS_API_KEY,
@@ -45,19 +49,73 @@ export async function runStdioServer(): Promise<void> {
     onToolCall: metrics?.onToolCall,
   });
   const transport = new StdioServerTransport();
-  transport.onclose = () => logger.info({}, 'stdin closed, stopping');
+
+  // An MCP host ends a stdio session by closing the server's stdin (SIGTERM and SIGKILL only if it lingers),
+  // so EOF is the normal way out. The SDK's transport does not watch for it, and an exit that waits for the
+  // event loop to empty never comes while the metrics server (TICKETS_METRICS_PORT) listens: every stop
+  // closes what it can and then exits.
+  // On EOF the requests already read are answered first: a host may write its last requests and close stdin
+  // at once (as `printf ... | tickets-mcp` does), and every tool call ends within TICKETS_TOOL_DEADLINE_MS.
+  // A signal does not wait: closing the server aborts the calls still running, and a write's key follows
+  // from its intent_id, so the host's retry in its next session gets the same ticket.
+  const unanswered = new Set<string | number>();
+  let answeredAll: (() => void) | undefined;
+  let draining = false;
+  let closing = false;
+  const close = (code: number): void => {
+    if (closing) return;
+    closing = true;
+    const closed = Promise.allSettled([server.close(), metrics?.close()]);
+    // A scrape that never finishes must not keep the process: the host's SIGTERM would find it stopping already.
+    const bound = new Promise((resolve) => setTimeout(resolve, STOP_BOUND_MS));
+    void Promise.race([closed, bound]).finally(() => process.exit(code));
+  };
+  const stop = (cause: 'stdin' | 'transport' | NodeJS.Signals): void => {
+    if (closing) return;
+    if (cause === 'stdin') {
+      if (draining) return;
+      draining = true;
+      logger.info({ unanswered: unanswered.size }, 'stdin closed, stopping');
+      const answered = unanswered.size === 0 ? Promise.resolve() : new Promise<void>((r) => (answeredAll = r));
+      const deadline = new Promise((r) => setTimeout(r, config.toolDeadlineMs + STOP_BOUND_MS));
+      void Promise.race([answered, deadline]).then(() => close(0));
+      return;
+    }
+    // Only the transport's own failure (a message over its buffer limit) closes it before we do: nothing can
+    // reach the tools any more.
+    if (cause === 'transport') logger.error({}, 'MCP transport closed, stopping');
+    else logger.info({ signal: cause }, 'stopping');
+    close(cause === 'transport' ? 1 : 0);
+  };
+  transport.onclose = () => stop('transport');
+  // 'end' after the last byte was read (the transport has dispatched every complete message by then);
+  // 'close' too, for a stdin destroyed by an error before its end.
+  process.stdin.once('end', () => stop('stdin'));
+  process.stdin.once('close', () => stop('stdin'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+
   await server.connect(transport);
+  // Which requests are still to be answered (for the EOF above), through the transport's public interface:
+  // the server set onmessage in connect(), and sends every answer through send().
+  const dispatch = transport.onmessage;
+  transport.onmessage = (message) => {
+    if ('method' in message && 'id' in message) unanswered.add(message.id);
+    dispatch?.(message);
+  };
+  const send = transport.send.bind(transport) as (message: JSONRPCMessage, ...rest: unknown[]) => Promise<void>;
+  transport.send = async (message: JSONRPCMessage, ...rest: unknown[]) => {
+    try {
+      await send(message, ...rest);
+    } finally {
+      const answered = !('method' in message) && 'id' in message ? message.id : undefined;
+      if (answered !== undefined && unanswered.delete(answered) && unanswered.size === 0) answeredAll?.();
+    }
+  };
   logger.info(
     { apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port },
     'tickets MCP server ready on stdio',
   );
-
-  const stop = (signal: string): void => {
-    logger.info({ signal }, 'stopping');
-    void Promise.allSettled([server.close(), metrics?.close()]).finally(() => process.exit(0));
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
 }
 
 function logEvent(logger: StderrLogger, event: TicketClientEvent): void {
