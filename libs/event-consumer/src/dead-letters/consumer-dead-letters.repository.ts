@@ -39,6 +39,48 @@ export class ConsumerDeadLettersRepository {
 
   /** Up to `limit` matching the filter, newest first. Every value is a parameter. */
   async list(f: ConsumerDeadLetterFilter): Promise<ConsumerDeadLetterItem[]> {
+    const { values, where, p } = this.where(f);
+    const uuid = p(UUID_RE);
+    const limit = p(f.limit);
+    const r = await this.pool.query<ConsumerDeadLetterItem>(
+      `SELECT c.id::text AS id, COALESCE(c.resolution, 'dead') AS state, c.group_id AS "groupId",
+              CASE WHEN c.key ~* ${uuid} THEN c.key END AS "ticketId",
+              CASE WHEN c.headers->>'event-id' ~* ${uuid} THEN c.headers->>'event-id' END AS "eventId",
+              c.headers->>'event-type' AS "eventType", c.reason, c.created_at AS "deadAt",
+              'group ' || c.group_id || ', ' || c.topic || '[' || c.partition || ']@' || c."offset" AS "where"
+         FROM ${this.t.deadLetters} c
+        ${where}
+        ORDER BY c.created_at DESC LIMIT ${limit}::int`,
+      values,
+    );
+    return r.rows;
+  }
+
+  /**
+   * The ids a requeue or discard acts on: up to `limit` still dead matching the filter, in the order
+   * the messages had in Kafka (topic, partition, offset ascending; then group, for the same message
+   * dead-lettered by several groups). A requeue produces them again in this order, so the copies of
+   * one partition (one ticket: the key is the ticket id) keep their order. The limit takes the OLDEST:
+   * of each partition it takes a prefix of the matching dead letters, so a partial requeue never sends
+   * a later event of a ticket while an earlier matching one of the same ticket stays dead (the handler
+   * would get them out of order, or fail again on the later one); the next run goes on where this one
+   * stopped. The newest N (the order of `list`) would do exactly that. A filter that leaves out an
+   * earlier dead letter of the ticket (--reason, --since) is the operator's choice and is not held back.
+   */
+  async actionable(f: ConsumerDeadLetterFilter): Promise<string[]> {
+    const { values, where, p } = this.where({ ...f, all: false });
+    const limit = p(f.limit);
+    const r = await this.pool.query<{ id: string }>(
+      `SELECT c.id::text AS id FROM ${this.t.deadLetters} c
+        ${where}
+        ORDER BY c.topic, c.partition, c."offset", c.group_id LIMIT ${limit}::int`,
+      values,
+    );
+    return r.rows.map((row) => row.id);
+  }
+
+  /** The WHERE clause of a filter, its values as parameters ($1...); `p` adds one more. */
+  private where(f: ConsumerDeadLetterFilter): { values: unknown[]; where: string; p: (v: unknown) => string } {
     const values: unknown[] = [];
     const p = (v: unknown) => `$${values.push(v)}`;
     const where: string[] = [];
@@ -50,20 +92,7 @@ export class ConsumerDeadLettersRepository {
     if (f.reason) where.push(`strpos(lower(c.reason), lower(${p(f.reason)})) > 0`);
     if (f.since) where.push(`c.created_at >= ${p(f.since)}::timestamptz`);
     if (f.until) where.push(`c.created_at < ${p(f.until)}::timestamptz`);
-    const uuid = p(UUID_RE);
-    const limit = p(f.limit);
-    const r = await this.pool.query<ConsumerDeadLetterItem>(
-      `SELECT c.id::text AS id, COALESCE(c.resolution, 'dead') AS state, c.group_id AS "groupId",
-              CASE WHEN c.key ~* ${uuid} THEN c.key END AS "ticketId",
-              CASE WHEN c.headers->>'event-id' ~* ${uuid} THEN c.headers->>'event-id' END AS "eventId",
-              c.headers->>'event-type' AS "eventType", c.reason, c.created_at AS "deadAt",
-              'group ' || c.group_id || ', ' || c.topic || '[' || c.partition || ']@' || c."offset" AS "where"
-         FROM ${this.t.deadLetters} c
-        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY c.created_at DESC LIMIT ${limit}::int`,
-      values,
-    );
-    return r.rows;
+    return { values, where: where.length ? `WHERE ${where.join(' AND ')}` : '', p };
   }
 
   /** The stored message of one dead letter. */

@@ -65,6 +65,12 @@ export class ConsumerDeadLetters {
     return { item, content, history };
   }
 
+  /**
+   * Produces the selected dead letters again one at a time, each send acknowledged before the next, in
+   * the order they had in Kafka (topic, partition, offset; with a limit, the oldest: see
+   * ConsumerDeadLettersRepository.actionable), so a ticket's events reach the handlers in their order.
+   * A send that fails stops the run: nothing later goes ahead of it.
+   */
   async requeue(req: ConsumerActionRequest): Promise<KitActionResult[]> {
     return this.each(await this.targets(req), (id) => this.requeueOne(id, req));
   }
@@ -75,7 +81,7 @@ export class ConsumerDeadLetters {
 
   private async targets(req: ConsumerActionRequest): Promise<string[]> {
     if (req.filter.id) return [req.filter.id];
-    return (await this.repo.list({ ...req.filter, all: false })).map((i) => i.id);
+    return this.repo.actionable(req.filter);
   }
 
   private async each(ids: string[], act: (id: string) => Promise<KitActionResult>): Promise<KitActionResult[]> {
