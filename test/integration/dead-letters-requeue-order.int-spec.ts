@@ -103,9 +103,13 @@ const deadLetters = async (ticketId: string) =>
 
 const high = async () => Number((await fx.admin.fetchTopicOffsets(topic))[0].high);
 
-/** The event id of each message of the topic, by offset (from the value: a handler's dead letter keeps no headers). */
+/** The event id of each message of the topic, by offset (from the value). */
 const eventIdsByOffset = async () =>
   new Map((await readTopic(TEST_KAFKA_BROKERS, topic)).map((m) => [m.offset, (JSON.parse(m.value) as TicketEvent).id]));
+
+/** The headers of each message of the topic, by offset. */
+const headersByOffset = async () =>
+  new Map((await readTopic(TEST_KAFKA_BROKERS, topic)).map((m) => [m.offset, m.headers]));
 
 /** A ticket's created and two cancels, published in that order to partition 0, then dead-lettered. */
 async function deadLetteredTicket(): Promise<{ ticketId: string; events: TicketEvent[]; first: number }> {
@@ -175,6 +179,11 @@ it('ticket-events dead-letters requeue --reason produces them again in their par
   const byOffset = await eventIdsByOffset();
   expect(events.map((_e, i) => byOffset.get(to + i))).toEqual(events.map((_e, i) => byOffset.get(first + i)));
   expect(events.map((_e, i) => byOffset.get(to + i))).toEqual(events.map((e) => e.id));
+  // With the headers they were read with (a handler's dead letter stored none, so its copy went without
+  // event-id and event-type).
+  const headers = await headersByOffset();
+  expect(events.map((_e, i) => headers.get(to + i))).toEqual(events.map((_e, i) => headers.get(first + i)));
+  expect(headers.get(to)).toMatchObject({ 'event-id': events[0].id, 'event-type': events[0].type });
   expect(out).toEqual(
     events.map(
       (e, i) =>

@@ -6,7 +6,7 @@ import type { KitLogger as Logger } from './kit-logger';
 import { SpanKind, startItemSpans, type ItemSpans } from './tracing';
 import type { ConsumerMetrics } from './consumer-metrics';
 import type { BatchHandlerOptions, KitHandlerError } from './decorators';
-import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
+import { storableHeaders, type InvalidMessage, type ParsedEnvelope } from './envelope-parser';
 import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
 import type { KitInboxRepository, Place } from './inbox.repository';
 import { backoffMs } from './backoff';
@@ -153,7 +153,13 @@ export class ChunkProcessor {
       'event dead-lettered',
     );
     await this.inbox.deadLetter(this.pool, place, [
-      { offset: e.offset, reason, key: e.event.ticketId, value: e.value.toString('utf8'), headers: {} },
+      {
+        offset: e.offset,
+        reason,
+        key: e.event.ticketId,
+        value: e.value.toString('utf8'),
+        headers: storableHeaders(e.headers),
+      },
     ]);
     this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
     return [];

@@ -20,8 +20,19 @@ export interface InvalidMessage {
 }
 
 export type ParsedEnvelope =
-  /** `traceparent`: the message's header, the trace of the request that caused the event (if any). */
-  | { kind: 'event'; offset: string; event: TicketEvent; value: Buffer; traceparent?: string }
+  /**
+   * `traceparent`: the message's header, the trace of the request that caused the event (if any).
+   * `headers`: the message's headers as read, for a dead letter of the event (storableHeaders), so that a
+   * requeue produces them again.
+   */
+  | {
+      kind: 'event';
+      offset: string;
+      event: TicketEvent;
+      value: Buffer;
+      traceparent?: string;
+      headers?: RawMessage['headers'];
+    }
   /** A well-formed envelope of a type or version this build does not know: skipped, not an error. */
   | { kind: 'unknown'; offset: string; type: string }
   | ({ kind: 'invalid' } & InvalidMessage);
@@ -72,6 +83,7 @@ export function parseEnvelope(message: RawMessage): ParsedEnvelope {
     event: parsed.data,
     value: bytes,
     traceparent: wellFormedTraceparent(headerText(message.headers?.traceparent)),
+    headers: message.headers,
   };
 }
 
@@ -86,7 +98,8 @@ function storable(value: Buffer | string | null | undefined): string | null {
   return isUtf8(buf) && !buf.includes(0) ? buf.toString('utf8') : `base64:${buf.toString('base64')}`;
 }
 
-function storableHeaders(headers: RawMessage['headers']): Record<string, string> {
+/** Headers as consumer_dead_letters stores them: text, or `base64:` for bytes that are not UTF-8. */
+export function storableHeaders(headers: RawMessage['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(headers ?? {})) {
     if (v === undefined) continue;
