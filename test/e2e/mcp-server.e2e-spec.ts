@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -202,5 +203,58 @@ describe('tickets MCP server over stdio', () => {
     expect(answer?.result?.isError).toBeFalsy();
     expect(answer?.result?.structuredContent).toMatchObject({ outcome: 'created' });
     expect(await ticketCount(stack, tenant.tenantId)).toBe(1);
+  });
+
+  it('does not wait at EOF for a request the host cancelled, which gets no answer', async () => {
+    // The SDK aborts a cancelled request's handler and sends nothing: counted as still owed, it held the stop for
+    // the whole tool deadline (10 minutes here). The API never answers, so the create is in flight until cancelled.
+    let arrived!: () => void;
+    const requestArrived = new Promise<void>((r) => (arrived = r));
+    const silentApi = createServer((socket) => {
+      sockets.add(socket);
+      arrived();
+    });
+    const sockets = new Set<Socket>();
+    await new Promise<void>((r) => silentApi.listen(0, '127.0.0.1', r));
+    try {
+      const app = startApp('mcp-server', {
+        TICKETS_API_URL: `http://127.0.0.1:${String((silentApi.address() as AddressInfo).port)}`,
+        TICKETS_API_KEY: tenant.apiKey,
+        TICKETS_ATTEMPT_TIMEOUT_MS: '120000',
+        TICKETS_TOOL_DEADLINE_MS: '600000',
+      });
+      const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        app.proc.once('close', (code, signal) => resolve({ code, signal })),
+      );
+      await app.line('tickets MCP server ready on stdio');
+      const write = (m: object) => app.proc.stdin!.write(JSON.stringify(m) + '\n');
+      write({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } },
+      });
+      write({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      write({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'create_ticket', arguments: { intent_id: 'cancelled-then-closed', title: 'Never answered' } },
+      });
+      await requestArrived;
+      write({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 2, reason: 'the user gave up' },
+      });
+      app.proc.stdin!.end();
+
+      const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
+      expect(await Promise.race([closed, bound])).toEqual({ code: 0, signal: null });
+      expect(app.lines.find((l) => l.id === 2)).toBeUndefined();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => silentApi.close(r));
+    }
   });
 });

@@ -35,25 +35,28 @@ export function startApp(main: AppMain, env: Record<string, string>): AppProcess
     }),
   );
   let text = '';
-  let partial = '';
   const lines: Array<Record<string, unknown>> = [];
   const waiters = new Set<() => void>();
-  const take = (d: Buffer): void => {
-    text += d.toString();
-    partial += d.toString();
-    const parts = partial.split('\n');
-    partial = parts.pop() ?? '';
-    for (const l of parts) {
-      try {
-        lines.push(JSON.parse(l) as Record<string, unknown>);
-      } catch {
-        /* not a log line */
+  // One unfinished line per stream: a chunk of stderr between two of stdout must not split a line of either.
+  const take = () => {
+    let partial = '';
+    return (d: Buffer): void => {
+      text += d.toString();
+      partial += d.toString();
+      const parts = partial.split('\n');
+      partial = parts.pop() ?? '';
+      for (const l of parts) {
+        try {
+          lines.push(JSON.parse(l) as Record<string, unknown>);
+        } catch {
+          /* not a log line */
+        }
       }
-    }
-    waiters.forEach((w) => w());
+      waiters.forEach((w) => w());
+    };
   };
-  proc.stdout!.on('data', take);
-  proc.stderr!.on('data', take);
+  proc.stdout!.on('data', take());
+  proc.stderr!.on('data', take());
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     proc.once('exit', (code, signal) => {
       waiters.forEach((w) => w());

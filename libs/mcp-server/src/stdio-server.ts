@@ -55,20 +55,31 @@ export async function runStdioServer(): Promise<void> {
   // event loop to empty never comes while the metrics server (TICKETS_METRICS_PORT) listens: every stop
   // closes what it can and then exits.
   // On EOF the requests already read are answered first: a host may write its last requests and close stdin
-  // at once (as `printf ... | tickets-mcp` does), and every tool call ends within TICKETS_TOOL_DEADLINE_MS.
-  // A signal does not wait: closing the server aborts the calls still running, and a write's key follows
-  // from its intent_id, so the host's retry in its next session gets the same ticket.
-  const unanswered = new Set<string | number>();
+  // at once (as `printf ... | tickets-mcp` does); the wait is bounded by TICKETS_TOOL_DEADLINE_MS, within
+  // which every create and cancel answers. A signal does not wait: closing the server aborts the calls still
+  // running, and a write's key follows from its intent_id, so the host's retry in its next session gets the
+  // same ticket. Either way the answers written are flushed to the pipe before the exit.
+  const unanswered = new Map<string | number, number>(); // request id -> how many are in flight (ids may repeat)
   let answeredAll: (() => void) | undefined;
+  const settle = (id: string | number): void => {
+    const n = unanswered.get(id);
+    if (n === undefined) return;
+    if (n > 1) unanswered.set(id, n - 1);
+    else unanswered.delete(id);
+    if (unanswered.size === 0) answeredAll?.();
+  };
   let draining = false;
   let closing = false;
-  const close = (code: number): void => {
+  const close = async (code: number): Promise<void> => {
     if (closing) return;
     closing = true;
-    const closed = Promise.allSettled([server.close(), metrics?.close()]);
+    const within = <T>(work: Promise<T>) =>
+      Promise.race([work, new Promise((resolve) => setTimeout(resolve, STOP_BOUND_MS))]);
     // A scrape that never finishes must not keep the process: the host's SIGTERM would find it stopping already.
-    const bound = new Promise((resolve) => setTimeout(resolve, STOP_BOUND_MS));
-    void Promise.race([closed, bound]).finally(() => process.exit(code));
+    await within(Promise.allSettled([server.close(), metrics?.close()]));
+    // To a pipe, process.stdout writes asynchronously: an exit right after the last answer may cut it off.
+    await within(Promise.all([flushed(process.stdout), flushed(process.stderr)]));
+    process.exit(code);
   };
   const stop = (cause: 'stdin' | 'transport' | NodeJS.Signals): void => {
     if (closing) return;
@@ -76,16 +87,20 @@ export async function runStdioServer(): Promise<void> {
       if (draining) return;
       draining = true;
       logger.info({ unanswered: unanswered.size }, 'stdin closed, stopping');
-      const answered = unanswered.size === 0 ? Promise.resolve() : new Promise<void>((r) => (answeredAll = r));
-      const deadline = new Promise((r) => setTimeout(r, config.toolDeadlineMs + STOP_BOUND_MS));
-      void Promise.race([answered, deadline]).then(() => close(0));
+      const answered =
+        unanswered.size === 0 ? Promise.resolve(true) : new Promise((r) => (answeredAll = () => r(true)));
+      const deadline = new Promise((r) => setTimeout(() => r(false), config.toolDeadlineMs + STOP_BOUND_MS));
+      void Promise.race([answered, deadline]).then((all) => {
+        if (!all) logger.warn({ unanswered: unanswered.size }, 'stopping with requests unanswered');
+        return close(0);
+      });
       return;
     }
     // Only the transport's own failure (a message over its buffer limit) closes it before we do: nothing can
     // reach the tools any more.
     if (cause === 'transport') logger.error({}, 'MCP transport closed, stopping');
     else logger.info({ signal: cause }, 'stopping');
-    close(cause === 'transport' ? 1 : 0);
+    void close(cause === 'transport' ? 1 : 0);
   };
   transport.onclose = () => stop('transport');
   // 'end' after the last byte was read (the transport has dispatched every complete message by then);
@@ -98,24 +113,37 @@ export async function runStdioServer(): Promise<void> {
   await server.connect(transport);
   // Which requests are still to be answered (for the EOF above), through the transport's public interface:
   // the server set onmessage in connect(), and sends every answer through send().
-  const dispatch = transport.onmessage;
-  transport.onmessage = (message) => {
-    if ('method' in message && 'id' in message) unanswered.add(message.id);
-    dispatch?.(message);
+  const dispatch = transport.onmessage as ((message: JSONRPCMessage, ...rest: unknown[]) => void) | undefined;
+  transport.onmessage = (message: JSONRPCMessage, ...rest: unknown[]) => {
+    if ('method' in message && 'id' in message) unanswered.set(message.id, (unanswered.get(message.id) ?? 0) + 1);
+    dispatch?.(message, ...rest);
+    // A cancelled request gets no answer (the SDK aborts its handler and sends nothing). The SDK ignores a
+    // cancel of request id 0, which it answers.
+    if ('method' in message && message.method === 'notifications/cancelled') {
+      const id = (message.params as { requestId?: string | number } | undefined)?.requestId;
+      if (id) settle(id);
+    }
   };
   const send = transport.send.bind(transport) as (message: JSONRPCMessage, ...rest: unknown[]) => Promise<void>;
   transport.send = async (message: JSONRPCMessage, ...rest: unknown[]) => {
     try {
       await send(message, ...rest);
     } finally {
-      const answered = !('method' in message) && 'id' in message ? message.id : undefined;
-      if (answered !== undefined && unanswered.delete(answered) && unanswered.size === 0) answeredAll?.();
+      if (!('method' in message) && 'id' in message && message.id !== undefined) settle(message.id);
     }
   };
   logger.info(
     { apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port },
     'tickets MCP server ready on stdio',
   );
+}
+
+/** Resolves once what was written to `stream` before has been handed to the OS (or the stream failed). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (!stream.writable) return resolve();
+    stream.write('', () => resolve());
+  });
 }
 
 function logEvent(logger: StderrLogger, event: TicketClientEvent): void {
