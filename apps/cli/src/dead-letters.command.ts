@@ -144,6 +144,8 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     '    is dead; an envelope that fails validation is refused (it would die again): discard it.',
     '  consumer: produces the stored message bytes again to its topic with the same key and headers; refused while they',
     '    still do not parse as a TicketEvent. Every consumer group reads it; a group that already has the event skips it.',
+    "    Several go one at a time in the order they had in Kafka (topic, partition, offset), so a ticket's events keep",
+    '    their order; with --limit, the first in that order.',
     '  notification: back to pending, due now, same notification id (the webhook-id receivers dedup by); the attempt count',
     '    continues, so a requeue is one more attempt, and a retryable failure at NOTIFY_MAX_ATTEMPTS makes it dead again.',
     'discard keeps the row (outbox: in its audit row) and stops it from being sent; list hides it unless --all.',

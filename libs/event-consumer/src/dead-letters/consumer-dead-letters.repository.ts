@@ -57,14 +57,14 @@ export class ConsumerDeadLettersRepository {
   }
 
   /**
-   * The ids a requeue or discard acts on: up to `limit` still dead matching the filter, in the order
+   * The ids a requeue acts on: up to `limit` still dead matching the filter, in the order
    * the messages had in Kafka (topic, partition, offset ascending; then group, for the same message
    * dead-lettered by several groups). A requeue produces them again in this order, so the copies of
-   * one partition (one ticket: the key is the ticket id) keep their order. The limit takes the OLDEST:
-   * of each partition it takes a prefix of the matching dead letters, so a partial requeue never sends
-   * a later event of a ticket while an earlier matching one of the same ticket stays dead (the handler
-   * would get them out of order, or fail again on the later one); the next run goes on where this one
-   * stopped. The newest N (the order of `list`) would do exactly that. A filter that leaves out an
+   * one partition (one ticket: the key is the ticket id) keep their order. The limit takes the first in
+   * that order (all of a lower partition before a higher one, whatever their age): of each partition a
+   * prefix of the matching dead letters, so a partial requeue never sends a later event of a ticket while
+   * an earlier matching one of the same ticket stays dead (the handler would get them out of order, or
+   * fail again on the later one); the next run goes on where this one stopped. The newest N (the order of `list`) would do exactly that. A filter that leaves out an
    * earlier dead letter of the ticket (--reason, --since) is the operator's choice and is not held back.
    */
   async actionable(f: ConsumerDeadLetterFilter): Promise<string[]> {

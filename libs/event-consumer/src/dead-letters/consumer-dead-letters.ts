@@ -67,21 +67,21 @@ export class ConsumerDeadLetters {
 
   /**
    * Produces the selected dead letters again one at a time, each send acknowledged before the next, in
-   * the order they had in Kafka (topic, partition, offset; with a limit, the oldest: see
+   * the order they had in Kafka (topic, partition, offset; with a limit, the first in that order: see
    * ConsumerDeadLettersRepository.actionable), so a ticket's events reach the handlers in their order.
    * A send that fails stops the run: nothing later goes ahead of it.
    */
   async requeue(req: ConsumerActionRequest): Promise<KitActionResult[]> {
-    return this.each(await this.targets(req), (id) => this.requeueOne(id, req));
+    const ids = req.filter.id ? [req.filter.id] : await this.repo.actionable(req.filter);
+    return this.each(ids, (id) => this.requeueOne(id, req));
   }
 
+  /** Discards the selected dead letters; with a limit, the newest, as `list` shows them (their order does not matter). */
   async discard(req: ConsumerActionRequest): Promise<KitActionResult[]> {
-    return this.each(await this.targets(req), (id) => this.discardOne(id, req));
-  }
-
-  private async targets(req: ConsumerActionRequest): Promise<string[]> {
-    if (req.filter.id) return [req.filter.id];
-    return this.repo.actionable(req.filter);
+    const ids = req.filter.id
+      ? [req.filter.id]
+      : (await this.repo.list({ ...req.filter, all: false })).map((i) => i.id);
+    return this.each(ids, (id) => this.discardOne(id, req));
   }
 
   private async each(ids: string[], act: (id: string) => Promise<KitActionResult>): Promise<KitActionResult[]> {

@@ -62,7 +62,7 @@ export interface KitActionResult {
 }
 
 export interface ConsumerActionRequest {
-  /** `id` for one dead letter; otherwise every dead one matching the filter, oldest first (up to its limit: the oldest). */
+  /** `id` for one dead letter; otherwise every dead one matching the filter (up to its limit: for a requeue the first in Kafka order, for a discard the newest). */
   filter: ConsumerDeadLetterFilter;
   actor: KitActor;
   /** Report what would happen; change nothing, audit nothing. */
