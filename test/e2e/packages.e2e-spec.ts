@@ -11,6 +11,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -113,12 +114,17 @@ it('declares, for every package its type declarations import, the package and wh
     const walk = (d: string): void => {
       for (const e of readdirSync(d, { withFileTypes: true })) {
         if (e.isDirectory()) walk(join(d, e.name));
-        else if (e.name.endsWith('.d.ts'))
-          for (const m of readFileSync(join(d, e.name), 'utf8').matchAll(/(?:from|import\()\s*'([^'.][^']*)'/g)) {
-            const parts = m[1].split('/');
-            const pkg = m[1].startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
-            if (!pkg.startsWith('node:') && pkg !== name) imported.set(pkg, m[1]);
+        else if (e.name.endsWith('.d.ts')) {
+          // As tsc reads them: imports, exports from, import("...") types and /// <reference types>.
+          const info = ts.preProcessFile(readFileSync(join(d, e.name), 'utf8'), true, true);
+          for (const { fileName: specifier } of [...info.importedFiles, ...info.typeReferenceDirectives]) {
+            if (specifier.startsWith('.')) continue;
+            const parts = specifier.split('/');
+            const pkg = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+            if (!pkg.startsWith('node:') && !builtinModules.includes(pkg) && pkg !== 'node' && pkg !== name)
+              imported.set(pkg, specifier);
           }
+        }
       }
     };
     walk(join(pkgDir, 'dist'));
