@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { storedBytes } from './dead-letters/raw-message';
 import { parseEnvelope } from './envelope-parser';
 
 const created = () => {
@@ -88,6 +89,15 @@ describe('parseEnvelope', () => {
       key: 'k',
       headers: { 'event-type': 'x' },
     });
+  });
+
+  it('stores a text that begins with base64: encoded, so that it reads back as the same bytes', () => {
+    const value = 'base64:not an envelope';
+    const p = parseEnvelope({ ...msg(value), headers: { note: 'base64:aGk=' } });
+    expect(p.kind).toBe('invalid');
+    const stored = p as Extract<typeof p, { kind: 'invalid' }>;
+    expect(storedBytes(stored.value)?.toString('utf8')).toBe(value);
+    expect(storedBytes(stored.headers.note)?.toString('utf8')).toBe('base64:aGk=');
   });
 
   it('keeps bytes that are not UTF-8 as base64', () => {

@@ -38,6 +38,8 @@ export type ParsedEnvelope =
   | ({ kind: 'invalid' } & InvalidMessage);
 
 const KNOWN = new Set<string>(EVENT_TYPES);
+/** The prefix of a stored value that holds base64 (dead-letters/raw-message.ts reads it back). */
+const BASE64 = 'base64:';
 // An escaped NUL (\u0000) not itself preceded by an escaping backslash: PostgreSQL text cannot hold it.
 const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
@@ -92,10 +94,15 @@ function headerText(v: NonNullable<RawMessage['headers']>[string]): string | und
   return first === undefined ? undefined : first.toString();
 }
 
+/**
+ * Text as it is; bytes that are not UTF-8 text without NUL as `base64:<...>`. A text that itself begins with
+ * `base64:` is encoded too, or a requeue (storedBytes) would decode it into other bytes.
+ */
 function storable(value: Buffer | string | null | undefined): string | null {
   if (value === null || value === undefined) return null;
   const buf = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-  return isUtf8(buf) && !buf.includes(0) ? buf.toString('utf8') : `base64:${buf.toString('base64')}`;
+  const text = isUtf8(buf) && !buf.includes(0) ? buf.toString('utf8') : undefined;
+  return text !== undefined && !text.startsWith(BASE64) ? text : `${BASE64}${buf.toString('base64')}`;
 }
 
 /** Headers as consumer_dead_letters stores them: text, or `base64:` for bytes that are not UTF-8. */

@@ -5,8 +5,8 @@ const BASE64 = 'base64:';
 
 /**
  * The bytes of a value stored by the kit in consumer_dead_letters (key, value, header values):
- * UTF-8 text, or `base64:<...>` when the bytes were not storable as text. A text value that itself
- * began with "base64:" cannot be told apart from an encoded one (the storage format's limit).
+ * UTF-8 text, or `base64:<...>` when the bytes were not storable as text or were a text beginning with
+ * "base64:" (encoded since 2026-12-06; a row stored before then with such a text reads as encoded).
  */
 export function storedBytes(stored: string | null): Buffer | null {
   if (stored === null) return null;
