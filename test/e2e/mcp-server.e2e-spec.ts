@@ -16,6 +16,28 @@ import { trackChild } from '../support/children';
 /** A liveness bound for a stop that takes milliseconds, not a timing. */
 const EXIT_BOUND_MS = 30_000;
 
+/** tickets-mcp as its own process, and how it ended: its code and signal, or 'still running' after EXIT_BOUND_MS. */
+function startStdioServer(env: Record<string, string>) {
+  const app = startApp('mcp-server', env);
+  // 'close', not 'exit': by then the child's stderr has reached app.lines to the last line.
+  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    app.proc.once('close', (code, signal) => resolve({ code, signal })),
+  );
+  const bound = () => new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
+  return { app, ended: () => Promise.race([closed, bound()]) };
+}
+
+/** What a host writes first on stdio: initialize, then the initialized notification. */
+const HANDSHAKE = [
+  {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } },
+  },
+  { jsonrpc: '2.0', method: 'notifications/initialized' },
+];
+
 async function ticketCount(stack: TestStack, tenantId: string): Promise<number> {
   const { rows } = await stack.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tickets WHERE tenant_id = $1', [
     tenantId,
@@ -144,15 +166,11 @@ describe('tickets MCP server over stdio', () => {
     // Closing stdin is how an MCP host ends a stdio session. The listening metrics server keeps the event loop
     // alive, so a server that only waits for it to empty outlives the session: it stayed up until the host's
     // SIGTERM, or for ever under a host that sends none, one leaked process per session.
-    const app = startApp('mcp-server', {
+    const { app, ended } = startStdioServer({
       TICKETS_API_URL: stack.baseUrl,
       TICKETS_API_KEY: tenant.apiKey,
       TICKETS_METRICS_PORT: '0',
     });
-    // 'close', not 'exit': by then the child's stderr has reached app.lines to the last line.
-    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      app.proc.once('close', (code, signal) => resolve({ code, signal })),
-    );
     const ready = await app.line('tickets MCP server ready on stdio');
     // Scraped once, as Prometheus does, over a connection fetch keeps alive: that must not hold the exit either.
     const scrape = await fetch(`http://127.0.0.1:${String(ready.metricsPort)}/metrics`);
@@ -160,31 +178,21 @@ describe('tickets MCP server over stdio', () => {
     expect(await scrape.text()).toMatch(/^# TYPE tickets_mcp_tool_calls_total counter$/m);
 
     app.proc.stdin!.end();
-    const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
-    expect(await Promise.race([closed, bound])).toEqual({ code: 0, signal: null });
+    expect(await ended()).toEqual({ code: 0, signal: null });
     expect(app.lines.map((l) => l.msg)).toContain('stdin closed, stopping');
   });
 
   it('answers the requests it read before its stdin closed, then exits 0', async () => {
     // A host (or `printf ... | tickets-mcp`) may write its last request and close stdin at once: the answer is
     // still owed. A stop at EOF that closed the server at once aborted the create and left the host no answer.
-    const app = startApp('mcp-server', {
+    const { app, ended } = startStdioServer({
       TICKETS_API_URL: stack.baseUrl,
       TICKETS_API_KEY: tenant.apiKey,
       TICKETS_METRICS_PORT: '0',
     });
-    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      app.proc.once('close', (code, signal) => resolve({ code, signal })),
-    );
     await app.line('tickets MCP server ready on stdio');
     const requests = [
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } },
-      },
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      ...HANDSHAKE,
       {
         jsonrpc: '2.0',
         id: 2,
@@ -197,8 +205,7 @@ describe('tickets MCP server over stdio', () => {
     ];
     app.proc.stdin!.end(requests.map((r) => JSON.stringify(r)).join('\n') + '\n');
 
-    const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
-    expect(await Promise.race([closed, bound])).toEqual({ code: 0, signal: null });
+    expect(await ended()).toEqual({ code: 0, signal: null });
     const answer = app.lines.find((l) => l.id === 2) as { result?: CallToolResult } | undefined;
     expect(answer?.result?.isError).toBeFalsy();
     expect(answer?.result?.structuredContent).toMatchObject({ outcome: 'created' });
@@ -217,24 +224,15 @@ describe('tickets MCP server over stdio', () => {
     const sockets = new Set<Socket>();
     await new Promise<void>((r) => silentApi.listen(0, '127.0.0.1', r));
     try {
-      const app = startApp('mcp-server', {
+      const { app, ended } = startStdioServer({
         TICKETS_API_URL: `http://127.0.0.1:${String((silentApi.address() as AddressInfo).port)}`,
         TICKETS_API_KEY: tenant.apiKey,
         TICKETS_ATTEMPT_TIMEOUT_MS: '120000',
         TICKETS_TOOL_DEADLINE_MS: '600000',
       });
-      const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        app.proc.once('close', (code, signal) => resolve({ code, signal })),
-      );
       await app.line('tickets MCP server ready on stdio');
       const write = (m: object) => app.proc.stdin!.write(JSON.stringify(m) + '\n');
-      write({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } },
-      });
-      write({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      HANDSHAKE.forEach(write);
       write({
         jsonrpc: '2.0',
         id: 2,
@@ -249,8 +247,7 @@ describe('tickets MCP server over stdio', () => {
       });
       app.proc.stdin!.end();
 
-      const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
-      expect(await Promise.race([closed, bound])).toEqual({ code: 0, signal: null });
+      expect(await ended()).toEqual({ code: 0, signal: null });
       expect(app.lines.find((l) => l.id === 2)).toBeUndefined();
     } finally {
       for (const socket of sockets) socket.destroy();

@@ -103,13 +103,25 @@ const deadLetters = async (ticketId: string) =>
 
 const high = async () => Number((await fx.admin.fetchTopicOffsets(topic))[0].high);
 
-/** The event id of each message of the topic, by offset (from the value). */
-const eventIdsByOffset = async () =>
-  new Map((await readTopic(TEST_KAFKA_BROKERS, topic)).map((m) => [m.offset, (JSON.parse(m.value) as TicketEvent).id]));
+/** Each message of the topic by offset: its event id (from the value) and its headers. */
+const topicByOffset = async () =>
+  new Map(
+    (await readTopic(TEST_KAFKA_BROKERS, topic)).map((m) => [
+      m.offset,
+      { id: (JSON.parse(m.value) as TicketEvent).id, headers: m.headers },
+    ]),
+  );
 
-/** The headers of each message of the topic, by offset. */
-const headersByOffset = async () =>
-  new Map((await readTopic(TEST_KAFKA_BROKERS, topic)).map((m) => [m.offset, m.headers]));
+/** The handler applies all of `events`, in their order. */
+async function expectAppliedInOrder(table: string, events: TicketEvent[]): Promise<void> {
+  await eventually(
+    () => applied(table),
+    (rows) => rows.length === events.length,
+    30_000,
+    'the three applied',
+  );
+  expect(await applied(table)).toEqual(events.map((e) => ({ event_id: e.id, type: e.type })));
+}
 
 /** A ticket's created and two cancels, published in that order to partition 0, then dead-lettered. */
 async function deadLetteredTicket(): Promise<{ ticketId: string; events: TicketEvent[]; first: number }> {
@@ -176,14 +188,15 @@ it('ticket-events dead-letters requeue --reason produces them again in their par
   expect(code).toBe(0);
   // The copies (offsets 3, 4, 5) carry the events of offsets 0, 1, 2 in that order.
   const to = first + events.length;
-  const byOffset = await eventIdsByOffset();
-  expect(events.map((_e, i) => byOffset.get(to + i))).toEqual(events.map((_e, i) => byOffset.get(first + i)));
-  expect(events.map((_e, i) => byOffset.get(to + i))).toEqual(events.map((e) => e.id));
+  const byOffset = await topicByOffset();
+  expect(events.map((_e, i) => byOffset.get(to + i)?.id)).toEqual(events.map((_e, i) => byOffset.get(first + i)?.id));
+  expect(events.map((_e, i) => byOffset.get(to + i)?.id)).toEqual(events.map((e) => e.id));
   // With the headers they were read with (a handler's dead letter stored none, so its copy went without
   // event-id and event-type).
-  const headers = await headersByOffset();
-  expect(events.map((_e, i) => headers.get(to + i))).toEqual(events.map((_e, i) => headers.get(first + i)));
-  expect(headers.get(to)).toMatchObject({ 'event-id': events[0].id, 'event-type': events[0].type });
+  expect(events.map((_e, i) => byOffset.get(to + i)?.headers)).toEqual(
+    events.map((_e, i) => byOffset.get(first + i)?.headers),
+  );
+  expect(byOffset.get(to)?.headers).toMatchObject({ 'event-id': events[0].id, 'event-type': events[0].type });
   expect(out).toEqual(
     events.map(
       (e, i) =>
@@ -191,13 +204,7 @@ it('ticket-events dead-letters requeue --reason produces them again in their par
     ),
   );
 
-  await eventually(
-    () => applied(table),
-    (rows) => rows.length === events.length,
-    30_000,
-    'the three applied',
-  );
-  expect(await applied(table)).toEqual(events.map((e) => ({ event_id: e.id, type: e.type })));
+  await expectAppliedInOrder(table, events);
   expect((await deadLetters(ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', 'requeued']);
 });
 
@@ -220,13 +227,7 @@ it('a requeue with --limit takes the oldest dead letters (dead-letters requeue -
     expect.stringContaining(`(event ${events[2].id}) to ${topic}[0]@${to + 2} `),
   ]);
 
-  const byOffset = await eventIdsByOffset();
-  expect(events.map((_e, i) => byOffset.get(to + i))).toEqual(events.map((e) => e.id));
-  await eventually(
-    () => applied(table),
-    (rows) => rows.length === events.length,
-    30_000,
-    'the three applied',
-  );
-  expect(await applied(table)).toEqual(events.map((e) => ({ event_id: e.id, type: e.type })));
+  const byOffset = await topicByOffset();
+  expect(events.map((_e, i) => byOffset.get(to + i)?.id)).toEqual(events.map((e) => e.id));
+  await expectAppliedInOrder(table, events);
 });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { lineSplitter } from './lines';
 import { trackChild } from './children';
 import { ROOT } from './stack';
 
@@ -37,21 +38,17 @@ export function startApp(main: AppMain, env: Record<string, string>): AppProcess
   let text = '';
   const lines: Array<Record<string, unknown>> = [];
   const waiters = new Set<() => void>();
-  // One unfinished line per stream: a chunk of stderr between two of stdout must not split a line of either.
   const take = () => {
-    let partial = '';
+    const split = lineSplitter((l) => {
+      try {
+        lines.push(JSON.parse(l) as Record<string, unknown>);
+      } catch {
+        /* not a log line */
+      }
+    });
     return (d: Buffer): void => {
       text += d.toString();
-      partial += d.toString();
-      const parts = partial.split('\n');
-      partial = parts.pop() ?? '';
-      for (const l of parts) {
-        try {
-          lines.push(JSON.parse(l) as Record<string, unknown>);
-        } catch {
-          /* not a log line */
-        }
-      }
+      split(d);
       waiters.forEach((w) => w());
     };
   };

@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { lineSplitter } from './lines';
 import { trackChild } from './children';
 import { ROOT } from './stack';
 
@@ -28,20 +29,17 @@ export async function startMcpStdio(env: Record<string, string>): Promise<McpStd
     stderr: 'pipe',
   });
   const logs: Record<string, unknown>[] = [];
-  let partial = '';
+  const split = lineSplitter((line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ raw: line });
+    }
+  });
   // Drain the server's logs (a full pipe would stall it); echoed only when TEST_LOG_LEVEL is set.
   transport.stderr?.on('data', (chunk: Buffer) => {
     if (process.env.TEST_LOG_LEVEL) process.stderr.write(chunk);
-    partial += chunk.toString('utf8');
-    const lines = partial.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        logs.push({ raw: line });
-      }
-    }
+    split(chunk);
   });
   const client = new Client({ name: 'e2e-agent', version: '1.0.0' });
   await client.connect(transport);
