@@ -7,7 +7,9 @@
 //                                                  is kept in .tmp/package-docs/<libs|apps>/<folder>/)
 //   node ../../scripts/package-docs.mjs --restore  (postpack) put README.md back, remove the copies
 //
-// In the copies, a link to another shipped doc stays as it is; a link to a public package's README points
+// In the copies, a block between `<!-- repository-only -->` and `<!-- /repository-only -->` (each on a line
+// of its own, outside code) is left out: sections about the ticket service's own checkout (its npm scripts,
+// its tests) that a package user has no use for. A link to another shipped doc stays as it is; a link to a public package's README points
 // to it where npm installs it (node_modules/@tickets/<name>/README.md, a sibling of this package); any
 // other link becomes its text followed by the repository path, since the tarball cannot resolve it.
 // It runs only in the folder of a public workspace package, and removes only the files it wrote. A copy
@@ -79,6 +81,41 @@ function rewriteLinks(markdown, replace) {
     .join('\n');
 }
 
+const ONLY_START = '<!-- repository-only -->';
+const ONLY_END = '<!-- /repository-only -->';
+
+/** The markdown without its repository-only blocks (markers outside fenced code only); `name` for errors. */
+function withoutRepositoryOnly(markdown, name) {
+  let fence;
+  let open; // line number of the unclosed start marker
+  let closed = false; // the line before this one ended a block
+  const kept = [];
+  markdown.split('\n').forEach((line, i) => {
+    const afterBlock = closed;
+    closed = false;
+    // A block that stood between two blank lines leaves one of them.
+    if (afterBlock && line.trim() === '' && (kept.length === 0 || kept[kept.length - 1].trim() === '')) return;
+    const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+    if (marker && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length)))
+      fence = fence === undefined ? marker : undefined;
+    else if (fence === undefined && line.trim() === ONLY_START) {
+      if (open !== undefined)
+        throw new Error(`package-docs: ${name}:${i + 1}: ${ONLY_START} inside the block opened at line ${open}`);
+      open = i + 1;
+      return;
+    } else if (fence === undefined && line.trim() === ONLY_END) {
+      if (open === undefined) throw new Error(`package-docs: ${name}:${i + 1}: ${ONLY_END} with no block open`);
+      open = undefined;
+      closed = true;
+      return;
+    }
+    if (open === undefined) kept.push(line);
+  });
+  if (open !== undefined) throw new Error(`package-docs: ${name}:${open}: ${ONLY_START} is never closed`);
+  while (kept.length > 1 && kept[kept.length - 1] === '' && kept[kept.length - 2].trim() === '') kept.pop();
+  return kept.join('\n');
+}
+
 function restore() {
   if (existsSync(manifest)) {
     const { written, readmeSha } = JSON.parse(readFileSync(manifest, 'utf8'));
@@ -112,7 +149,8 @@ function ship() {
       throw new Error(`package-docs: ${self}/README.md links to docs/${name}, which does not exist`);
     if (existsSync(join(pkgDir, 'docs', name)))
       throw new Error(`package-docs: ${self}/docs/${name} exists and was not written by this script; move it away`);
-    copies.set(`docs/${name}`, rewriteLinks(readFileSync(source, 'utf8'), linkFromCopy(shipped)));
+    const text = withoutRepositoryOnly(readFileSync(source, 'utf8'), `docs/${name}`);
+    copies.set(`docs/${name}`, rewriteLinks(text, linkFromCopy(shipped)));
   }
   const rewritten = rewriteLinks(original, (text, target) =>
     target.startsWith(REPO_DOCS) ? `[${text}](docs/${target.slice(REPO_DOCS.length)})` : undefined,

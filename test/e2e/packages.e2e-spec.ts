@@ -79,6 +79,15 @@ it('ships the guides its README links to, and every link in a tarball resolves w
     'event-consumer/docs/replay.md',
     'mcp-server/docs/mcp.md',
   ]);
+  // Sections about this checkout (its npm scripts and tests) stay in the repository's copy only.
+  const repositoryGuide = readFileSync(join(ROOT, 'docs', 'consuming.md'), 'utf8');
+  expect(repositoryGuide).toContain('## In this repository: the statistics projection');
+  expect(repositoryGuide).toContain('<!-- repository-only -->');
+  const shippedGuide = pages.get('event-consumer/docs/consuming.md') ?? '';
+  expect(shippedGuide).toContain('## Entry points');
+  for (const page of ['event-consumer/docs/consuming.md', 'event-consumer/docs/replay.md', 'mcp-server/docs/mcp.md']) {
+    expect(pages.get(page)).not.toMatch(/repository-only|^## In this repository|^## Tests and benchmark/m);
+  }
   const { broken } = checkLinks(
     pages,
     (path) => existsSync(join(scope, path)),
