@@ -31,6 +31,21 @@ const deadLetter = async (id: string) =>
     )
   ).rows[0];
 
+/** Waits until this test's consumer has applied the event (its inbox row). */
+const processed = (eventId: string) =>
+  eventually(
+    async () =>
+      (
+        await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [
+          groupId,
+          eventId,
+        ])
+      ).rowCount,
+    (n) => n === 1,
+    20_000,
+    'the consumer processes the requeued event',
+  );
+
 beforeAll(async () => {
   fx = await kafkaFixture(topic, 1);
   prisma = createPrismaClient(TEST_DATABASE_URL, 4, 'dl-consumer-it');
@@ -140,18 +155,7 @@ it('a stored message that parses now is produced again with its key and processe
     value,
     headers: { 'event-id': event.id, 'event-type': event.type },
   });
-  await eventually(
-    async () =>
-      (
-        await db.query('SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2', [
-          groupId,
-          event.id,
-        ])
-      ).rowCount,
-    (n) => n === 1,
-    20_000,
-    'the consumer processes the requeued event',
-  );
+  await processed(event.id);
   expect(await deadLetter(id)).toEqual({ resolution: 'requeued' });
   const { rows: audit } = await db.query(
     'SELECT actor, note, event_id, detail FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1',
@@ -174,4 +178,54 @@ it('a stored message that parses now is produced again with its key and processe
     [groupId, event.id],
   );
   expect(inbox).toEqual([{ duplicates: 0 }]);
+});
+
+it("--group takes one group's dead letters: a requeue of one group's copy leaves the other group's dead", async () => {
+  const otherGroup = uniqueName('dl-consumer-it-other');
+  const event = ticketCreated(tenantId);
+  const value = JSON.stringify(event);
+  const store = async (group: string, offset: number) =>
+    (
+      await db.query<{ id: string }>(
+        `INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+         VALUES ($1, $2, 0, $3, $4, $5, '{}', 'handler failed: mail_queue missing') RETURNING id`,
+        [group, topic, offset, event.ticketId, value],
+      )
+    ).rows[0].id;
+  const mine = await store(groupId, 9001);
+  const theirs = await store(otherGroup, 9001);
+  try {
+    const ids = async (...argv: string[]) =>
+      (await cli('list', '--ticket', event.ticketId, ...argv, '--json')).json().items.map((i: { id: string }) => i.id);
+    expect((await ids()).sort()).toEqual([mine, theirs].sort());
+    expect(await ids('--group', otherGroup)).toEqual([theirs]);
+    expect(await ids('--kind', 'consumer', '--group', groupId)).toEqual([mine]);
+    expect(await ids('--group', uniqueName('no-such-group'))).toEqual([]);
+
+    const before = await high();
+    const done = await cli(
+      'requeue',
+      '--kind',
+      'consumer',
+      '--group',
+      otherGroup,
+      '--ticket',
+      event.ticketId,
+      '--json',
+    );
+    expect(done.code).toBe(0);
+    expect(done.json().results).toEqual([expect.objectContaining({ id: theirs, outcome: 'requeued' })]);
+    expect(await high()).toBe(before + 1);
+    expect(await deadLetter(theirs)).toEqual({ resolution: 'requeued' });
+    expect(await deadLetter(mine)).toEqual({ resolution: null });
+    // This test's consumer reads the copy too (every group reads the topic) and applies the event once.
+    await processed(event.id);
+
+    const discarded = await cli('discard', '--kind', 'consumer', '--group', groupId, '--ticket', event.ticketId);
+    expect(discarded.code).toBe(0);
+    expect(await deadLetter(mine)).toEqual({ resolution: 'discarded' });
+  } finally {
+    await db.query('DELETE FROM ticket_events.dead_letter_actions WHERE group_id = $1', [otherGroup]);
+    await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [otherGroup]);
+  }
 });

@@ -304,3 +304,46 @@ it("a requeue goes to the tenant's corrected URL, signed with its new secret; --
     await Promise.allSettled([fixed.close(), elsewhere.close()]);
   }
 });
+
+it("--group lists and requeues only that consumer group's dead notifications", async () => {
+  const otherGroup = uniqueName('dl-notify-it-other');
+  const event = ticketCreated(tenantId);
+  // Another group's notification of the same ticket, dead (its dispatcher is not running here).
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO notifications (group_id, tenant_id, event_id, ticket_id, event_type, target_url, target_source, status, attempts, last_error, payload)
+     VALUES ($1, $2, $3, $4, $5, $6, 'tenant', 'dead', 1, 'http 400', $7) RETURNING id`,
+    [otherGroup, tenantId, event.id, event.ticketId, event.type, receiver.url, JSON.stringify(event)],
+  );
+  const theirs = rows[0].id;
+  const mine = await deadNotification();
+  try {
+    const ids = async (...argv: string[]) =>
+      (await cli('list', '--tenant', slug, ...argv, '--json')).json().items.map((i: { id: string }) => i.id);
+    expect(await ids('--group', otherGroup)).toEqual([theirs]);
+    const ofMyGroup = await ids('--kind', 'notification', '--group', groupId);
+    expect(ofMyGroup).toContain(mine);
+    expect(ofMyGroup).not.toContain(theirs);
+    expect(await ids()).toEqual(expect.arrayContaining([mine, theirs]));
+
+    const dry = await cli(
+      'requeue',
+      '--kind',
+      'notification',
+      '--group',
+      otherGroup,
+      '--tenant',
+      slug,
+      '--dry-run',
+      '--json',
+    );
+    expect(dry.json().results).toEqual([expect.objectContaining({ id: theirs, outcome: 'would-requeue' })]);
+    const done = await cli('requeue', '--kind', 'notification', '--group', groupId, '--id', mine, '--json');
+    expect(done.json().results).toEqual([expect.objectContaining({ id: mine, outcome: 'requeued' })]);
+    await until(mine, 'delivered');
+    const rest = await cli('requeue', '--kind', 'notification', '--group', groupId, '--tenant', slug, '--json');
+    expect(rest.json().results.map((r: { id: string }) => r.id)).not.toContain(theirs);
+    expect(await status(theirs)).toEqual({ status: 'dead', attempts: 1 });
+  } finally {
+    await db.query('DELETE FROM notifications WHERE group_id = $1', [otherGroup]);
+  }
+});

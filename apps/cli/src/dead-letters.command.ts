@@ -29,7 +29,7 @@ export interface DeadLettersArgs {
 
 const ACTIONS: Action[] = ['list', 'show', 'requeue', 'discard'];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const FILTERS = ['tenant', 'ticket', 'reason', 'since', 'until'] as const;
+const FILTERS = ['tenant', 'ticket', 'group', 'reason', 'since', 'until'] as const;
 
 function onlyWith(values: Values, action: Action, names: string[], allowed: Action[]): UsageProblem | undefined {
   const stray = names.find((n) => values[n] !== undefined && !allowed.includes(action));
@@ -56,8 +56,13 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
     onlyWith(values, action, [...FILTERS, 'limit'], ['list', 'requeue', 'discard']);
   if (stray) return stray;
   const filter: DeadLetterFilter = { kind, id: values.id as string | undefined, limit: 50, all: values.all === true };
-  for (const name of ['tenant', 'ticket', 'reason'] as const)
+  for (const name of ['tenant', 'ticket', 'group', 'reason'] as const)
     if (typeof values[name] === 'string') filter[name] = values[name] as string;
+  if (filter.group !== undefined && !filter.group.trim()) return new UsageProblem('--group must name a consumer group');
+  if (filter.group !== undefined && kind === 'outbox')
+    return new UsageProblem(
+      '--group goes with --kind consumer or notification: outbox dead letters belong to no consumer group',
+    );
   for (const name of ['since', 'until'] as const) {
     if (typeof values[name] !== 'string') continue;
     try {
@@ -83,7 +88,7 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
       );
     if (!filter.id && !FILTERS.some((n) => values[n] !== undefined)) {
       return new UsageProblem(
-        `${action} needs --id <id>, or at least one of --tenant, --ticket, --reason, --since, --until to choose the dead letters`,
+        `${action} needs --id <id>, or at least one of --tenant, --ticket, --group, --reason, --since, --until to choose the dead letters`,
       );
     }
   }
@@ -128,7 +133,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
   name: 'dead-letters',
   summary: 'list, show, requeue or discard outbox dead letters, consumer dead letters and dead notifications',
   usage: [
-    'dead-letters list [--kind <kind>] [--tenant <slug>] [--ticket <id>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
+    'dead-letters list [--kind <kind>] [--tenant <slug>] [--ticket <id>] [--group <group>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
     'dead-letters show --id <id> [--kind <kind>] [--json]',
     'dead-letters requeue --kind <kind> (--id <id> | <filters>) [--dry-run] [--reason-note "<why>"] [--by <who>] [--json]',
     'dead-letters requeue --kind notification --id <id> --url <url> [--dry-run] [--reason-note "<why>"] [--by <who>]',
@@ -182,6 +187,12 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
       default: 'every tenant',
     },
     ticket: { type: 'string', value: '<id>', description: "only this ticket's", default: 'every ticket' },
+    group: {
+      type: 'string',
+      value: '<group>',
+      description: "only this consumer group's (consumer and notification dead letters; outbox ones have no group)",
+      default: 'every group',
+    },
     reason: {
       type: 'string',
       value: '<text>',

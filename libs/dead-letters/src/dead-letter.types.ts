@@ -12,6 +12,11 @@ export interface DeadLetterFilter {
   /** Tenant slug. Consumer dead letters match through their key (the ticket id) when it names a known ticket. */
   tenant?: string;
   ticket?: string;
+  /**
+   * Consumer group: a consumer dead letter's group, a notification's. Outbox dead letters belong to no
+   * group, so a group filter leaves them out.
+   */
+  group?: string;
   /** Case-insensitive substring of the reason (a notification's: its last error). */
   reason?: string;
   since?: Date;

@@ -61,7 +61,8 @@ function notificationQuery(f: DeadLetterFilter): Prisma.Sql {
              COALESCE((SELECT max(a.created_at) FROM notification_attempts a WHERE a.notification_id = n.id), n.created_at) AS "deadAt",
              'group ' || n.group_id || ' -> ' || COALESCE(n.target_url, '(no target)') AS "where"
         FROM notifications n LEFT JOIN tenants t ON t.id = n.tenant_id
-       WHERE n.status = ANY(${statuses}::text[]) ${f.id ? Prisma.sql`AND n.id = ${f.id}::uuid` : Prisma.empty}) x
+       WHERE n.status = ANY(${statuses}::text[]) ${f.id ? Prisma.sql`AND n.id = ${f.id}::uuid` : Prisma.empty}
+             ${f.group ? Prisma.sql`AND n.group_id = ${f.group}` : Prisma.empty}) x
       ${where(f, { id: null, tenantSlug: 'x.tenant', ticket: 'x."ticketId"', reason: 'x.reason', time: 'x."deadAt"' }, [])}
       ${page(f)}`;
 }
@@ -84,6 +85,7 @@ export class DeadLettersRepository {
 
   /** Up to `limit` of one kind matching the filter, newest first. */
   async list(kind: ServiceDeadLetterKind, f: DeadLetterFilter): Promise<DeadLetterItem[]> {
+    if (kind === 'outbox' && f.group) return []; // no outbox dead letter belongs to a group
     return this.prisma.$queryRaw<DeadLetterItem[]>(QUERIES[kind](f));
   }
 

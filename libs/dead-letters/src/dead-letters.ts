@@ -283,6 +283,7 @@ export class DeadLetters {
       id: f.id,
       ticket: f.ticket,
       tickets,
+      groupId: f.group,
       reason: f.reason,
       since: f.since,
       until: f.until,
