@@ -106,6 +106,8 @@ export interface OpenLoopResult {
   startedAt: number;
   /** The autovacuum workers seen in the bench database during the loop, and when (see autovacuumSampler). */
   autovacuum: string[];
+  /** The kernel's writeback during the loop: its bursts and the total (see writebackSampler); undefined off Linux. */
+  writeback?: { bursts: string[]; totalMb: number };
   /** Under EVENTS_STALL_LOG: per child, its garbage collections and event-loop stalls in the loop (stallsIn). */
   stalls?: Record<string, string>;
 }
@@ -519,6 +521,52 @@ function autovacuumSampler(db: Client): () => Promise<string[]> {
   };
 }
 
+// ---------- the kernel's writeback ----------
+
+/**
+ * Samples the pages the kernel has written back (`nr_written` in /proc/vmstat) every 200 ms until the returned
+ * function is called, which lists each burst of at least 1 MB per sample as "18.2 MB at 7.1-7.3 s" (seconds after
+ * the sampler started) and the total. The broker writes its log through the page cache without fsync, and the
+ * kernel writes a file's dirty pages back together once the file has been dirty for `dirty_expire_centisecs`
+ * (30 s by default): an earlier phase's writes land in a later loop. Empty where /proc/vmstat is not readable.
+ */
+function writebackSampler(): () => Promise<{ bursts: string[]; totalMb: number } | undefined> {
+  const PAGE_MB = 4096 / 1024 / 1024;
+  const read = (): number | undefined => {
+    try {
+      const m = /^nr_written (\d+)$/m.exec(readFileSync('/proc/vmstat', 'utf8'));
+      return m ? Number(m[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const first = read();
+  if (first === undefined) return async () => undefined;
+  const t0 = now();
+  const bursts: Array<{ from: number; to: number; mb: number }> = [];
+  let last = first;
+  const timer = setInterval(() => {
+    const v = read() ?? last;
+    const mb = (v - last) * PAGE_MB;
+    last = v;
+    if (mb < 1) return;
+    const at = (now() - t0) / 1000;
+    const prev = bursts[bursts.length - 1];
+    if (prev && at - prev.to < 0.45) {
+      prev.to = at;
+      prev.mb += mb;
+    } else bursts.push({ from: at - 0.2, to: at, mb });
+  }, 200);
+  return async () => {
+    clearInterval(timer);
+    const end = read() ?? last;
+    return {
+      bursts: bursts.map((b) => `${fixed(b.mb, 1)} MB at ${fixed(Math.max(0, b.from), 1)}-${fixed(b.to, 1)} s`),
+      totalMb: (end - first) * PAGE_MB,
+    };
+  };
+}
+
 // ---------- one open loop, measured ----------
 
 /** The open loops' latency is also reported per window of this many seconds of intended send time (EVENTS_WINDOW_SECONDS). */
@@ -619,9 +667,11 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   const meter = await d.meter();
   const progress = setInterval(() => ctx.log(`  ... ${d.arrivals.size - before} webhooks so far in this loop`), 5000);
   const vacuums = autovacuumSampler(d.db);
+  const writeback = writebackSampler();
   const samples = await openLoop(ctx, rate, seconds);
   clearInterval(progress);
   const autovacuum = await vacuums();
+  const written = await writeback();
   const cpu = await meter();
   const load1 = loadavg()[0];
   await new Promise((r) => setTimeout(r, 600)); // pg_stat_database is updated by the backends at most every 500 ms
@@ -686,6 +736,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     load1,
     startedAt: wall(t0),
     autovacuum,
+    writeback: written,
     ...(d.stallFiles
       ? {
           stalls: Object.fromEntries(
@@ -798,6 +849,10 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   let db: Client | undefined;
   let topicCreated = false;
   try {
+    // The children inherit it; npm start and the npm scripts set 2 (scripts/lib.sh), a bare `node` leaves glibc's default.
+    log(
+      `MALLOC_ARENA_MAX=${env.MALLOC_ARENA_MAX ?? "(unset: glibc's default; npm start and npm run set 2)"} for the API and the consumer`,
+    );
     log(`database ${dbName}: (re)creating and migrating`);
     await scratch.create();
     const prisma = createPrismaClient(url, 1, 'bench-events-setup');
@@ -993,6 +1048,11 @@ export function formatLatency(r: LatencyBenchResult): string {
         .join(', ')}; ` +
         `${fixed(l.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed(((l.cpu.box - l.cpu.other) * 10) / l.rate, 1)} ms (all processes but "other")`,
       `  autovacuum in the loop (into it): ${l.autovacuum.length ? l.autovacuum.join(', ') : 'none seen'}`,
+      ...(l.writeback
+        ? [
+            `  kernel writeback in the loop (into it): ${fixed(l.writeback.totalMb, 1)} MB${l.writeback.bursts.length ? `; bursts of 1 MB or more per 200 ms: ${l.writeback.bursts.join(', ')}` : ''}`,
+          ]
+        : []),
       ...Object.entries(l.stalls ?? {}).map(([k, v]) => `  ${k}: ${v}`),
     );
   });

@@ -223,7 +223,8 @@ function report(
       .map((l) => l.toFixed(2))
       .join(
         ' ',
-      )}; ${int(o.rate)} creates/s for ${o.seconds} s per phase, ${o.rounds} rounds alternating, ${o.connections} connections.`,
+      )}; ${int(o.rate)} creates/s for ${o.seconds} s per phase, ${o.rounds} rounds alternating, ${o.connections} connections; ` +
+      `MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '(unset)'}.`,
     '',
     '| CPU ms per create (median, range) | API process | PostgreSQL | broker JVM | creates/s | p99 ms |',
     '|---|---|---|---|---|---|',
