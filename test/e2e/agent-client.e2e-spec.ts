@@ -131,7 +131,14 @@ describe('agent client against the real API', () => {
       expect(second.idempotencyKey).toBe(lostKey);
       expect(second.outcome).toBe('replayed');
       expect(await ticketCount(stack, tenant.tenantId)).toBe(1);
-      expect(await new FileKeyStore(storePath).get('create:restart-1')).toBeUndefined(); // definite now
+      // A random key cannot be derived again: the store keeps it, so a third run of the intent replays too.
+      expect(await new FileKeyStore(storePath).get('create:restart-1')).toBe(lostKey);
+      const third = await client({ keyStore: new FileKeyStore(storePath), keyStrategy: 'random' }).createTicket(
+        { title: 'Restart me' },
+        { intentId: 'restart-1' },
+      );
+      expect(third).toMatchObject({ outcome: 'replayed', idempotencyKey: lostKey });
+      expect(await ticketCount(stack, tenant.tenantId)).toBe(1);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,17 +150,38 @@ describe('tickets MCP server over stdio', () => {
     expect(await ticketCount(stack, tenant.tenantId)).toBe(1);
   });
 
-  it('refuses to start without TICKETS_API_KEY and says so on stderr (stdout stays clean)', async () => {
-    const env = { ...getDefaultEnvironment(), TICKETS_API_URL: stack.baseUrl };
+  /** Runs the server with this environment until it exits by itself (a refused start): its exit code and output. */
+  const refusedStart = async (extra: Record<string, string>) => {
+    const env = { ...getDefaultEnvironment(), TICKETS_API_URL: stack.baseUrl, ...extra };
     const child = trackChild(spawn(process.execPath, [MAIN], { cwd: tmpdir(), env, stdio: ['pipe', 'pipe', 'pipe'] }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    return { code, stdout, stderr };
+  };
+
+  it('refuses to start without TICKETS_API_KEY and says so on stderr (stdout stays clean)', async () => {
+    const { code, stdout, stderr } = await refusedStart({});
     expect(code).toBe(2);
     expect(stderr).toMatch(/TICKETS_API_KEY is required/);
     expect(stdout).toBe('');
+  });
+
+  it('refuses to start with a TICKETS_KEY_STORE it cannot read, naming the variable and the cause', async () => {
+    // A file used as the store's folder: every create would fail with an error no retry can mend.
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-key-store-'));
+    writeFileSync(join(dir, 'not-a-folder'), '');
+    const store = join(dir, 'not-a-folder', 'keys.json');
+    try {
+      const { code, stdout, stderr } = await refusedStart({ TICKETS_API_KEY: tenant.apiKey, TICKETS_KEY_STORE: store });
+      expect(code).toBe(2);
+      expect(stderr).toContain(`tickets-mcp: TICKETS_KEY_STORE=${store} cannot be used: ENOTDIR`);
+      expect(stdout).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('exits 0 when the host closes its stdin, with the metrics server listening', async () => {

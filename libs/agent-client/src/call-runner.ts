@@ -216,7 +216,7 @@ export class CallRunner {
       return this.stopError(
         state,
         'max_attempts_exceeded',
-        `Gave up after ${state.attempts} attempts (last: ${reason})`,
+        `Gave up after ${state.attempts} attempts at ${this.last(reason)}`,
       );
     }
     let delayMs = retryAfterMs ?? fullJitterDelay(state.retryIndex, this.backoff, this.random);
@@ -226,7 +226,7 @@ export class CallRunner {
         ? this.stopError(
             state,
             'deadline_exceeded',
-            `Gave up: waiting ${delayMs} ms would pass the time budget (last: ${reason})`,
+            `Gave up: waiting ${delayMs} ms would pass the time budget at ${this.last(reason)}`,
             retryAfterMs,
           )
         : undefined;
@@ -238,7 +238,7 @@ export class CallRunner {
         return this.stopError(
           state,
           'retry_budget_exhausted',
-          `Gave up: the client's retry budget is spent (last: ${reason})`,
+          `Gave up: the client's retry budget is spent at ${this.last(reason)}`,
         );
       }
       return this.sleepBeforeRetry(state, delayMs, reason);
@@ -280,6 +280,17 @@ export class CallRunner {
         intentId: state.intentId,
       }),
     );
+  }
+
+  /** Where the calls went and the last failure, with what to check when nothing could connect. */
+  private last(reason: string): string {
+    const hint =
+      reason === 'host_not_found'
+        ? ': the host name does not resolve; check baseUrl'
+        : reason === 'connection_refused' || reason === 'refused'
+          ? ': nothing accepts connections there; is the ticket API running at that address?'
+          : '';
+    return `${this.baseUrl} (last: ${reason})${hint}`;
   }
 
   abortedError(state: CallState): TicketClientError {

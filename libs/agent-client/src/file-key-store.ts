@@ -67,8 +67,17 @@ export class FileKeyStore implements IdempotencyKeyStore {
       if (isErrnoException(error) && error.code === 'ENOENT') return new Map();
       throw error;
     }
-    const parsed: unknown = JSON.parse(text);
-    if (!isKeyFile(parsed)) throw new Error(`${this.path} is not an idempotency key store file`);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw new SyntaxError(
+        `${this.path} is not JSON (${(error as Error).message}): not an idempotency key store file`,
+        { cause: error },
+      );
+    }
+    // A SyntaxError: the file is wrong until someone fixes or moves it (the client reports it as permanent).
+    if (!isKeyFile(parsed)) throw new SyntaxError(`${this.path} is not an idempotency key store file`);
     // Entries become a Map so an intent named "__proto__" is just another key.
     return new Map(Object.entries(parsed.keys));
   }

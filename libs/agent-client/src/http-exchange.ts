@@ -53,6 +53,14 @@ const NOT_SENT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
+/** Why a request never left this machine, for messages and the `reason` of retry events. */
+export function notSentReason(cause: unknown): 'host_not_found' | 'connection_refused' {
+  const codes = errorCodes(cause);
+  return codes.length > 0 && codes.every((c) => c === 'ENOTFOUND' || c === 'EAI_AGAIN')
+    ? 'host_not_found'
+    : 'connection_refused';
+}
+
 /** One HTTP exchange with its own timeout. Never throws: every way it can end is a value. */
 export async function exchange(target: HttpTarget, request: HttpRequest): Promise<HttpExchange> {
   const controller = new AbortController();

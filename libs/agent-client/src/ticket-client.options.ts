@@ -36,3 +36,13 @@ export interface TicketClientOptions {
   clock?: Clock;
   fetch?: typeof fetch;
 }
+
+/** The options a client cannot work without, checked when it is made: a TypeError that says what to pass. */
+export function checkOptions(options: TicketClientOptions): void {
+  if (typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl))
+    throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
+    throw new TypeError(
+      `apiKey must be a non-empty string (got ${options.apiKey === '' ? 'an empty string' : typeof options.apiKey}): pass the tenant's API key, e.g. from TICKETS_API_KEY`,
+    );
+}

@@ -1,3 +1,4 @@
+import { formatIdempotencyKeyHeader } from './idempotency-key';
 import type { HttpResponse } from './http-exchange';
 import { isValidIdempotencyKey } from './idempotency-key';
 import { PermanentError } from './ticket-client.errors';
@@ -6,7 +7,10 @@ import type { RequestState, RequestStatus, Ticket } from './ticket-client.types'
 // How the client reads the server's answers and checks its own arguments (pure functions).
 
 export function statusPath(key: string): string {
-  return `/v1/idempotency-keys/${encodeURIComponent(key)}`;
+  // The server reads the segment as it reads the header: a bare token, or a quoted string for a key with
+  // spaces (or one starting with a quote), as the writes send it.
+  const segment = /^[\x21-\x7e]+$/.test(key) && !key.startsWith('"') ? key : formatIdempotencyKeyHeader(key);
+  return `/v1/idempotency-keys/${encodeURIComponent(segment)}`;
 }
 
 /** 408, 425 and 429 say "not now", as does any problem the server itself marks retryable. */

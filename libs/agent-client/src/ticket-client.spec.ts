@@ -338,7 +338,62 @@ describe('TicketClient over HTTP', () => {
     );
     expect(second.idempotencyKey).toBe(first.idempotencyKey);
     expect(second.outcome).toBe('replayed');
-    expect(await store.get('create:resume')).toBeUndefined();
+    // A random key cannot be found again from the intent: the store keeps it after the definite outcome.
+    expect(await store.get('create:resume')).toBe(first.idempotencyKey);
+  });
+
+  it('random keys: the same intent called again after it succeeded sends the same key (one ticket)', async () => {
+    const store = new InMemoryKeyStore();
+    server.respond((_req, res, i) => json(res, 201, ticket(), i > 0 ? { 'idempotent-replayed': 'true' } : {}));
+    const first = await client({ keyStore: store, keyStrategy: 'random' }).createTicket(
+      { title: 't' },
+      { intentId: 'twice' },
+    );
+    const again = await client({ keyStore: store, keyStrategy: 'random' }).createTicket(
+      { title: 't' },
+      { intentId: 'twice' },
+    );
+    expect(first.outcome).toBe('created');
+    expect(again).toMatchObject({ outcome: 'replayed', idempotencyKey: first.idempotencyKey });
+    expect(server.posts.map((p) => p.headers['idempotency-key'])).toEqual([
+      `"${first.idempotencyKey}"`,
+      `"${first.idempotencyKey}"`,
+    ]);
+  });
+
+  it('derived keys: the store entry goes once the intent has a definite outcome', async () => {
+    const store = new InMemoryKeyStore();
+    server.respond((_req, res) => json(res, 201, ticket()));
+    await client({ keyStore: store }).createTicket({ title: 't' }, { intentId: 'done' });
+    expect(await store.get('create:done')).toBeUndefined();
+  });
+
+  it('a key store that cannot be used is a permanent error with its cause; a passing failure is retryable; nothing is sent', async () => {
+    const broken = {
+      get: () =>
+        Promise.reject(Object.assign(new Error("ENOTDIR: not a directory, open '/x/keys.json'"), { code: 'ENOTDIR' })),
+      set: () => Promise.resolve(),
+      delete: () => Promise.resolve(),
+    };
+    const permanent = await client({ keyStore: broken })
+      .createTicket({ title: 't' }, { intentId: 'i' })
+      .catch((e: unknown) => e);
+    expect(permanent).toBeInstanceOf(PermanentError);
+    expect(permanent).toMatchObject({ code: 'key_store_failed', retryable: false });
+    expect((permanent as PermanentError).message).toMatch(
+      /^The idempotency key store cannot be used \(ENOTDIR: not a directory/,
+    );
+
+    const busy = {
+      ...broken,
+      get: () => Promise.reject(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' })),
+    };
+    const passing = await client({ keyStore: busy })
+      .createTicket({ title: 't' }, { intentId: 'i' })
+      .catch((e: unknown) => e);
+    expect(passing).toBeInstanceOf(RetryableError);
+    expect(passing).toMatchObject({ code: 'key_store_failed', retryable: true, intentId: 'i' });
+    expect(server.seen).toHaveLength(0);
   });
 
   it('backs off with full jitter between attempts on 503', async () => {
@@ -384,6 +439,34 @@ describe('TicketClient over HTTP', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RetryableError);
     expect(error).not.toBeInstanceOf(UnknownOutcomeError);
+    // The message names where the calls went and what to check.
+    expect((error as RetryableError).message).toBe(
+      `Gave up after 2 attempts at ${baseUrl} (last: connection_refused): nothing accepts connections there; is the ticket API running at that address?`,
+    );
+  });
+
+  it('a host name that does not resolve is named as such, not as a refused connection', async () => {
+    const error = await new TicketClient({ baseUrl: 'http://tickets.invalid', apiKey: 'k', clock, maxAttempts: 1 })
+      .createTicket({ title: 't' })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryableError);
+    expect((error as RetryableError).message).toBe(
+      'Gave up after 1 attempts at http://tickets.invalid (last: host_not_found): the host name does not resolve; check baseUrl',
+    );
+  });
+
+  it('constructor: a missing or empty apiKey, or a baseUrl that is not http(s), is a TypeError that says what to pass', () => {
+    const make = (o: Record<string, unknown>) => () =>
+      new TicketClient({ baseUrl: server.url, apiKey: 'k', ...o } as TicketClientOptions);
+    expect(make({ apiKey: undefined })).toThrow(
+      new TypeError(
+        "apiKey must be a non-empty string (got undefined): pass the tenant's API key, e.g. from TICKETS_API_KEY",
+      ),
+    );
+    expect(make({ apiKey: '' })).toThrow(/apiKey must be a non-empty string \(got an empty string\)/);
+    expect(make({ baseUrl: 'tickets.example.com' })).toThrow(
+      new TypeError('baseUrl must be an http(s) URL, got "tickets.example.com"'),
+    );
   });
 
   it('stops retrying when the client-wide retry budget is spent', async () => {
@@ -433,7 +516,10 @@ describe('TicketClient over HTTP', () => {
       createdAt: null,
       expiresAt: null,
     });
-    expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/a%20key%2Fwith%20slash');
+    // A key with a space goes quoted, as the writes send it in the header (the server reads both alike).
+    expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/%22a%20key%2Fwith%20slash%22');
+    await c.getRequestStatus('plain-key');
+    expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/plain-key');
   });
 
   it('a throwing event handler changes nothing', async () => {

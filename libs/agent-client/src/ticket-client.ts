@@ -2,11 +2,12 @@ import { defaultBackoff, parseRetryAfter } from './backoff';
 import { CallRunner, CallState, eventBase } from './call-runner';
 import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
-import { HttpResponse, toProblem } from './http-exchange';
+import { HttpResponse, notSentReason, toProblem } from './http-exchange';
 import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
 import { IdempotencyKeyStore, InMemoryKeyStore } from './key-store';
 import { RetryBudget } from './retry-budget';
-import { PermanentError, RetryableError } from './ticket-client.errors';
+import { keyStoreError } from './key-store-error';
+import { PermanentError } from './ticket-client.errors';
 import type { ClientOperation } from './ticket-client.events';
 import {
   asTicket,
@@ -18,7 +19,7 @@ import {
   statusPath,
   toRequestStatus,
 } from './ticket-client.responses';
-import type { TicketClientOptions } from './ticket-client.options';
+import { checkOptions, type TicketClientOptions } from './ticket-client.options';
 import type {
   CancelOutcome,
   CancelTicketOptions,
@@ -67,8 +68,7 @@ export class TicketClient {
   private readonly runner: CallRunner;
 
   constructor(options: TicketClientOptions) {
-    if (!/^https?:\/\//.test(options.baseUrl)) throw new RangeError('baseUrl must be an http(s) URL');
-    if (options.apiKey.length === 0) throw new RangeError('apiKey must not be empty');
+    checkOptions(options);
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.keyStore = options.keyStore ?? new InMemoryKeyStore();
@@ -239,7 +239,7 @@ export class TicketClient {
       if (result.kind === 'failure') {
         retryReason =
           result.failure === 'refused'
-            ? 'connection_refused'
+            ? notSentReason(result.cause)
             : result.failure === 'timeout'
               ? 'timeout'
               : 'connection_lost';
@@ -383,17 +383,16 @@ export class TicketClient {
       await this.keyStore.set(storeEntry, key);
       return { key, storeEntry };
     } catch (error) {
-      throw new RetryableError({
-        code: 'key_store_failed',
-        message: 'Could not read or save the idempotency key',
-        cause: error,
-      });
+      throw keyStoreError(error, options.intentId);
     }
   }
 
-  /** Best effort: a leftover entry only means a later call of the same intent replays it. */
+  /**
+   * A definite outcome drops a derived key's entry (best effort: a leftover only means a later replay). A random
+   * key's entry stays: nothing else links the intent to it, and a later call of the intent must replay.
+   */
   private async forgetKey(storeEntry: string | undefined): Promise<void> {
-    if (storeEntry === undefined) return;
+    if (storeEntry === undefined || this.keyStrategy === 'random') return;
     await this.keyStore.delete(storeEntry).catch(() => undefined);
   }
 }

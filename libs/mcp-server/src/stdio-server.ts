@@ -30,13 +30,25 @@ export async function runStdioServer(): Promise<void> {
     process.exit(2);
   }
 
+  const keyStore = config.keyStorePath ? new FileKeyStore(config.keyStorePath) : new InMemoryKeyStore();
+  try {
+    // A path that cannot be read (a file as its folder, no permission, not a key store file) would fail
+    // every create and cancel: say so now, as for a bad variable.
+    await keyStore.get('startup-check');
+  } catch (error) {
+    process.stderr.write(
+      `tickets-mcp: TICKETS_KEY_STORE=${config.keyStorePath} cannot be used: ${error instanceof Error ? error.message : String(error)}. Point it at a JSON file in a writable folder (created if missing), or unset it.\n`,
+    );
+    process.exit(2);
+  }
+
   const logger = stderrLogger(config.logLevel, { name: 'mcp-server', service: 'mcp-server' });
   // TICKETS_METRICS_PORT: the client's events and the tool calls also become Prometheus metrics, served on GET /metrics.
   const metrics: StdioMetrics | undefined = config.metrics ? await serveStdioMetrics(config.metrics) : undefined;
   const client = new TicketClient({
     baseUrl: config.apiUrl,
     apiKey: config.apiKey,
-    keyStore: config.keyStorePath ? new FileKeyStore(config.keyStorePath) : new InMemoryKeyStore(),
+    keyStore,
     attemptTimeoutMs: config.attemptTimeoutMs,
     backoff: config.backoff,
     circuitBreaker: { coolDownMs: config.breakerCoolDownMs },

@@ -6,6 +6,9 @@ import { PermanentError, RetryableError, TicketClientError, UnknownOutcomeError 
 
 type Text = { type: 'text'; text: string };
 
+/** The tools that write under an intent_id; the others read and take no intent. */
+const WRITE_TOOLS = new Set(['create_ticket', 'cancel_ticket']);
+
 /** A tool error the model can act on: the code, whether retrying can help, what to do next. */
 export function toolError(tool: string, error: unknown): CallToolResult {
   const details = describeError(tool, error);
@@ -61,7 +64,9 @@ function describeError(tool: string, error: unknown): ErrorDetails {
       code: error.code,
       retryable: true,
       message: `${error.message}. Nothing was written.`,
-      next: `wait ${wait}, then call again with the same intent_id.`,
+      next: WRITE_TOOLS.has(tool)
+        ? `wait ${wait}, then call ${tool} again with the same intent_id.`
+        : `wait ${wait}, then call ${tool} again with the same arguments.`,
       extra: error.retryAfterMs !== undefined ? { retry_after_ms: error.retryAfterMs } : {},
     };
   }
@@ -84,6 +89,10 @@ function describeError(tool: string, error: unknown): ErrorDetails {
         break;
       case 'ticket_not_found':
         next = 'check the ticket_id (find_ticket looks tickets up by external_ref).';
+        break;
+      case 'key_store_failed':
+        next =
+          "the MCP server's key store (TICKETS_KEY_STORE) cannot be used; a human must fix its path or permissions.";
         break;
       case 'unauthorized':
         next = "the MCP server's TICKETS_API_KEY is not accepted; a human must fix the configuration.";

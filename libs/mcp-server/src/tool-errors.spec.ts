@@ -1,0 +1,40 @@
+import { PermanentError, RetryableError } from '@tickets/agent-client';
+import { toolError } from './tool-errors';
+
+const text = (tool: string, error: unknown): string => {
+  const content = toolError(tool, error).content[0];
+  return content.type === 'text' ? content.text : '';
+};
+
+describe('toolError', () => {
+  const open = new RetryableError({
+    code: 'circuit_open',
+    message: 'Circuit open for http://api: failing fast',
+    retryAfterMs: 2_000,
+  });
+
+  it('a read tool that failed before sending is told to call again with the same arguments (it has no intent_id)', () => {
+    for (const tool of ['get_ticket', 'find_ticket', 'check_request']) {
+      const t = text(tool, open);
+      expect(t).toContain(`Next: wait about 2 s, then call ${tool} again with the same arguments.`);
+      expect(t).not.toContain('intent_id');
+    }
+  });
+
+  it('a write tool that failed before it had a key is told to keep its intent_id', () => {
+    expect(text('create_ticket', open)).toContain(
+      'Next: wait about 2 s, then call create_ticket again with the same intent_id.',
+    );
+  });
+
+  it('a key store that cannot be used is not retryable and names the variable a human must fix', () => {
+    const t = text(
+      'create_ticket',
+      new PermanentError({ code: 'key_store_failed', message: 'The idempotency key store cannot be used (ENOTDIR)' }),
+    );
+    expect(t).toContain('create_ticket failed: key_store_failed (retrying will not help).');
+    expect(t).toContain(
+      "Next: the MCP server's key store (TICKETS_KEY_STORE) cannot be used; a human must fix its path or permissions.",
+    );
+  });
+});
