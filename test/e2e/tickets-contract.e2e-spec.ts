@@ -128,6 +128,8 @@ describe('ticket API contract', () => {
       [post(stack.baseUrl, '/v1/tickets', '', { title: 'x' }, 'v14', { authorization: '' }), 401, 'unauthorized'],
       [get(stack.baseUrl, '/v1/tickets/6f1b7a8e-1d3c-4a4e-9a4f-2b1c0d9e8f7a', stack.apiKey), 404, 'ticket_not_found'],
       [get(stack.baseUrl, '/v1/tickets/not-a-uuid', stack.apiKey), 400, 'validation_failed'],
+      // Well formed, of no RFC 9562 version: no ticket has it, so not found rather than malformed.
+      [get(stack.baseUrl, '/v1/tickets/00000000-0000-0000-0000-000000000001', stack.apiKey), 404, 'ticket_not_found'],
       [get(stack.baseUrl, '/v1/nothing-here', stack.apiKey), 404, 'not_found'],
       [get(stack.baseUrl, '/v1/idempotency-keys/never-used', stack.apiKey), 404, 'idempotency_key_not_found'],
     ];

@@ -9,7 +9,7 @@ interface ProblemSpec {
 
 /** The one HTTP mapping of every error code. A new ErrorCode does not compile until it is listed here. */
 export const PROBLEMS: Record<ErrorCode, ProblemSpec> = {
-  validation_failed: { status: 400, title: 'The request body is not valid', retryable: false },
+  validation_failed: { status: 400, title: 'The request is not valid', retryable: false },
   malformed_json: { status: 400, title: 'The request body is not valid JSON', retryable: false },
   malformed_request: { status: 400, title: 'The HTTP request is malformed', retryable: false },
   unsupported_media_type: { status: 415, title: 'Unsupported content type', retryable: false },

@@ -15,7 +15,8 @@ import { toTicket } from './ticket.mapper';
 import { TicketsRepository } from './tickets.repository';
 import type { WriteResult } from './tickets.results';
 
-const TicketId = z.uuid({ message: 'must be a UUID' });
+// Any 8-4-4-4-12 hex id, as PostgreSQL's uuid type takes it: one of another version or variant is not a ticket (404), not malformed.
+const TicketId = z.guid({ message: 'must be a UUID (8-4-4-4-12 hex digits)' });
 
 export const DEDUP_HEADER = 'Ticket-Deduplicated';
 
