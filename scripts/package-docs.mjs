@@ -7,8 +7,8 @@
 //                                                  is kept in .tmp/package-docs/<libs|apps>/<folder>/)
 //   node ../../scripts/package-docs.mjs --restore  (postpack) put README.md back, remove the copies
 //
-// In the copies, a block between `<!-- repository-only -->` and `<!-- /repository-only -->` (each on a line
-// of its own, outside code) is left out: sections about the ticket service's own checkout (its npm scripts,
+// In the copies and in the README, a block between `<!-- repository-only -->` and `<!-- /repository-only -->`
+// (each on a line of its own, outside code) is left out: sections about the ticket service's own checkout (its npm scripts,
 // its tests) that a package user has no use for. A link to another shipped doc stays as it is; a link to a public package's README points
 // to it where npm installs it (node_modules/@tickets/<name>/README.md, a sibling of this package); any
 // other link becomes its text followed by the repository path, since the tarball cannot resolve it.
@@ -141,7 +141,8 @@ function ship() {
   rewriteLinks(original, (_text, target) => {
     if (target.startsWith(REPO_DOCS)) shipped.add(target.slice(REPO_DOCS.length).split('#')[0]);
   });
-  if (shipped.size === 0) return;
+  const trimmed = withoutRepositoryOnly(original, `${self}/README.md`);
+  if (shipped.size === 0 && trimmed === original) return;
   const copies = new Map();
   for (const name of shipped) {
     const source = join(ROOT, 'docs', name);
@@ -152,17 +153,19 @@ function ship() {
     const text = withoutRepositoryOnly(readFileSync(source, 'utf8'), `docs/${name}`);
     copies.set(`docs/${name}`, rewriteLinks(text, linkFromCopy(shipped)));
   }
-  const rewritten = rewriteLinks(original, (text, target) =>
+  const rewritten = rewriteLinks(trimmed, (text, target) =>
     target.startsWith(REPO_DOCS) ? `[${text}](docs/${target.slice(REPO_DOCS.length)})` : undefined,
   );
   // What to undo is on record before anything in the package changes.
   mkdirSync(state, { recursive: true });
   writeFileSync(backup, original);
   writeFileSync(manifest, JSON.stringify({ written: [...copies.keys()], readmeSha: sha(rewritten) }));
-  mkdirSync(join(pkgDir, 'docs'), { recursive: true });
+  if (copies.size > 0) mkdirSync(join(pkgDir, 'docs'), { recursive: true });
   for (const [file, text] of copies) writeFileSync(join(pkgDir, file), text);
   writeFileSync(readme, rewritten);
-  console.error(`package-docs: ${self} ships ${[...copies.keys()].join(', ')}`);
+  console.error(
+    `package-docs: ${self} ships ${copies.size ? [...copies.keys()].join(', ') : 'no guides'}${trimmed === original ? '' : '; its README without its repository-only blocks'}`,
+  );
 }
 
 /** How a link in a shipped copy of docs/<x>.md is written in the tarball. */
