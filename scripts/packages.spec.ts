@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSourceFiles } from './layering';
 import { checkPackages, formatPackageViolation, packageOf, readPackages, type WorkspacePackage } from './packages';
@@ -55,5 +56,26 @@ describe('workspace package rules', () => {
   it('has no violations in this repository', () => {
     const root = join(__dirname, '..');
     expect(checkPackages(readPackages(root), readSourceFiles(root)).map(formatPackageViolation)).toEqual([]);
+  });
+
+  it('a version a public README tells users to install is the version its package depends on', () => {
+    const root = join(__dirname, '..');
+    const stale: string[] = [];
+    for (const dir of readdirSync(join(root, 'libs'))) {
+      let manifest: { private?: boolean; dependencies?: Record<string, string> };
+      try {
+        manifest = JSON.parse(readFileSync(join(root, 'libs', dir, 'package.json'), 'utf8'));
+      } catch {
+        continue;
+      }
+      if (manifest.private) continue;
+      const readme = readFileSync(join(root, 'libs', dir, 'README.md'), 'utf8');
+      for (const [, name, version] of readme.matchAll(/npm i (@?[\w.-]+(?:\/[\w.-]+)?)@(\d[\w.-]*)/g)) {
+        const declared = manifest.dependencies?.[name];
+        if (declared !== undefined && declared !== version)
+          stale.push(`libs/${dir}/README.md: ${name}@${version}, depends on ${declared}`);
+      }
+    }
+    expect(stale).toEqual([]);
   });
 });
