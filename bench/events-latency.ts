@@ -495,17 +495,34 @@ async function cpuMeter(groups: Record<string, () => Promise<number[]> | number[
  */
 function autovacuumSampler(db: Client): () => Promise<string[]> {
   const t0 = now();
+  const wall0 = Date.now();
   const seen = new Map<string, { what: string; first: number; last: number }>();
+  // The relay's own VACUUM of its queue (queueVacuumRows) runs on a client connection: it is seen by the
+  // table's vacuum_count, and when it ended by last_vacuum (too short to be caught in pg_stat_activity).
+  const queueVacuums: string[] = [];
+  let vacuumCount: number | undefined;
   let stopped = false;
   const sampling = (async () => {
     while (!stopped) {
-      const { rows } = await db.query<{ pid: number; query: string }>(
-        `SELECT pid, query FROM pg_stat_activity
-          WHERE backend_type = 'autovacuum worker' AND datname = current_database() AND query LIKE 'autovacuum:%'`,
+      const q = await db.query<{ n: string; ended: Date | null }>(
+        `SELECT vacuum_count AS n, last_vacuum AS ended FROM pg_stat_user_tables WHERE relid = 'outbox_pending'::regclass`,
+      );
+      const n = Number(q.rows[0]?.n ?? 0);
+      if (vacuumCount !== undefined && n > vacuumCount && q.rows[0].ended)
+        queueVacuums.push(
+          `the relay's VACUUM outbox_pending${n - vacuumCount > 1 ? ` ×${n - vacuumCount}` : ''} ended ${fixed((q.rows[0].ended.getTime() - wall0) / 1000, 1)} s`,
+        );
+      vacuumCount = n;
+      // Every database of the server: a fresh server's first autovacuum of its other databases (their catalogs,
+      // filled by initdb) runs beside the bench too.
+      const { rows } = await db.query<{ pid: number; query: string; other: string | null }>(
+        `SELECT pid, query, CASE WHEN datname <> current_database() THEN datname END AS other FROM pg_stat_activity
+          WHERE backend_type = 'autovacuum worker' AND query LIKE 'autovacuum:%'`,
       );
       const at = (now() - t0) / 1000;
       for (const r of rows) {
-        const what = r.query.replace(/^autovacuum:\s*/, '').replace(/\bpublic\./, '');
+        const what =
+          r.query.replace(/^autovacuum:\s*/, '').replace(/\bpublic\./, '') + (r.other ? ` (database ${r.other})` : '');
         const k = `${r.pid} ${what}`;
         const s = seen.get(k);
         if (s) s.last = at;
@@ -517,7 +534,7 @@ function autovacuumSampler(db: Client): () => Promise<string[]> {
   return async () => {
     stopped = true;
     await sampling;
-    return [...seen.values()].map((s) => `${s.what} ${fixed(s.first, 1)}-${fixed(s.last, 1)} s`);
+    return [...seen.values()].map((s) => `${s.what} ${fixed(s.first, 1)}-${fixed(s.last, 1)} s`).concat(queueVacuums);
   };
 }
 
@@ -1047,7 +1064,7 @@ export function formatLatency(r: LatencyBenchResult): string {
         .map(([k, v]) => `${k} ${int(v)}`)
         .join(', ')}; ` +
         `${fixed(l.xactPerTicket, 1)} PostgreSQL transactions per ticket; CPU per ticket ${fixed(((l.cpu.box - l.cpu.other) * 10) / l.rate, 1)} ms (all processes but "other")`,
-      `  autovacuum in the loop (into it): ${l.autovacuum.length ? l.autovacuum.join(', ') : 'none seen'}`,
+      `  vacuum in the loop (into it): ${l.autovacuum.length ? l.autovacuum.join(', ') : 'none seen'}`,
       ...(l.writeback
         ? [
             `  kernel writeback in the loop (into it): ${fixed(l.writeback.totalMb, 1)} MB${l.writeback.bursts.length ? `; bursts of 1 MB or more per 200 ms: ${l.writeback.bursts.join(', ')}` : ''}`,
