@@ -37,10 +37,24 @@ export interface TicketClientOptions {
   fetch?: typeof fetch;
 }
 
+/** Ports the Fetch standard's "bad port" list blocks: the global fetch refuses them without connecting. */
+const FETCH_BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110,
+  111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532,
+  540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061,
+  6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
 /** The options a client cannot work without, checked when it is made: a TypeError that says what to pass. */
 export function checkOptions(options: TicketClientOptions): void {
   if (typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl))
     throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+  // Every request would fail before leaving this machine, looking like a lost answer.
+  const port = Number(new URL(options.baseUrl).port);
+  if (options.fetch === undefined && FETCH_BAD_PORTS.has(port))
+    throw new TypeError(
+      `baseUrl port ${port} is one the Fetch standard blocks ("bad port"): fetch refuses to connect to it. Serve the API on another port, or pass a fetch of your own`,
+    );
   if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
     throw new TypeError(
       `apiKey must be a non-empty string (got ${options.apiKey === '' ? 'an empty string' : typeof options.apiKey}): pass the tenant's API key, e.g. from TICKETS_API_KEY`,

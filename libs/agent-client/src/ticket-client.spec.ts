@@ -467,6 +467,9 @@ describe('TicketClient over HTTP', () => {
     expect(make({ baseUrl: 'tickets.example.com' })).toThrow(
       new TypeError('baseUrl must be an http(s) URL, got "tickets.example.com"'),
     );
+    // fetch would refuse every request to it without connecting, which looks like a lost answer.
+    expect(make({ baseUrl: 'http://127.0.0.1:6000' })).toThrow(/baseUrl port 6000 is one the Fetch standard blocks/);
+    expect(make({ baseUrl: 'http://127.0.0.1:6000', fetch })).not.toThrow();
   });
 
   it('stops retrying when the client-wide retry budget is spent', async () => {
