@@ -116,6 +116,13 @@ function withoutRepositoryOnly(markdown, name) {
   return kept.join('\n');
 }
 
+// Outside the package folder too (npm packs every README*): a README saved from an interrupted pack.
+const kept = join(ROOT, '.tmp', 'package-docs-kept', self, 'README.md');
+const keptError = () =>
+  new Error(
+    `package-docs: ${self}/README.md changed after an interrupted pack rewrote it; the README as it was before is in ${relative(ROOT, kept)}: merge the two, delete that file, and pack again`,
+  );
+
 function restore() {
   if (existsSync(manifest)) {
     const { written, readmeSha } = JSON.parse(readFileSync(manifest, 'utf8'));
@@ -124,7 +131,14 @@ function restore() {
       const saved = readFileSync(backup, 'utf8');
       if (current !== saved) {
         if (sha(current) === readmeSha) writeFileSync(readme, saved);
-        else console.error(`package-docs: ${self}/README.md changed since a pack rewrote it; kept as it is`);
+        else {
+          // Edited after a pack rewrote it: the saved README (with its repository-only blocks) is the only
+          // copy of what the pack removed, so it stays where it is until someone merges the two.
+          mkdirSync(dirname(kept), { recursive: true });
+          writeFileSync(kept, saved);
+          rmSync(state, { recursive: true, force: true });
+          throw keptError();
+        }
       }
     }
     for (const f of written) rmSync(join(pkgDir, f), { force: true });
@@ -135,6 +149,7 @@ function restore() {
 }
 
 function ship() {
+  if (existsSync(kept)) throw keptError();
   restore();
   const original = readFileSync(readme, 'utf8');
   const shipped = new Set();

@@ -337,7 +337,7 @@ it("--group lists and requeues only that consumer group's dead notifications", a
       '--json',
     );
     expect(dry.json().results).toEqual([expect.objectContaining({ id: theirs, outcome: 'would-requeue' })]);
-    const done = await cli('requeue', '--kind', 'notification', '--group', groupId, '--id', mine, '--json');
+    const done = await cli('requeue', '--kind', 'notification', '--id', mine, '--json');
     expect(done.json().results).toEqual([expect.objectContaining({ id: mine, outcome: 'requeued' })]);
     await until(mine, 'delivered');
     const rest = await cli('requeue', '--kind', 'notification', '--group', groupId, '--tenant', slug, '--json');

@@ -206,6 +206,10 @@ describe('cli usage errors: exit 2, naming the problem and pointing to --help, b
     ],
     [['dead-letters', 'list', '--group', ' '], /--group must name a consumer group/],
     [
+      ['dead-letters', 'requeue', '--kind', 'consumer', '--id', '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e', '--group', 'g'],
+      /--id names one dead letter; --group would not narrow it/,
+    ],
+    [
       ['dead-letters', 'show', '--id', '0b5f3f8e-8a43-4e3a-9d8e-1f2a3b4c5d6e', '--group', 'g'],
       /--group goes only with list or requeue or discard/,
     ],

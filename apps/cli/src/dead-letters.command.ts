@@ -77,6 +77,11 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
       return new UsageProblem(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
     filter.limit = limit;
   }
+  const withId = FILTERS.find((n) => values[n] !== undefined);
+  if (filter.id && withId && action !== 'list')
+    return new UsageProblem(
+      `--id names one dead letter; --${withId} would not narrow it: drop --${withId}, or drop --id to choose by filters`,
+    );
   if (action === 'show' && !filter.id)
     return new UsageProblem(
       'show needs --id <id>: the event id (outbox), dead letter id (consumer) or notification id',

@@ -284,12 +284,13 @@ export class CallRunner {
 
   /** Where the calls went and the last failure, with what to check when nothing could connect. */
   private last(reason: string): string {
-    const hint =
-      reason === 'host_not_found'
-        ? ': the host name does not resolve; check baseUrl'
-        : reason === 'connection_refused' || reason === 'refused'
-          ? ': nothing accepts connections there; is the ticket API running at that address?'
-          : '';
+    const hints: Record<string, string> = {
+      host_not_found: ': the host name does not resolve; check baseUrl and the DNS',
+      host_unreachable:
+        ': the host could not be reached (no route, or the connection timed out); check baseUrl and the network',
+      connection_refused: ': nothing accepts connections there; is the ticket API running at that address?',
+    };
+    const hint = hints[reason] ?? '';
     return `${this.baseUrl} (last: ${reason})${hint}`;
   }
 

@@ -60,6 +60,16 @@ describe('FileKeyStore', () => {
 
   it('refuses a file that is not a key store rather than losing its keys', async () => {
     await writeFile(join(dir, 'other.json'), '{"hello": "world"}');
-    await expect(new FileKeyStore(join(dir, 'other.json')).get('a')).rejects.toThrow(/not an idempotency key store/);
+    await expect(new FileKeyStore(join(dir, 'other.json')).get('a')).rejects.toThrow(SyntaxError);
+    await writeFile(join(dir, 'broken.json'), '{"version": 1, "keys": {');
+    await expect(new FileKeyStore(join(dir, 'broken.json')).get('a')).rejects.toThrow(/broken.json is not JSON/);
+  });
+
+  it('takes an empty file (made by touch) as an empty store', async () => {
+    await writeFile(join(dir, 'empty.json'), '');
+    const store = new FileKeyStore(join(dir, 'empty.json'));
+    expect(await store.get('a')).toBeUndefined();
+    await store.set('a', 'key-a');
+    expect(await new FileKeyStore(join(dir, 'empty.json')).get('a')).toBe('key-a');
   });
 });

@@ -67,6 +67,7 @@ export class FileKeyStore implements IdempotencyKeyStore {
       if (isErrnoException(error) && error.code === 'ENOENT') return new Map();
       throw error;
     }
+    if (text.trim() === '') return new Map(); // an empty file (e.g. made by `touch`) is an empty store
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);

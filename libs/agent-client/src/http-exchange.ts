@@ -54,11 +54,11 @@ const NOT_SENT_CODES = new Set([
 ]);
 
 /** Why a request never left this machine, for messages and the `reason` of retry events. */
-export function notSentReason(cause: unknown): 'host_not_found' | 'connection_refused' {
+export function notSentReason(cause: unknown): 'host_not_found' | 'host_unreachable' | 'connection_refused' {
   const codes = errorCodes(cause);
-  return codes.length > 0 && codes.every((c) => c === 'ENOTFOUND' || c === 'EAI_AGAIN')
-    ? 'host_not_found'
-    : 'connection_refused';
+  if (codes.length > 0 && codes.every((c) => c === 'ENOTFOUND' || c === 'EAI_AGAIN')) return 'host_not_found';
+  if (codes.length > 0 && codes.every((c) => c !== 'ECONNREFUSED')) return 'host_unreachable';
+  return 'connection_refused';
 }
 
 /** One HTTP exchange with its own timeout. Never throws: every way it can end is a value. */

@@ -2,7 +2,19 @@ import { PermanentError, RetryableError } from './ticket-client.errors';
 
 /** errno codes of a key store that will fail the same way until someone fixes its path or permissions (a file
  * that is not a key store throws a SyntaxError, as FileKeyStore does). */
-const BROKEN_STORE = new Set(['ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EROFS', 'ENAMETOOLONG', 'ELOOP', 'EINVAL']);
+const BROKEN_STORE = new Set([
+  'ENOTDIR',
+  'EISDIR',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'ENAMETOOLONG',
+  'ELOOP',
+  'EINVAL',
+  // A full disk or quota needs someone to free space: waiting a few seconds does not help.
+  'ENOSPC',
+  'EDQUOT',
+]);
 
 /** A key store failure: permanent when its cause is the store's path or permissions, else retryable; nothing was sent. */
 export function keyStoreError(error: unknown, intentId: string): PermanentError | RetryableError {

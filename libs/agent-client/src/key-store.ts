@@ -1,7 +1,8 @@
 /**
  * Remembers the idempotency key of every unfinished intent (intent → key), so a retry of the
  * same intent, even from a restarted process, sends the same key. The client removes an entry once
- * the intent has a definite outcome (a ticket, or a permanent error).
+ * the intent has a definite outcome (a ticket, or a permanent error), unless the key is random
+ * (`keyStrategy: 'random'`): then the entry is the only way back to the key, and it stays.
  */
 export interface IdempotencyKeyStore {
   get(intent: string): Promise<string | undefined>;
@@ -24,4 +25,23 @@ export class InMemoryKeyStore implements IdempotencyKeyStore {
   async delete(intent: string): Promise<void> {
     this.keys.delete(intent);
   }
+}
+
+/**
+ * Runs `fn` for one intent at a time in this process: two calls of the same intent at once would otherwise
+ * both find no key and, with random keys, make two. Calls of different intents do not wait for each other.
+ */
+export function oneAtATimePerIntent(): <T>(intent: string, fn: () => Promise<T>) => Promise<T> {
+  const tails = new Map<string, Promise<unknown>>();
+  return async <T>(intent: string, fn: () => Promise<T>): Promise<T> => {
+    const before = tails.get(intent) ?? Promise.resolve();
+    const run = before.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    tails.set(intent, tail);
+    try {
+      return await run;
+    } finally {
+      if (tails.get(intent) === tail) tails.delete(intent);
+    }
+  };
 }

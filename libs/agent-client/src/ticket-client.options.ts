@@ -9,7 +9,7 @@ export interface TicketClientOptions {
   /** e.g. `http://127.0.0.1:3000` (a path prefix is kept). */
   baseUrl: string;
   apiKey: string;
-  /** Where keys of unfinished intents are kept. Default: in memory (use `FileKeyStore` to survive restarts). */
+  /** Where keys of unfinished intents (random keys: of every intent) are kept. Default: in memory (use `FileKeyStore` to survive restarts). */
   keyStore?: IdempotencyKeyStore;
   /**
    * How a key is chosen for a new intent id: `derived` (default) hashes the intent id, so the same

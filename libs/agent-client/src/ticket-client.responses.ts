@@ -9,7 +9,9 @@ import type { RequestState, RequestStatus, Ticket } from './ticket-client.types'
 export function statusPath(key: string): string {
   // The server reads the segment as it reads the header: a bare token, or a quoted string for a key with
   // spaces (or one starting with a quote), as the writes send it.
-  const segment = /^[\x21-\x7e]+$/.test(key) && !key.startsWith('"') ? key : formatIdempotencyKeyHeader(key);
+  // `.` and `..` are dot segments a URL parser removes: quoted, they stay a key.
+  const bare = /^[\x21-\x7e]+$/.test(key) && !key.startsWith('"') && key !== '.' && key !== '..';
+  const segment = bare ? key : formatIdempotencyKeyHeader(key);
   return `/v1/idempotency-keys/${encodeURIComponent(segment)}`;
 }
 

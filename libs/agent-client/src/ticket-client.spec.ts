@@ -361,6 +361,18 @@ describe('TicketClient over HTTP', () => {
     ]);
   });
 
+  it('random keys: two calls of one intent at once send one key (one ticket)', async () => {
+    const store = new InMemoryKeyStore();
+    server.respond((_req, res, i) => json(res, 201, ticket(), i > 0 ? { 'idempotent-replayed': 'true' } : {}));
+    const c = client({ keyStore: store, keyStrategy: 'random' });
+    const both = await Promise.all([
+      c.createTicket({ title: 't' }, { intentId: 'at-once' }),
+      c.createTicket({ title: 't' }, { intentId: 'at-once' }),
+    ]);
+    expect(new Set(server.posts.map((p) => p.headers['idempotency-key'])).size).toBe(1);
+    expect(both.map((r) => r.idempotencyKey)).toEqual([both[0].idempotencyKey, both[0].idempotencyKey]);
+  });
+
   it('derived keys: the store entry goes once the intent has a definite outcome', async () => {
     const store = new InMemoryKeyStore();
     server.respond((_req, res) => json(res, 201, ticket()));
@@ -383,6 +395,17 @@ describe('TicketClient over HTTP', () => {
     expect((permanent as PermanentError).message).toMatch(
       /^The idempotency key store cannot be used \(ENOTDIR: not a directory/,
     );
+
+    // A file that is not a key store (FileKeyStore throws a SyntaxError) waits for a human too.
+    const corrupt = {
+      ...broken,
+      get: () => Promise.reject(new SyntaxError('/x/keys.json is not an idempotency key store file')),
+    };
+    expect(
+      await client({ keyStore: corrupt })
+        .createTicket({ title: 't' }, { intentId: 'i' })
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(PermanentError);
 
     const busy = {
       ...broken,
@@ -451,7 +474,16 @@ describe('TicketClient over HTTP', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RetryableError);
     expect((error as RetryableError).message).toBe(
-      'Gave up after 1 attempts at http://tickets.invalid (last: host_not_found): the host name does not resolve; check baseUrl',
+      'Gave up after 1 attempts at http://tickets.invalid (last: host_not_found): the host name does not resolve; check baseUrl and the DNS',
+    );
+  });
+
+  it('a read names an unresolvable host the same way', async () => {
+    const error = await new TicketClient({ baseUrl: 'http://tickets.invalid', apiKey: 'k', clock, maxAttempts: 1 })
+      .getTicket('0b7f7c1e-3f4a-4d55-9a51-7f3a3d1e2c11')
+      .catch((e: unknown) => e);
+    expect((error as RetryableError).message).toBe(
+      'Gave up after 1 attempts at http://tickets.invalid (last: host_not_found): the host name does not resolve; check baseUrl and the DNS',
     );
   });
 
@@ -523,6 +555,8 @@ describe('TicketClient over HTTP', () => {
     expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/%22a%20key%2Fwith%20slash%22');
     await c.getRequestStatus('plain-key');
     expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/plain-key');
+    await c.getRequestStatus('..'); // a dot segment a URL parser would remove
+    expect(server.seen.at(-1)?.url).toBe('/v1/idempotency-keys/%22..%22');
   });
 
   it('a throwing event handler changes nothing', async () => {

@@ -4,7 +4,7 @@ import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
 import { HttpResponse, notSentReason, toProblem } from './http-exchange';
 import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
-import { IdempotencyKeyStore, InMemoryKeyStore } from './key-store';
+import { IdempotencyKeyStore, InMemoryKeyStore, oneAtATimePerIntent } from './key-store';
 import { RetryBudget } from './retry-budget';
 import { keyStoreError } from './key-store-error';
 import { PermanentError } from './ticket-client.errors';
@@ -66,6 +66,7 @@ export class TicketClient {
   private readonly breaker: CircuitBreaker;
   private readonly clock: Clock;
   private readonly runner: CallRunner;
+  private readonly perIntent = oneAtATimePerIntent();
 
   constructor(options: TicketClientOptions) {
     checkOptions(options);
@@ -347,7 +348,7 @@ export class TicketClient {
       let retryAfterMs: number | undefined;
       let reason: string;
       if (result.kind === 'failure') {
-        reason = result.failure;
+        reason = result.failure === 'refused' ? notSentReason(result.cause) : result.failure;
       } else {
         const interpreted = interpret(result);
         if (interpreted) return interpreted.value;
@@ -366,25 +367,25 @@ export class TicketClient {
     ticketId?: string,
   ): Promise<{ key: string; storeEntry?: string }> {
     if (options.idempotencyKey !== undefined) requireValidKey(options.idempotencyKey);
-    if (options.intentId === undefined) {
-      return { key: options.idempotencyKey ?? newIdempotencyKey(operation) };
-    }
-    requireNonEmpty('intentId', options.intentId);
-    const storeEntry =
-      ticketId === undefined ? `${operation}:${options.intentId}` : `${operation}:${ticketId}:${options.intentId}`;
-    try {
-      const remembered = options.idempotencyKey === undefined ? await this.keyStore.get(storeEntry) : undefined;
-      if (remembered !== undefined) return { key: remembered, storeEntry };
-      const key =
-        options.idempotencyKey ??
-        (this.keyStrategy === 'derived'
-          ? deriveIdempotencyKey(operation, options.intentId, ticketId)
-          : newIdempotencyKey(operation));
-      await this.keyStore.set(storeEntry, key);
-      return { key, storeEntry };
-    } catch (error) {
-      throw keyStoreError(error, options.intentId);
-    }
+    const intentId = options.intentId;
+    if (intentId === undefined) return { key: options.idempotencyKey ?? newIdempotencyKey(operation) };
+    requireNonEmpty('intentId', intentId);
+    const storeEntry = ticketId === undefined ? `${operation}:${intentId}` : `${operation}:${ticketId}:${intentId}`;
+    return this.perIntent(storeEntry, async () => {
+      try {
+        const remembered = options.idempotencyKey === undefined ? await this.keyStore.get(storeEntry) : undefined;
+        if (remembered !== undefined) return { key: remembered, storeEntry };
+        const key =
+          options.idempotencyKey ??
+          (this.keyStrategy === 'derived'
+            ? deriveIdempotencyKey(operation, intentId, ticketId)
+            : newIdempotencyKey(operation));
+        await this.keyStore.set(storeEntry, key);
+        return { key, storeEntry };
+      } catch (error) {
+        throw keyStoreError(error, intentId);
+      }
+    });
   }
 
   /**

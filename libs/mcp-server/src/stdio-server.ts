@@ -32,9 +32,12 @@ export async function runStdioServer(): Promise<void> {
 
   const keyStore = config.keyStorePath ? new FileKeyStore(config.keyStorePath) : new InMemoryKeyStore();
   try {
-    // A path that cannot be read (a file as its folder, no permission, not a key store file) would fail
-    // every create and cancel: say so now, as for a bad variable.
+    // A path that cannot be read or written (a file as its folder, no permission, a read-only disk, not a key
+    // store file) would fail every create and cancel: say so now, as for a bad variable. The probe entry is
+    // written and removed, which also creates the file.
     await keyStore.get('startup-check');
+    await keyStore.set('startup-check', 'probe');
+    await keyStore.delete('startup-check');
   } catch (error) {
     process.stderr.write(
       `tickets-mcp: TICKETS_KEY_STORE=${config.keyStorePath} cannot be used: ${error instanceof Error ? error.message : String(error)}. Point it at a JSON file in a writable folder (created if missing), or unset it.\n`,
