@@ -54,6 +54,16 @@ const manifest = join(state, 'written.json');
 const sha = (text) => createHash('sha256').update(text).digest('hex');
 
 /**
+ * The open fenced code block after `line`: `fence` is the open block's marker (``` or ~~~, at least three) or
+ * undefined; a line that opens or closes a block returns the new value, any other line `fence` itself.
+ */
+function nextFence(line, fence) {
+  const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+  if (!marker || (fence !== undefined && (marker[0] !== fence[0] || marker.length < fence.length))) return fence;
+  return fence === undefined ? marker : undefined;
+}
+
+/**
  * Inline links [text](target) outside fenced code blocks and code spans → replace(text, target), or the
  * link unchanged when it returns undefined.
  */
@@ -62,9 +72,9 @@ function rewriteLinks(markdown, replace) {
   return markdown
     .split('\n')
     .map((line) => {
-      const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
-      if (marker && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length))) {
-        fence = fence === undefined ? marker : undefined;
+      const next = nextFence(line, fence);
+      if (next !== fence) {
+        fence = next;
         return line;
       }
       if (fence !== undefined) return line;
@@ -95,9 +105,8 @@ function withoutRepositoryOnly(markdown, name) {
     closed = false;
     // A block that stood between two blank lines leaves one of them.
     if (afterBlock && line.trim() === '' && (kept.length === 0 || kept[kept.length - 1].trim() === '')) return;
-    const marker = /^\s{0,3}(`{3,}|~{3,})/.exec(line)?.[1];
-    if (marker && (fence === undefined || (marker[0] === fence[0] && marker.length >= fence.length)))
-      fence = fence === undefined ? marker : undefined;
+    const next = nextFence(line, fence);
+    if (next !== fence) fence = next;
     else if (fence === undefined && line.trim() === ONLY_START) {
       if (open !== undefined)
         throw new Error(`package-docs: ${name}:${i + 1}: ${ONLY_START} inside the block opened at line ${open}`);
