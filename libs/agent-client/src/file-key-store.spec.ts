@@ -72,4 +72,40 @@ describe('FileKeyStore', () => {
     await store.set('a', 'key-a');
     expect(await new FileKeyStore(join(dir, 'empty.json')).get('a')).toBe('key-a');
   });
+
+  describe('forgetAfterMs', () => {
+    const DAY = 24 * 60 * 60 * 1000;
+    const savedDaysAgo = (days: number) => new Date(Date.now() - days * DAY).toISOString();
+    const fileWith = (keys: Record<string, { key: string; savedAt?: string }>) =>
+      writeFile(path, `${JSON.stringify({ version: 1, keys })}\n`);
+
+    it('drops entries saved longer ago than that when the file is next written, and keeps the rest', async () => {
+      path = join(dir, 'keys.json');
+      await fileWith({
+        old: { key: 'key-old', savedAt: savedDaysAgo(31) },
+        recent: { key: 'key-recent', savedAt: savedDaysAgo(29) },
+        unstamped: { key: 'key-unstamped' },
+      });
+      const store = new FileKeyStore(path, { forgetAfterMs: 30 * DAY });
+      expect(await store.get('old')).toBe('key-old'); // a read rewrites nothing
+      await store.set('new', 'key-new');
+      const keys = (JSON.parse(await readFile(path, 'utf8')) as { keys: Record<string, unknown> }).keys;
+      expect(Object.keys(keys).sort()).toEqual(['new', 'recent', 'unstamped']);
+    });
+
+    it('unset, keeps every entry however old', async () => {
+      path = join(dir, 'keys.json');
+      await fileWith({ old: { key: 'key-old', savedAt: savedDaysAgo(400) } });
+      const store = new FileKeyStore(path);
+      await store.set('new', 'key-new');
+      expect(await store.get('old')).toBe('key-old');
+    });
+
+    it('refuses a value that is not a positive number of milliseconds', () => {
+      for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '30d' as unknown as number])
+        expect(() => new FileKeyStore(path, { forgetAfterMs: bad })).toThrow(
+          /forgetAfterMs must be a positive number of milliseconds/,
+        );
+    });
+  });
 });

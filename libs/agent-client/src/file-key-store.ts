@@ -13,6 +13,16 @@ interface KeyFile {
   keys: Record<string, KeyFileEntry>;
 }
 
+export interface FileKeyStoreOptions {
+  /**
+   * Drop entries saved longer ago than this (ms) whenever the file is rewritten. Set it to the service's
+   * IDEMPOTENCY_KEY_RETENTION (30 days by default): by then the service has forgotten the key, so the entry
+   * can no longer prevent a second ticket. Unset, entries stay until the client deletes them (random keys:
+   * never).
+   */
+  forgetAfterMs?: number;
+}
+
 /** Writers queued per absolute path, so two stores on one file in one process do not interleave. */
 const pathLocks = new Map<string, Promise<unknown>>();
 
@@ -23,9 +33,16 @@ const pathLocks = new Map<string, Promise<unknown>>();
  */
 export class FileKeyStore implements IdempotencyKeyStore {
   private readonly path: string;
+  private readonly forgetAfterMs: number | undefined;
 
-  constructor(path: string) {
+  constructor(path: string, options: FileKeyStoreOptions = {}) {
+    const { forgetAfterMs } = options;
+    if (forgetAfterMs !== undefined && !(Number.isFinite(forgetAfterMs) && forgetAfterMs > 0))
+      throw new TypeError(
+        `FileKeyStore: forgetAfterMs must be a positive number of milliseconds (the service's IDEMPOTENCY_KEY_RETENTION, 30 days by default: ${THIRTY_DAYS_MS}), got ${String(forgetAfterMs)}`,
+      );
     this.path = resolve(path);
+    this.forgetAfterMs = forgetAfterMs;
   }
 
   async get(intent: string): Promise<string | undefined> {
@@ -49,6 +66,7 @@ export class FileKeyStore implements IdempotencyKeyStore {
       .then(async () => {
         const entries = await this.read();
         mutate(entries);
+        this.forgetOld(entries);
         await this.write(entries);
       });
     pathLocks.set(this.path, next);
@@ -57,6 +75,13 @@ export class FileKeyStore implements IdempotencyKeyStore {
     };
     next.then(forget, forget);
     return next;
+  }
+
+  /** Under forgetAfterMs, drops the entries saved before the cut-off (an unreadable savedAt stays). */
+  private forgetOld(entries: Map<string, KeyFileEntry>): void {
+    if (this.forgetAfterMs === undefined) return;
+    const cutoff = Date.now() - this.forgetAfterMs;
+    for (const [intent, entry] of entries) if (Date.parse(entry.savedAt) < cutoff) entries.delete(intent);
   }
 
   private async read(): Promise<Map<string, KeyFileEntry>> {
@@ -103,6 +128,8 @@ export class FileKeyStore implements IdempotencyKeyStore {
     await syncDirectory(dirname(this.path));
   }
 }
+
+const THIRTY_DAYS_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Makes the rename itself durable; not every platform allows opening a directory, hence best effort. */
 async function syncDirectory(directory: string): Promise<void> {

@@ -35,7 +35,7 @@ export {
 export type { WriteOperation } from './idempotency-key';
 export { InMemoryKeyStore } from './key-store';
 export type { IdempotencyKeyStore } from './key-store';
-export { FileKeyStore } from './file-key-store';
+export { FileKeyStore, type FileKeyStoreOptions } from './file-key-store';
 export { systemClock } from './clock';
 export type { Clock } from './clock';
 export { ticketClientMetrics, type MetricsRegistry } from './prometheus-metrics';
