@@ -1,4 +1,4 @@
-import type { ActionRequest, DeadLetters } from '@tickets/dead-letters';
+import type { ActionRequest, DeadLetterFilter, DeadLetterItem, DeadLetters } from '@tickets/dead-letters';
 import { createLogger } from '@tickets/logger';
 import type { ConsoleRepository } from './console.repository';
 import { LoginBudget } from './login-budget';
@@ -15,7 +15,22 @@ const ID = '0b7c3a9e-1111-4222-8333-444455556666';
 function setup() {
   const sessions = new ConsoleSessions(TOKEN, 60_000);
   const acted: Array<{ action: string; req: ActionRequest }> = [];
+  const listed: DeadLetterFilter[] = [];
+  const item: DeadLetterItem = {
+    kind: 'notification',
+    id: ID,
+    state: 'dead',
+    tenant: 'acme',
+    ticketId: ID,
+    eventId: ID,
+    eventType: 'TicketCreated',
+    reason: 'HTTP 503',
+    attempts: 8,
+    deadAt: new Date('2026-12-06T10:00:00Z'),
+    where: 'group g, https://hooks.example/x',
+  };
   const deadLetters = {
+    list: async (filter: DeadLetterFilter) => (listed.push(filter), filter.kind === 'outbox' ? [] : [item]),
     requeue: async (req: ActionRequest) => (
       acted.push({ action: 'requeue', req }),
       [{ kind: req.kind, id: req.filter.id!, outcome: 'requeued' as const, message: 'done' }]
@@ -46,7 +61,7 @@ function setup() {
       address: '10.0.0.1',
       ...r,
     });
-  return { sessions, acted, call };
+  return { sessions, acted, listed, call };
 }
 
 describe('ConsoleRoutes', () => {
@@ -94,6 +109,29 @@ describe('ConsoleRoutes', () => {
       location: '/',
       setSession: expect.objectContaining({ id: expect.any(String) }),
     });
+  });
+
+  it('lists dead letters by kind, tenant, group and reason, and acting on one comes back to the same list', async () => {
+    const { sessions, listed, call } = setup();
+    const s = sessions.logIn(TOKEN)!;
+    const query = new URLSearchParams({ kind: 'notification', tenant: 'acme', group: ' g ', reason: '503' });
+    const page = await call({ path: '/dead-letters', session: s, query });
+    expect(page.status).toBe(200);
+    expect(listed).toEqual([
+      { kind: 'notification', tenant: 'acme', group: 'g', reason: '503', all: false, limit: 200 },
+    ]);
+    expect(page.body).toContain('name="group" value="g"');
+    expect(page.body).toContain('name="reason" value="503"');
+    expect(page.body).toContain(
+      'name="back" value="/dead-letters?kind=notification&amp;tenant=acme&amp;group=g&amp;reason=503"',
+    );
+
+    const outbox = await call({
+      path: '/dead-letters',
+      session: s,
+      query: new URLSearchParams({ kind: 'outbox', group: 'g' }),
+    });
+    expect(outbox.body).toContain('Outbox dead letters belong to no consumer group');
   });
 
   it('refuses an action without the session’s CSRF token, and does nothing', async () => {

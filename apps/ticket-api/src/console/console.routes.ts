@@ -190,8 +190,11 @@ export class ConsoleRoutes {
     const kind = this.kindOf(req.query.get('kind'));
     const tenant = req.query.get('tenant')?.trim() || undefined;
     const all = req.query.get('all') === '1';
-    const items = await this.d.deadLetters.list({ kind: kind ?? undefined, tenant, all, limit: 200 });
-    return { status: 200, body: deadLettersPage(items, { kind: kind ?? undefined, tenant, all }, s) };
+    const group = req.query.get('group')?.trim() || undefined;
+    const reason = req.query.get('reason')?.trim() || undefined;
+    const filter = { kind: kind ?? undefined, tenant, group, reason, all };
+    const items = await this.d.deadLetters.list({ ...filter, limit: 200 });
+    return { status: 200, body: deadLettersPage(items, filter, s) };
   }
 
   private async deadLetterShow(req: ConsoleRequest, s: ConsoleSession): Promise<ConsoleReply> {

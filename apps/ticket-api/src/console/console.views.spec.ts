@@ -212,6 +212,9 @@ describe('console pages escape data from agents and receivers', () => {
       session,
     );
     expect(page).toContain('No run yet.');
+    // The dead-notification tile counts the notifier's group, and its link lists that group's only.
+    expect(page).toContain('href="/dead-letters?kind=notification&amp;group=g"');
+    expect(page).toContain('href="/dead-letters?kind=consumer"');
     expect(page).toContain('<code>tickets_idempotency_outcomes_total</code> is missing');
     expect(page).toContain('Cannot read the offsets from Kafka: broker down');
   });

@@ -13,15 +13,34 @@ function actions(i: DeadLetterItem, session: ConsoleSession, back: string): Safe
   return html`${postForm('/dead-letters/requeue', session, fields, 'Requeue')} ${postForm('/dead-letters/discard', session, fields, 'Discard')}`;
 }
 
+export interface DeadLetterListFilter {
+  kind?: string;
+  tenant?: string;
+  /** A consumer group (consumer and notification dead letters; outbox ones belong to none). */
+  group?: string;
+  /** Text in the reason, any case. */
+  reason?: string;
+  all: boolean;
+}
+
 export function deadLettersPage(
   items: DeadLetterItem[],
-  filter: { kind?: string; tenant?: string; all: boolean },
+  filter: DeadLetterListFilter,
   session: ConsoleSession,
 ): string {
-  const back = `/dead-letters?${new URLSearchParams(Object.entries({ kind: filter.kind ?? '', tenant: filter.tenant ?? '', all: filter.all ? '1' : '' }).filter(([, v]) => v)).toString()}`;
+  const query = {
+    kind: filter.kind,
+    tenant: filter.tenant,
+    group: filter.group,
+    reason: filter.reason,
+    all: filter.all ? '1' : '',
+  };
+  const back = `/dead-letters?${new URLSearchParams(Object.entries(query).filter((e): e is [string, string] => !!e[1])).toString()}`;
   const form = html`<section><form method="get" action="/dead-letters">
 <label>kind <select name="kind"><option value="">every kind</option>${KINDS.map((k) => html`<option value="${k}"${k === filter.kind ? html` selected` : html``}>${k}</option>`)}</select></label>
 <label>tenant <input type="text" name="tenant" value="${filter.tenant ?? ''}" placeholder="slug"></label>
+<label>group <input type="text" name="group" value="${filter.group ?? ''}" placeholder="consumer group"></label>
+<label>reason <input type="text" name="reason" value="${filter.reason ?? ''}" placeholder="text in the reason"></label>
 <label><input type="checkbox" name="all" value="1"${filter.all ? html` checked` : html``}> also requeued and discarded</label> <button type="submit">Filter</button></form>
 <p class="muted">Find out why (Show), fix the cause (the receiver, the topic's limit, the consumer), then requeue. Requeue and discard act only on what is still dead; each is recorded in dead_letter_actions with this session's name. The same actions as <code>npm run cli -- dead-letters</code>.</p></section>`;
   const table = items.length
@@ -30,7 +49,9 @@ export function deadLettersPage(
 <td>${i.ticketId ? html`<a class="mono" href="${ticketHref({ id: i.ticketId, tenant: i.tenant })}">${i.ticketId}</a>` : '-'}</td><td>${i.eventType ?? '-'}</td><td>${i.attempts ?? '-'}</td><td>${i.reason}</td>
 <td><a href="/dead-letters/show?kind=${i.kind}&amp;id=${i.id}">Show</a> ${actions(i, session, back)}</td></tr>`,
       )}</table></section>`
-    : html`<section><p class="ok">Nothing is dead${filter.kind ? ` of kind ${filter.kind}` : ''}${filter.tenant ? ` for tenant ${filter.tenant}` : ''}.</p></section>`;
+    : filter.group && filter.kind === 'outbox'
+      ? html`<section><p class="muted">Outbox dead letters belong to no consumer group: clear the group to list them.</p></section>`
+      : html`<section><p class="ok">Nothing is dead${filter.kind ? ` of kind ${filter.kind}` : ''}${filter.tenant ? ` for tenant ${filter.tenant}` : ''}${filter.group ? ` in group ${filter.group}` : ''}${filter.reason ? ` with "${filter.reason}" in the reason` : ''}.</p></section>`;
   return page('Dead letters', session, html`${form}${table}`);
 }
 

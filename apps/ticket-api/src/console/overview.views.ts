@@ -68,9 +68,10 @@ ${barChart({ title: 'Idempotency outcomes per sample interval', columns: h.minut
 }
 
 function deadLettersPanel(d: DeadLetterCounts, notifierGroup: string): SafeHtml {
-  const link = (kind: string, n: number) =>
-    html`<a href="/dead-letters?kind=${kind}" class="${n ? 'bad' : 'ok'}">${n}</a>`;
-  return html`<section id="dead-letters"><h2>Waiting for an operator</h2><div class="tiles">${tile('outbox dead letters', link('outbox', d.outbox))}${tile('consumer dead letters', link('consumer', d.consumer))}${tile(`dead notifications (${notifierGroup})`, link('notification', d.notification))}</div></section>`;
+  // The notifications tile counts the notifier's group only, so its link lists that group's.
+  const link = (kind: string, n: number, group?: string) =>
+    html`<a href="/dead-letters?${new URLSearchParams(group ? { kind, group } : { kind }).toString()}" class="${n ? 'bad' : 'ok'}">${n}</a>`;
+  return html`<section id="dead-letters"><h2>Waiting for an operator</h2><div class="tiles">${tile('outbox dead letters', link('outbox', d.outbox))}${tile('consumer dead letters', link('consumer', d.consumer))}${tile(`dead notifications (${notifierGroup})`, link('notification', d.notification, notifierGroup))}</div></section>`;
 }
 
 function reconcilePanel(r: ReconcileRunRow | null): SafeHtml {
