@@ -17,4 +17,4 @@ COPY --from=build /app /app
 # The unprivileged `node` user (uid 1000) of the base image; nothing here needs root or a port below 1024.
 USER node
 EXPOSE 3000
-CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "apps/ticket-api/dist/main.js"]
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "--concurrent-turbofan-max-threads=1", "apps/ticket-api/dist/main.js"]

@@ -31,18 +31,18 @@ import {
   kafkaTimestamps,
   openLoop,
   startChild,
-  startReceiver,
   ticketTimes,
   waitForWebhooks,
   type Child,
   type Sample,
 } from './events-latency';
 import { apiMainJs, startApi } from './support/api-process';
+import { startReceiver } from './support/webhook-receiver';
 import { checkpoint } from './support/cpu-meter';
 import { fixed, median, percentile } from './support/stats';
 import {
-  API_HEAP_CAP,
-  HEAP_CAP,
+  API_NODE_ARGS,
+  CONSUMER_NODE_ARGS,
   positiveNumberEnv as num,
   repoRoot,
   requireHooks,
@@ -178,7 +178,7 @@ async function main(): Promise<void> {
   const topic = `bench-cold-start-${runId}`;
   const groups: string[] = [];
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
-  const receiver = startReceiver(secret);
+  const receiver = startReceiver(secret, log);
   const results: StartResult[] = [];
   try {
     log(
@@ -219,17 +219,21 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       const consumer =
         path === 'webhook'
-          ? startChild(join(variant.root, 'apps', 'consumer', 'dist', 'main.js'), [...requireHooks(), ...HEAP_CAP], {
-              ...env,
-              NOTIFIER_GROUP_ID: groupId,
-              NOTIFIER_METRICS_PORT: '0',
-              NOTIFY_WEBHOOK_URL: hookUrl,
-              NOTIFY_WEBHOOK_SECRET: secret,
-            })
+          ? startChild(
+              join(variant.root, 'apps', 'consumer', 'dist', 'main.js'),
+              [...requireHooks(), ...CONSUMER_NODE_ARGS],
+              {
+                ...env,
+                NOTIFIER_GROUP_ID: groupId,
+                NOTIFIER_METRICS_PORT: '0',
+                NOTIFY_WEBHOOK_URL: hookUrl,
+                NOTIFY_WEBHOOK_SECRET: secret,
+              },
+            )
           : undefined;
       const api = await startApi({
         mainJs: apiMainJs(join(variant.root, 'dist')),
-        nodeArgs: [...requireHooks(), ...API_HEAP_CAP],
+        nodeArgs: [...requireHooks(), ...API_NODE_ARGS],
         env,
         // Ready as a load balancer sees it, asked often so that the loop begins the moment it is.
         ready: { path: '/health/ready', pollMs: 20 },

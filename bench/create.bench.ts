@@ -57,7 +57,7 @@ import { apiMainJs, cpuSecondsOf, memoryOf, rssSampler, startApi, type ApiChild 
 import { brokerPid, checkpoint, cpuMeter, type CpuShares } from './support/cpu-meter';
 import { BODY_TEXT, plainTablesDdl, runThreeInsertLoop } from './support/three-inserts';
 import { fixed, int, mb, median, percentile, spreadPct } from './support/stats';
-import { API_HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
+import { API_NODE_ARGS, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
 patchKafkajsRequestQueue(); // the bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
@@ -361,7 +361,7 @@ export async function runCreateBench(): Promise<string> {
   );
   // The API runs as `npm run start:api` runs it (heap capped: see docs/benchmarks.md).
   const apiNodeArgs =
-    env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : API_HEAP_CAP;
+    env.BENCH_API_NODE_ARGS !== undefined ? env.BENCH_API_NODE_ARGS.split(/\s+/).filter(Boolean) : API_NODE_ARGS;
   const url = benchDatabaseUrl();
   const root = repoRoot();
   const distRoot = join(__dirname, '..');

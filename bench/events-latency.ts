@@ -7,14 +7,15 @@
 // fresh 6-partition topic (deleted afterwards):
 //   API       apps/ticket-api/dist/main.js as a child process, RELAY_ENABLED=true (the relay runs inside it);
 //   consumer  apps/consumer/dist/main.js as a child process, a unique NOTIFIER_GROUP_ID, NOTIFY_WEBHOOK_URL =
-//   receiver  a webhook endpoint in this process (checks every Standard Webhooks signature, answers 204).
+//   receiver  a webhook endpoint in this process (bench/support/webhook-receiver.ts: checks every Standard
+//             Webhooks signature, answers 204, stamps each arrival; EVENTS_RECEIVER=process: in one of its own).
 // Then:
 //   1. warm-up: POSTs for 2 s at concurrency 8 (autocannon), until their webhooks arrived;
 //   2. max POST rate: autocannon, 5 s at concurrency 32, a fresh Idempotency-Key per request; then waits
 //      until every ticket created so far has had its webhook (the backlog drains);
 //   3. EVENTS_OPEN_LOOPS (3) open loops at HALF that rate for 15 s each, one after the other: a timer
 //      sends POST i at t0 + i/rate whatever the responses (keep-alive pool of up to 128 sockets); per
-//      ticket, latency = webhook arrival (receiver, this process) - intended send time (so a late
+//      ticket, latency = webhook arrival (the receiver's stamp) - intended send time (so a late
 //      scheduler or a full socket pool counts against us). Matched by the ticket id of the 201 body and
 //      the webhook body's data.ticketId. Per stage (measureOpenLoop): API created_at, the Kafka
 //      timestamp of the relay's send, the consumer's inbox statement, the webhook's arrival.
@@ -35,8 +36,7 @@
 // checkout; without it the broker's CPU counts as "other").
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Agent, createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,13 +45,21 @@ import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
 import { configDefaults, loadConfig } from '@tickets/config';
 import { createPrismaClient } from '@tickets/db';
-import { verifyWebhook } from '@tickets/notifications';
 import { createApiKey } from '@tickets/tenants';
 import { apiMainJs, machineJiffies, memoryOf, processAgeSeconds, startApi, type ApiChild } from './support/api-process';
 import { fixed, int, mb, percentile } from './support/stats';
 import { brokerPid, checkpoint, cpuSecondsSince, cpuSnapshot } from './support/cpu-meter';
 import { warmBroker, type BrokerWarmup } from './support/broker-warmup';
-import { API_HEAP_CAP, HEAP_CAP, repoRoot, requireHooks, positiveNumberEnv, scratchDatabase } from './support/paths';
+import {
+  API_NODE_ARGS,
+  CONSUMER_NODE_ARGS,
+  repoRoot,
+  requireHooks,
+  positiveNumberEnv,
+  scratchDatabase,
+} from './support/paths';
+import { startReceiver, type Arrival } from './support/webhook-receiver';
+import { addToBursts, stealSampler, type Burst, type StealReport } from './support/steal-sampler';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
 patchKafkajsRequestQueue(); // the bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
@@ -108,6 +116,8 @@ export interface OpenLoopResult {
   autovacuum: string[];
   /** The kernel's writeback during the loop: its bursts and the total (see writebackSampler); undefined off Linux. */
   writeback?: { bursts: string[]; totalMb: number };
+  /** CPU time the hypervisor took from the box during the loop (bench/support/steal-sampler.ts); undefined off Linux. */
+  steal?: StealReport;
   /** Under EVENTS_STALL_LOG: per child, its garbage collections and event-loop stalls in the loop (stallsIn). */
   stalls?: Record<string, string>;
 }
@@ -184,63 +194,6 @@ export function pct(values: number[]): Percentiles {
 
 export const fmtPct = (p: Percentiles) =>
   `p50 ${fixed(p.p50)}  p90 ${fixed(p.p90)}  p99 ${fixed(p.p99)}  max ${fixed(p.max)} ms (n=${p.n})`;
-
-// ---------- webhook receiver (Standard Webhooks, verified here, independently of the sender) ----------
-
-export interface Arrival {
-  at: number;
-  count: number;
-}
-
-export function startReceiver(secret: string) {
-  const arrivals = new Map<string, Arrival>();
-  let requests = 0;
-  let unverified = 0;
-  let duplicates = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = now();
-      requests++;
-      const body = Buffer.concat(chunks).toString('utf8');
-      if (!verifyWebhook(secret, req.headers, body)) {
-        unverified++;
-        res.writeHead(401).end();
-        return;
-      }
-      res.writeHead(204).end();
-      let ticketId: string | undefined;
-      try {
-        ticketId = (JSON.parse(body) as { data?: { ticketId?: string } }).data?.ticketId;
-      } catch {
-        /* counted as arrived for nothing */
-      }
-      if (!ticketId) return;
-      const a = arrivals.get(ticketId);
-      if (a) {
-        a.count++;
-        duplicates++;
-      } else arrivals.set(ticketId, { at, count: 1 });
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  return {
-    arrivals,
-    stats: () => ({ requests, unverified, duplicates }),
-    listen: () =>
-      new Promise<string>((resolve) =>
-        server.listen(0, '127.0.0.1', () =>
-          resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`),
-        ),
-      ),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 // ---------- the consumer child ----------
 
@@ -560,25 +513,19 @@ function writebackSampler(): () => Promise<{ bursts: string[]; totalMb: number }
   const first = read();
   if (first === undefined) return async () => undefined;
   const t0 = now();
-  const bursts: Array<{ from: number; to: number; mb: number }> = [];
+  const bursts: Burst[] = [];
   let last = first;
   const timer = setInterval(() => {
     const v = read() ?? last;
     const mb = (v - last) * PAGE_MB;
     last = v;
-    if (mb < 1) return;
-    const at = (now() - t0) / 1000;
-    const prev = bursts[bursts.length - 1];
-    if (prev && at - prev.to < 0.45) {
-      prev.to = at;
-      prev.mb += mb;
-    } else bursts.push({ from: at - 0.2, to: at, mb });
+    if (mb >= 1) addToBursts(bursts, (now() - t0) / 1000, mb, 0.2, 0.45);
   }, 200);
   return async () => {
     clearInterval(timer);
     const end = read() ?? last;
     return {
-      bursts: bursts.map((b) => `${fixed(b.mb, 1)} MB at ${fixed(Math.max(0, b.from), 1)}-${fixed(b.to, 1)} s`),
+      bursts: bursts.map((b) => `${fixed(b.amount, 1)} MB at ${fixed(Math.max(0, b.from), 1)}-${fixed(b.to, 1)} s`),
       totalMb: (end - first) * PAGE_MB,
     };
   };
@@ -685,7 +632,9 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
   const progress = setInterval(() => ctx.log(`  ... ${d.arrivals.size - before} webhooks so far in this loop`), 5000);
   const vacuums = autovacuumSampler(d.db);
   const writeback = writebackSampler();
+  const steal = stealSampler(WINDOW_SECONDS);
   const samples = await openLoop(ctx, rate, seconds);
+  const stolen = steal();
   clearInterval(progress);
   const autovacuum = await vacuums();
   const written = await writeback();
@@ -754,6 +703,7 @@ async function measureOpenLoop(ctx: Ctx, rate: number, seconds: number, d: LoopD
     startedAt: wall(t0),
     autovacuum,
     writeback: written,
+    steal: stolen,
     ...(d.stallFiles
       ? {
           stalls: Object.fromEntries(
@@ -832,7 +782,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-events', logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
-  const receiver = startReceiver(secret);
+  const receiver = startReceiver(secret, log);
   const distRoot = join(__dirname, '..');
   const nodeArgs = requireHooks();
   const cpuProfDir = env.EVENTS_CPU_PROF;
@@ -843,8 +793,15 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   if (stallDir) mkdirSync(stallDir, { recursive: true });
   const stallArgs = stallDir ? ['-r', join(__dirname, 'support', 'stall-log.js')] : [];
   // API and consumer run as the project runs them (heap capped).
+  // EVENTS_API_NODE_ARGS, EVENTS_CONSUMER_NODE_ARGS: more Node/V8 flags for one child, after its heap cap (trials
+  // of V8's settings; V8 flags other than the heap caps are refused in NODE_OPTIONS).
+  const extraArgs = (name: string) =>
+    (env[`EVENTS_${name.toUpperCase()}_NODE_ARGS`] ?? '').split(/\s+/).filter(Boolean);
   const childArgs = (name: string) => {
-    const cap = [...(name === 'api' ? API_HEAP_CAP : HEAP_CAP), ...stallArgs];
+    const cap = [...(name === 'api' ? API_NODE_ARGS : CONSUMER_NODE_ARGS), ...extraArgs(name), ...stallArgs];
+    log(
+      `${name}: node ${cap.join(' ')}${extraArgs(name).length ? ` (with EVENTS_${name.toUpperCase()}_NODE_ARGS)` : ''}`,
+    );
     return cpuProfDir
       ? [
           ...nodeArgs,
@@ -991,6 +948,7 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
             consumer: () => [consumer!.pid],
             postgres: pgPids,
             ...(broker ? { kafka: () => [broker] } : {}),
+            ...(receiver.pid() ? { receiver: () => [receiver.pid()!] } : {}),
           }),
       });
       log(
@@ -1068,6 +1026,11 @@ export function formatLatency(r: LatencyBenchResult): string {
       ...(l.writeback
         ? [
             `  kernel writeback in the loop (into it): ${fixed(l.writeback.totalMb, 1)} MB${l.writeback.bursts.length ? `; bursts of 1 MB or more per 200 ms: ${l.writeback.bursts.join(', ')}` : ''}`,
+          ]
+        : []),
+      ...(l.steal
+        ? [
+            `  stolen by the hypervisor (steal): ${fixed(l.steal.totalMs, 0)} ms of CPU in the loop; per ${WINDOW_SECONDS} s: ${l.steal.perWindowMs.map((v) => fixed(v, 0)).join(', ')} ms${l.steal.bursts.length ? `; 20 ms or more per 100 ms: ${l.steal.bursts.join(', ')}` : ''}`,
           ]
         : []),
       ...Object.entries(l.stalls ?? {}).map(([k, v]) => `  ${k}: ${v}`),

@@ -26,7 +26,7 @@ import { runConsumerBench, type ConsumerBenchResult } from './events-consumer';
 import { formatLatency, latencyChildren, runLatencyBench, type LatencyBenchResult } from './events-latency';
 import { runRelayBench, type RelayBenchResult } from './events-relay';
 import { fixed, int, median } from './support/stats';
-import { HEAP_CAP, positiveNumberEnv, repoRoot } from './support/paths';
+import { CONSUMER_NODE_ARGS, positiveNumberEnv, repoRoot } from './support/paths';
 
 const SUB = '--events-sub';
 type SubKind = 'relay' | 'consumer';
@@ -44,7 +44,7 @@ function sub<K extends SubKind>(kind: K, args: number[], log: (l: string) => voi
   return new Promise((resolve, reject) => {
     // Each side runs as the project runs it: the consumer with the heap cap (npm run start:consumer),
     // the standalone relay without (npm run start:relay; the cap costs it ~20 % throughput in GC).
-    const execArgv = kind === 'consumer' ? [...process.execArgv, ...HEAP_CAP] : process.execArgv;
+    const execArgv = kind === 'consumer' ? [...process.execArgv, ...CONSUMER_NODE_ARGS] : process.execArgv;
     const child = fork(__filename, [SUB, kind, ...args.map(String)], { execArgv });
     children.add(child);
     let result: SubResult<K> | undefined;

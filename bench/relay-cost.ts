@@ -23,7 +23,7 @@ import { apiMainJs, cpuSecondsOf, memoryOf, startApi, type ApiChild } from './su
 import { brokerPid, checkpoint, postgresCpuSince, postgresCpuSnapshot } from './support/cpu-meter';
 import { BODY_TEXT } from './support/three-inserts';
 import { fixed, int, mb, median, percentile } from './support/stats';
-import { API_HEAP_CAP, positiveNumberEnv as num, repoRoot, requireHooks, scratchDatabase } from './support/paths';
+import { API_NODE_ARGS, positiveNumberEnv as num, repoRoot, requireHooks, scratchDatabase } from './support/paths';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
 patchKafkajsRequestQueue(); // the bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
@@ -143,7 +143,7 @@ export async function runRelayCostBench(): Promise<string> {
     log(`migrating ${dbs.on.name} and ${dbs.off.name}`);
     await dbs.on.create();
     await dbs.off.create();
-    const nodeArgs = [...requireHooks(), ...API_HEAP_CAP];
+    const nodeArgs = [...requireHooks(), ...API_NODE_ARGS];
     if (cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`);
     for (const [i, [name, db]] of (
       [

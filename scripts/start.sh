@@ -86,7 +86,7 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-supervise api node --max-old-space-size=192 --max-semi-space-size=8 apps/ticket-api/dist/main.js &
+supervise api node --max-old-space-size=192 --max-semi-space-size=8 --concurrent-turbofan-max-threads=1 apps/ticket-api/dist/main.js &
 pids+=($!)
 SINK_NOTE="NOTIFY_WEBHOOK_URL=$(mask_url "${NOTIFY_WEBHOOK_URL:-}")"
 if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
@@ -98,10 +98,10 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   pids+=($!)
   SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
-supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 apps/consumer/dist/main.js &
+supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 --heap-growing-percent=100 --concurrent-turbofan-max-threads=1 apps/consumer/dist/main.js &
 pids+=($!)
 # The statistics projection behind GET /v1/stats (a second consumer group on the same topic).
-supervise stats node --max-old-space-size=192 --max-semi-space-size=16 apps/stats-consumer/dist/main.js &
+supervise stats node --max-old-space-size=192 --max-semi-space-size=16 --concurrent-turbofan-max-threads=1 apps/stats-consumer/dist/main.js &
 pids+=($!)
 
 ready=0
