@@ -128,7 +128,10 @@ describe('console pages escape data from agents and receivers', () => {
       deadAt: at,
       where: EVIL,
     };
-    expectInert(deadLettersPage([item], { kind: 'notification', tenant: EVIL, all: false }, session));
+    expectInert(
+      deadLettersPage([item], { kind: 'notification', tenant: EVIL, group: EVIL, reason: EVIL, all: false }, session),
+    );
+    expectInert(deadLettersPage([], { kind: 'consumer', tenant: EVIL, group: EVIL, reason: EVIL, all: true }, session));
     expectInert(
       deadLetterPage(
         {
