@@ -113,11 +113,16 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     );
     expect(rows[0].n).toBe(1);
 
+    // Arguments the SDK refuses never reach the tool: a tool error for the model, counted as invalid.
+    const refused = await call(mcp, 'create_ticket', { title: 'no intent_id' });
+    expect(refused.isError).toBe(true);
+
     // Counted as the rest of the API is: tool calls by tool and outcome, and the requests in the HTTP histogram.
     const after = await scrape();
     const delta = (series: string) => sample(after, series) - sample(before, series);
     expect(delta('tickets_mcp_tool_calls_total{tool="create_ticket",outcome="ok"}')).toBe(2);
     expect(delta('tickets_mcp_tool_calls_total{tool="cancel_ticket",outcome="ok"}')).toBe(3);
+    expect(delta('tickets_mcp_tool_calls_total{tool="create_ticket",outcome="invalid"}')).toBe(1);
     expect(delta('tickets_write_outcomes_total{outcome="created"}')).toBe(1);
     expect(delta('tickets_write_outcomes_total{outcome="replayed"}')).toBe(2);
     expect(delta('tickets_write_outcomes_total{outcome="cancelled"}')).toBe(1);

@@ -1,5 +1,5 @@
 export { createTicketsMcpServer, registerTicketTools, TICKET_TOOL_NAMES } from './ticket-tools';
-export type { TicketToolName, TicketToolsOptions } from './ticket-tools';
+export type { TicketToolName, TicketToolsOptions, ToolCallOutcome } from './ticket-tools';
 export { toolIdempotencyKey } from './backend';
 export type { CancelToolResult, CreateToolResult, TicketToolsBackend, ToolRead, ToolWrite } from './backend';
 export { clientBackend } from './client-backend';

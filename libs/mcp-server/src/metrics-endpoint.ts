@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ticketClientMetrics, type TicketClientEventHandler } from '@tickets/agent-client';
-import type { TicketToolName } from './ticket-tools';
+import type { TicketToolName, ToolCallOutcome } from './ticket-tools';
 
 export interface StdioMetrics {
   /** The bound port (the one the OS chose when asked for port 0). */
@@ -9,7 +9,7 @@ export interface StdioMetrics {
   /** Counts the agent client's calls, attempts, retries, give-ups and breaker trips. */
   onClientEvent: TicketClientEventHandler;
   /** Counts tool calls by tool and outcome (tickets_mcp_tool_calls_total, as the API's /mcp does). */
-  onToolCall(tool: TicketToolName, outcome: 'ok' | 'error'): void;
+  onToolCall(tool: TicketToolName, outcome: ToolCallOutcome): void;
   close(): Promise<void>;
 }
 
@@ -31,7 +31,7 @@ export async function serveStdioMetrics(at: { port: number; host: string }): Pro
   const onClientEvent = ticketClientMetrics(registry);
   const toolCalls = new prom.Counter({
     name: 'tickets_mcp_tool_calls_total',
-    help: 'MCP tool calls by tool and outcome (ok, or error: a tool error the model saw)',
+    help: 'MCP tool calls by tool and outcome (ok; error: a tool error the model saw; invalid: arguments the SDK refused before the tool ran)',
     labelNames: ['tool', 'outcome'],
     registers: [registry],
   });

@@ -143,6 +143,19 @@ describe('ticket MCP tools', () => {
     expect(toolCalls).toEqual(['create_ticket:error']);
   });
 
+  it('arguments the SDK refuses before the tool runs are counted as invalid, and reach no API', async () => {
+    const missing = await call('create_ticket', { title: 'no intent_id' });
+    const wrongType = await call('get_ticket', { ticket_id: 42 });
+    const unknownTool = await mcp.callTool({ name: 'delete_everything', arguments: {} }).catch((e: Error) => e);
+    expect(missing.isError).toBe(true);
+    expect(text(missing)).toMatch(/intent_id/);
+    expect(wrongType.isError).toBe(true);
+    expect(unknownTool).toBeDefined();
+    expect(seen).toHaveLength(0);
+    // Not a ticket tool: not counted under a tool label of its own.
+    expect(toolCalls).toEqual(['create_ticket:invalid', 'get_ticket:invalid']);
+  });
+
   it('an unknown outcome tells the model to retry with the same intent_id and names the key', async () => {
     handler = (_req, res) => res.socket?.destroy();
     const result = await call('create_ticket', { intent_id: 'email-9', title: 't' });

@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { RequestStatus, Ticket } from '@tickets/agent-client';
 import { toolIdempotencyKey, type TicketToolsBackend } from './backend';
+import { reportSdkRejections } from './sdk-rejections';
 import { toolError } from './tool-errors';
 
 // The tool definitions of both MCP servers (stdio: the tickets-mcp bin; Streamable HTTP: the API's
@@ -43,10 +44,19 @@ function ok(text: string, structured: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text } satisfies Text], structuredContent: structured };
 }
 
+/**
+ * How a tool call ended: `ok`; `error`, a tool error the tool returned (the model sees it); `invalid`, arguments
+ * the SDK refused against the tool's input schema before the tool ran (also a tool error the model sees).
+ */
+export type ToolCallOutcome = 'ok' | 'error' | 'invalid';
+
 export interface TicketToolsOptions {
-  /** Called once per tool call with how it ended: `ok`, or `error` (a tool error the model sees). */
-  onToolCall?: (tool: TicketToolName, outcome: 'ok' | 'error') => void;
+  /** Called once per tool call with how it ended. */
+  onToolCall?: (tool: TicketToolName, outcome: ToolCallOutcome) => void;
 }
+
+const isTicketTool = (name: unknown): name is TicketToolName =>
+  (TICKET_TOOL_NAMES as readonly unknown[]).includes(name);
 
 /**
  * The five ticket tools on an McpServer. Successes carry structured content (matching each tool's
@@ -58,8 +68,18 @@ export function registerTicketTools(
   backend: TicketToolsBackend,
   options: TicketToolsOptions = {},
 ): void {
+  // Calls the SDK refuses before a tool runs are counted as `invalid` (sdk-rejections.ts).
+  const reached = new WeakSet<object>();
+  const registered = reportSdkRejections(server, reached, (name) => {
+    if (isTicketTool(name)) options.onToolCall?.(name, 'invalid');
+  });
   /** Runs one tool call: its result, or its failure as a tool error; counted either way. */
-  const run = async (tool: TicketToolName, work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+  const run = async (
+    tool: TicketToolName,
+    extra: object,
+    work: () => Promise<CallToolResult>,
+  ): Promise<CallToolResult> => {
+    reached.add(extra);
     let result: CallToolResult;
     try {
       result = await work();
@@ -105,7 +125,7 @@ export function registerTicketTools(
       annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
     async (args, extra) =>
-      run('create_ticket', async () => {
+      run('create_ticket', extra, async () => {
         const input = {
           title: args.title,
           description: args.description,
@@ -148,7 +168,7 @@ export function registerTicketTools(
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     async ({ external_ref }, extra) =>
-      run('find_ticket', async () =>
+      run('find_ticket', extra, async () =>
         found(
           await backend.findByExternalRef(external_ref, { signal: extra.signal }),
           `No ticket has external_ref "${external_ref}".`,
@@ -166,7 +186,7 @@ export function registerTicketTools(
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     async ({ ticket_id }, extra) =>
-      run('get_ticket', async () =>
+      run('get_ticket', extra, async () =>
         found(
           await backend.getTicket(ticket_id, { signal: extra.signal }),
           `No ticket ${ticket_id} (in this API key's tenant).`,
@@ -201,7 +221,7 @@ export function registerTicketTools(
       annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
     async ({ ticket_id, intent_id, reason }, extra) =>
-      run('cancel_ticket', async () => {
+      run('cancel_ticket', extra, async () => {
         const idempotencyKey = toolIdempotencyKey('cancel', intent_id, ticket_id);
         const result = await backend.cancelTicket(ticket_id, reason, {
           intentId: intent_id,
@@ -240,7 +260,7 @@ export function registerTicketTools(
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     async ({ idempotency_key }, extra) =>
-      run('check_request', async () => {
+      run('check_request', extra, async () => {
         const status = await backend.getRequestStatus(idempotency_key, { signal: extra.signal });
         const next = nextStepForStatus(status);
         return ok(`Request ${idempotency_key}: ${status.state}. ${next}`, {
@@ -252,6 +272,7 @@ export function registerTicketTools(
         });
       }),
   );
+  registered();
 }
 
 function found(ticket: Ticket | null, notFound: string): CallToolResult {

@@ -19,7 +19,7 @@ export class Metrics {
   });
   readonly mcpToolCalls = new Counter({
     name: 'tickets_mcp_tool_calls_total',
-    help: 'MCP tool calls over /mcp by tool and outcome (ok, or error: a tool error the model saw)',
+    help: 'MCP tool calls over /mcp by tool and outcome (ok; error: a tool error the model saw; invalid: arguments the SDK refused before the tool ran)',
     labelNames: ['tool', 'outcome'],
     registers: [this.registry],
   });

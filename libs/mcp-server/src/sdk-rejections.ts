@@ -1,0 +1,40 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+type CallHandler = (request: { params?: { name?: unknown } }, extra: object) => Promise<unknown>;
+
+function isToolsCall(schema: unknown): boolean {
+  if (schema === CallToolRequestSchema) return true;
+  // The same schema from another copy of the SDK (an ESM host beside this CommonJS build, say).
+  const method = (schema as { shape?: { method?: { value?: unknown } } } | undefined)?.shape?.method?.value;
+  return method === 'tools/call';
+}
+
+/**
+ * The SDK answers a call whose arguments fail a tool's input schema itself, with a tool error, and never
+ * calls the tool. Call this before registering the tools and the function it returns after: McpServer
+ * installs its tools/call handler when its first tool is registered, and that handler is wrapped so that a
+ * call whose `extra` is not in `reached` (the tool never ran) is reported to `onRejected(name)`. On a server
+ * that had tools before, the handler is in place already and nothing is wrapped (such calls go uncounted).
+ */
+export function reportSdkRejections(
+  server: McpServer,
+  reached: WeakSet<object>,
+  onRejected: (name: unknown) => void,
+): () => void {
+  const protocol = server.server as unknown as { setRequestHandler: (schema: unknown, handler: CallHandler) => void };
+  const hadOwn = Object.prototype.hasOwnProperty.call(protocol, 'setRequestHandler');
+  const original = protocol.setRequestHandler.bind(protocol);
+  const wrap =
+    (handler: CallHandler): CallHandler =>
+    async (request, extra) => {
+      const result = await handler(request, extra);
+      if (!reached.has(extra)) onRejected(request.params?.name);
+      return result;
+    };
+  protocol.setRequestHandler = (schema, handler) => original(schema, isToolsCall(schema) ? wrap(handler) : handler);
+  return () => {
+    if (hadOwn) protocol.setRequestHandler = original;
+    else Reflect.deleteProperty(protocol, 'setRequestHandler');
+  };
+}
