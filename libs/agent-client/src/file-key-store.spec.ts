@@ -85,12 +85,13 @@ describe('FileKeyStore', () => {
         old: { key: 'key-old', savedAt: savedDaysAgo(31) },
         recent: { key: 'key-recent', savedAt: savedDaysAgo(29) },
         unstamped: { key: 'key-unstamped' },
+        handEdited: { key: 'key-hand-edited', savedAt: '12' }, // Date.parse would take it for 2001
       });
       const store = new FileKeyStore(path, { forgetAfterMs: 30 * DAY });
       expect(await store.get('old')).toBe('key-old'); // a read rewrites nothing
       await store.set('new', 'key-new');
       const keys = (JSON.parse(await readFile(path, 'utf8')) as { keys: Record<string, unknown> }).keys;
-      expect(Object.keys(keys).sort()).toEqual(['new', 'recent', 'unstamped']);
+      expect(Object.keys(keys).sort()).toEqual(['handEdited', 'new', 'recent', 'unstamped']);
     });
 
     it('unset, keeps every entry however old', async () => {

@@ -16,9 +16,11 @@ interface KeyFile {
 export interface FileKeyStoreOptions {
   /**
    * Drop entries saved longer ago than this (ms) whenever the file is rewritten. Set it to the service's
-   * IDEMPOTENCY_KEY_RETENTION (30 days by default): by then the service has forgotten the key, so the entry
-   * can no longer prevent a second ticket. Unset, entries stay until the client deletes them (random keys:
-   * never).
+   * IDEMPOTENCY_KEY_RETENTION (30 days by default) plus a margin for how long an intent may be retried before
+   * its first request reaches the service, e.g. 31 days: `savedAt` is when the key was made, the service's
+   * retention starts when its first request lands, and an entry dropped while the service still keeps the
+   * key lets a later call of the intent create a second ticket. Unset, entries stay until the client deletes
+   * them (random keys: never).
    */
   forgetAfterMs?: number;
 }
@@ -77,11 +79,15 @@ export class FileKeyStore implements IdempotencyKeyStore {
     return next;
   }
 
-  /** Under forgetAfterMs, drops the entries saved before the cut-off (an unreadable savedAt stays). */
+  /** Under forgetAfterMs, drops the entries saved before the cut-off; a savedAt not written by this store stays. */
   private forgetOld(entries: Map<string, KeyFileEntry>): void {
     if (this.forgetAfterMs === undefined) return;
     const cutoff = Date.now() - this.forgetAfterMs;
-    for (const [intent, entry] of entries) if (Date.parse(entry.savedAt) < cutoff) entries.delete(intent);
+    for (const [intent, entry] of entries) {
+      const savedAt =
+        typeof entry.savedAt === 'string' && ISO_INSTANT.test(entry.savedAt) ? Date.parse(entry.savedAt) : NaN;
+      if (savedAt < cutoff) entries.delete(intent);
+    }
   }
 
   private async read(): Promise<Map<string, KeyFileEntry>> {
@@ -130,6 +136,9 @@ export class FileKeyStore implements IdempotencyKeyStore {
 }
 
 const THIRTY_DAYS_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** The form Date.toISOString() writes (savedAt); anything else (a hand edit) is not taken as a time. */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 /** Makes the rename itself durable; not every platform allows opening a directory, hence best effort. */
 async function syncDirectory(directory: string): Promise<void> {
