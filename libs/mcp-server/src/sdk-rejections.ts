@@ -15,7 +15,9 @@ function isToolsCall(schema: unknown): boolean {
  * calls the tool. Call this before registering the tools and the function it returns after: McpServer
  * installs its tools/call handler when its first tool is registered, and that handler is wrapped so that a
  * call whose `extra` is not in `reached` (the tool never ran) is reported to `onRejected(name)`. On a server
- * that had tools before, the handler is in place already and nothing is wrapped (such calls go uncounted).
+ * whose handler is in place already, nothing is wrapped and such calls go uncounted: one that had tools
+ * before, or one made with `capabilities.tools` in its options (McpServer installs the handler at once then).
+ * createTicketsMcpServer makes neither.
  */
 export function reportSdkRejections(
   server: McpServer,

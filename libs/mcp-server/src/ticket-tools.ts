@@ -89,190 +89,195 @@ export function registerTicketTools(
     options.onToolCall?.(tool, result.isError ? 'error' : 'ok');
     return result;
   };
-  server.registerTool(
-    'create_ticket',
-    {
-      title: 'Create ticket',
-      description: CREATE_DESCRIPTION,
-      inputSchema: {
-        intent_id: z
-          .string()
-          .min(1)
-          .max(200)
-          .describe(
-            'Stable id of this request. Reuse it on every retry or re-plan of the same request; a new one means a new ticket.',
+  try {
+    server.registerTool(
+      'create_ticket',
+      {
+        title: 'Create ticket',
+        description: CREATE_DESCRIPTION,
+        inputSchema: {
+          intent_id: z
+            .string()
+            .min(1)
+            .max(200)
+            .describe(
+              'Stable id of this request. Reuse it on every retry or re-plan of the same request; a new one means a new ticket.',
+            ),
+          title: z.string().min(1).max(200),
+          description: z.string().max(10_000).optional(),
+          priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
+          external_ref: z
+            .string()
+            .min(1)
+            .max(200)
+            .optional()
+            .describe(
+              'Business reference (order id, email id...). The service keeps at most one ticket per reference.',
+            ),
+          requester: z.object({ name: z.string().optional(), email: z.string().optional() }).optional(),
+          metadata: z.record(z.string(), z.unknown()).optional(),
+        },
+        outputSchema: {
+          outcome: z.enum(['created', 'replayed', 'deduplicated']),
+          ticket_id: z.string(),
+          idempotency_key: z.string(),
+          intent_id: z.string(),
+          attempts: z.number(),
+          ticket: TicketShape,
+        },
+        annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
+      },
+      async (args, extra) =>
+        run('create_ticket', extra, async () => {
+          const input = {
+            title: args.title,
+            description: args.description,
+            priority: args.priority,
+            externalRef: args.external_ref,
+            requester: args.requester,
+            metadata: args.metadata,
+          };
+          const idempotencyKey = toolIdempotencyKey('create', args.intent_id);
+          const result = await backend.createTicket(input, {
+            intentId: args.intent_id,
+            idempotencyKey,
+            signal: extra.signal,
+          });
+          const t = result.ticket;
+          const sentence = {
+            created: `Created ticket ${t.id} ("${t.title}") now.`,
+            replayed: `Ticket ${t.id} had already been created for intent_id "${args.intent_id}"; returned it, no new ticket made.`,
+            deduplicated: `A ticket with external_ref "${t.externalRef ?? ''}" already existed: ${t.id}. Returned it, no new ticket made.`,
+          }[result.outcome];
+          return ok(`${sentence} Idempotency key: ${result.idempotencyKey}.`, {
+            outcome: result.outcome,
+            ticket_id: t.id,
+            idempotency_key: result.idempotencyKey,
+            intent_id: args.intent_id,
+            attempts: result.attempts,
+            ticket: t,
+          });
+        }),
+    );
+
+    server.registerTool(
+      'find_ticket',
+      {
+        title: 'Find ticket by external reference',
+        description:
+          'Read-only pre-check: is there already a ticket for this business reference (external_ref)? Use it before create_ticket when unsure whether the request was already handled.',
+        inputSchema: { external_ref: z.string().min(1).max(200) },
+        outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
+        annotations: { readOnlyHint: true, openWorldHint: true },
+      },
+      async ({ external_ref }, extra) =>
+        run('find_ticket', extra, async () =>
+          found(
+            await backend.findByExternalRef(external_ref, { signal: extra.signal }),
+            `No ticket has external_ref "${external_ref}".`,
           ),
-        title: z.string().min(1).max(200),
-        description: z.string().max(10_000).optional(),
-        priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
-        external_ref: z
-          .string()
-          .min(1)
-          .max(200)
-          .optional()
-          .describe('Business reference (order id, email id...). The service keeps at most one ticket per reference.'),
-        requester: z.object({ name: z.string().optional(), email: z.string().optional() }).optional(),
-        metadata: z.record(z.string(), z.unknown()).optional(),
-      },
-      outputSchema: {
-        outcome: z.enum(['created', 'replayed', 'deduplicated']),
-        ticket_id: z.string(),
-        idempotency_key: z.string(),
-        intent_id: z.string(),
-        attempts: z.number(),
-        ticket: TicketShape,
-      },
-      annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
-    },
-    async (args, extra) =>
-      run('create_ticket', extra, async () => {
-        const input = {
-          title: args.title,
-          description: args.description,
-          priority: args.priority,
-          externalRef: args.external_ref,
-          requester: args.requester,
-          metadata: args.metadata,
-        };
-        const idempotencyKey = toolIdempotencyKey('create', args.intent_id);
-        const result = await backend.createTicket(input, {
-          intentId: args.intent_id,
-          idempotencyKey,
-          signal: extra.signal,
-        });
-        const t = result.ticket;
-        const sentence = {
-          created: `Created ticket ${t.id} ("${t.title}") now.`,
-          replayed: `Ticket ${t.id} had already been created for intent_id "${args.intent_id}"; returned it, no new ticket made.`,
-          deduplicated: `A ticket with external_ref "${t.externalRef ?? ''}" already existed: ${t.id}. Returned it, no new ticket made.`,
-        }[result.outcome];
-        return ok(`${sentence} Idempotency key: ${result.idempotencyKey}.`, {
-          outcome: result.outcome,
-          ticket_id: t.id,
-          idempotency_key: result.idempotencyKey,
-          intent_id: args.intent_id,
-          attempts: result.attempts,
-          ticket: t,
-        });
-      }),
-  );
-
-  server.registerTool(
-    'find_ticket',
-    {
-      title: 'Find ticket by external reference',
-      description:
-        'Read-only pre-check: is there already a ticket for this business reference (external_ref)? Use it before create_ticket when unsure whether the request was already handled.',
-      inputSchema: { external_ref: z.string().min(1).max(200) },
-      outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
-      annotations: { readOnlyHint: true, openWorldHint: true },
-    },
-    async ({ external_ref }, extra) =>
-      run('find_ticket', extra, async () =>
-        found(
-          await backend.findByExternalRef(external_ref, { signal: extra.signal }),
-          `No ticket has external_ref "${external_ref}".`,
         ),
-      ),
-  );
+    );
 
-  server.registerTool(
-    'get_ticket',
-    {
-      title: 'Get ticket',
-      description: 'Read one ticket by its id.',
-      inputSchema: { ticket_id: z.string().min(1) },
-      outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
-      annotations: { readOnlyHint: true, openWorldHint: true },
-    },
-    async ({ ticket_id }, extra) =>
-      run('get_ticket', extra, async () =>
-        found(
-          await backend.getTicket(ticket_id, { signal: extra.signal }),
-          `No ticket ${ticket_id} (in this API key's tenant).`,
+    server.registerTool(
+      'get_ticket',
+      {
+        title: 'Get ticket',
+        description: 'Read one ticket by its id.',
+        inputSchema: { ticket_id: z.string().min(1) },
+        outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
+        annotations: { readOnlyHint: true, openWorldHint: true },
+      },
+      async ({ ticket_id }, extra) =>
+        run('get_ticket', extra, async () =>
+          found(
+            await backend.getTicket(ticket_id, { signal: extra.signal }),
+            `No ticket ${ticket_id} (in this API key's tenant).`,
+          ),
         ),
-      ),
-  );
+    );
 
-  server.registerTool(
-    'cancel_ticket',
-    {
-      title: 'Cancel ticket',
-      description:
-        'Cancel a ticket. Safe to repeat: cancelling an already cancelled ticket returns it unchanged. Pass the same intent_id when retrying the same cancellation.',
-      inputSchema: {
-        ticket_id: z.string().min(1),
-        intent_id: z
-          .string()
-          .min(1)
-          .max(200)
-          .optional()
-          .describe('Stable id of this cancellation; reuse it on retries.'),
-        reason: z.string().max(1_000).optional(),
+    server.registerTool(
+      'cancel_ticket',
+      {
+        title: 'Cancel ticket',
+        description:
+          'Cancel a ticket. Safe to repeat: cancelling an already cancelled ticket returns it unchanged. Pass the same intent_id when retrying the same cancellation.',
+        inputSchema: {
+          ticket_id: z.string().min(1),
+          intent_id: z
+            .string()
+            .min(1)
+            .max(200)
+            .optional()
+            .describe('Stable id of this cancellation; reuse it on retries.'),
+          reason: z.string().max(1_000).optional(),
+        },
+        outputSchema: {
+          outcome: z.enum(['cancelled', 'replayed']),
+          ticket_id: z.string(),
+          status: z.string(),
+          idempotency_key: z.string(),
+          attempts: z.number(),
+          ticket: TicketShape,
+        },
+        annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
       },
-      outputSchema: {
-        outcome: z.enum(['cancelled', 'replayed']),
-        ticket_id: z.string(),
-        status: z.string(),
-        idempotency_key: z.string(),
-        attempts: z.number(),
-        ticket: TicketShape,
-      },
-      annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    },
-    async ({ ticket_id, intent_id, reason }, extra) =>
-      run('cancel_ticket', extra, async () => {
-        const idempotencyKey = toolIdempotencyKey('cancel', intent_id, ticket_id);
-        const result = await backend.cancelTicket(ticket_id, reason, {
-          intentId: intent_id,
-          idempotencyKey,
-          signal: extra.signal,
-        });
-        const sentence =
-          result.outcome === 'cancelled'
-            ? `Ticket ${ticket_id} is cancelled.`
-            : `Ticket ${ticket_id} had already been cancelled by this intent_id; nothing changed.`;
-        return ok(`${sentence} Idempotency key: ${result.idempotencyKey}.`, {
-          outcome: result.outcome,
-          ticket_id: result.ticket.id,
-          status: result.ticket.status,
-          idempotency_key: result.idempotencyKey,
-          attempts: result.attempts,
-          ticket: result.ticket,
-        });
-      }),
-  );
+      async ({ ticket_id, intent_id, reason }, extra) =>
+        run('cancel_ticket', extra, async () => {
+          const idempotencyKey = toolIdempotencyKey('cancel', intent_id, ticket_id);
+          const result = await backend.cancelTicket(ticket_id, reason, {
+            intentId: intent_id,
+            idempotencyKey,
+            signal: extra.signal,
+          });
+          const sentence =
+            result.outcome === 'cancelled'
+              ? `Ticket ${ticket_id} is cancelled.`
+              : `Ticket ${ticket_id} had already been cancelled by this intent_id; nothing changed.`;
+          return ok(`${sentence} Idempotency key: ${result.idempotencyKey}.`, {
+            outcome: result.outcome,
+            ticket_id: result.ticket.id,
+            status: result.ticket.status,
+            idempotency_key: result.idempotencyKey,
+            attempts: result.attempts,
+            ticket: result.ticket,
+          });
+        }),
+    );
 
-  server.registerTool(
-    'check_request',
-    {
-      title: 'Check a request by idempotency key',
-      description:
-        'What happened to an earlier write? Give the idempotency_key from a create_ticket/cancel_ticket result or error. States: completed (done; ticket_id says which ticket), processing (still running; check again shortly), expired (done long ago; ticket_id says which ticket), unknown (never processed: retrying the same intent_id is safe).',
-      inputSchema: { idempotency_key: z.string().min(1).max(255) },
-      outputSchema: {
-        idempotency_key: z.string(),
-        state: z.enum(['processing', 'completed', 'expired', 'unknown']),
-        ticket_id: z.string().nullable(),
-        response_status: z.number().optional(),
-        next_step: z.string(),
+    server.registerTool(
+      'check_request',
+      {
+        title: 'Check a request by idempotency key',
+        description:
+          'What happened to an earlier write? Give the idempotency_key from a create_ticket/cancel_ticket result or error. States: completed (done; ticket_id says which ticket), processing (still running; check again shortly), expired (done long ago; ticket_id says which ticket), unknown (never processed: retrying the same intent_id is safe).',
+        inputSchema: { idempotency_key: z.string().min(1).max(255) },
+        outputSchema: {
+          idempotency_key: z.string(),
+          state: z.enum(['processing', 'completed', 'expired', 'unknown']),
+          ticket_id: z.string().nullable(),
+          response_status: z.number().optional(),
+          next_step: z.string(),
+        },
+        annotations: { readOnlyHint: true, openWorldHint: true },
       },
-      annotations: { readOnlyHint: true, openWorldHint: true },
-    },
-    async ({ idempotency_key }, extra) =>
-      run('check_request', extra, async () => {
-        const status = await backend.getRequestStatus(idempotency_key, { signal: extra.signal });
-        const next = nextStepForStatus(status);
-        return ok(`Request ${idempotency_key}: ${status.state}. ${next}`, {
-          idempotency_key,
-          state: status.state,
-          ticket_id: status.ticketId,
-          ...(status.response ? { response_status: status.response.status } : {}),
-          next_step: next,
-        });
-      }),
-  );
-  registered();
+      async ({ idempotency_key }, extra) =>
+        run('check_request', extra, async () => {
+          const status = await backend.getRequestStatus(idempotency_key, { signal: extra.signal });
+          const next = nextStepForStatus(status);
+          return ok(`Request ${idempotency_key}: ${status.state}. ${next}`, {
+            idempotency_key,
+            state: status.state,
+            ticket_id: status.ticketId,
+            ...(status.response ? { response_status: status.response.status } : {}),
+            next_step: next,
+          });
+        }),
+    );
+  } finally {
+    registered();
+  }
 }
 
 function found(ticket: Ticket | null, notFound: string): CallToolResult {
