@@ -59,7 +59,7 @@ import {
   scratchDatabase,
 } from './support/paths';
 import { startReceiver, type Arrival } from './support/webhook-receiver';
-import { addToBursts, stealSampler, type Burst, type StealReport } from './support/steal-sampler';
+import { stealSampler, writebackSampler, type StealReport } from './support/box-samplers';
 import { patchKafkajsRequestQueue } from '@tickets/event-consumer/kafkajs-request-queue';
 
 patchKafkajsRequestQueue(); // the bench's own kafkajs clients: no 1 ms timer per idle connection, no TimeoutNegativeWarning
@@ -114,9 +114,9 @@ export interface OpenLoopResult {
   startedAt: number;
   /** The autovacuum workers seen in the bench database during the loop, and when (see autovacuumSampler). */
   autovacuum: string[];
-  /** The kernel's writeback during the loop: its bursts and the total (see writebackSampler); undefined off Linux. */
+  /** The kernel's writeback during the loop: its bursts and the total (see writebackSampler in bench/support/box-samplers.ts); undefined off Linux. */
   writeback?: { bursts: string[]; totalMb: number };
-  /** CPU time the hypervisor took from the box during the loop (bench/support/steal-sampler.ts); undefined off Linux. */
+  /** CPU time the hypervisor took from the box during the loop (bench/support/box-samplers.ts); undefined off Linux. */
   steal?: StealReport;
   /** Under EVENTS_STALL_LOG: per child, its garbage collections and event-loop stalls in the loop (stallsIn). */
   stalls?: Record<string, string>;
@@ -491,46 +491,6 @@ function autovacuumSampler(db: Client): () => Promise<string[]> {
   };
 }
 
-// ---------- the kernel's writeback ----------
-
-/**
- * Samples the pages the kernel has written back (`nr_written` in /proc/vmstat) every 200 ms until the returned
- * function is called, which lists each burst of at least 1 MB per sample as "18.2 MB at 7.1-7.3 s" (seconds after
- * the sampler started) and the total. The broker writes its log through the page cache without fsync, and the
- * kernel writes a file's dirty pages back together once the file has been dirty for `dirty_expire_centisecs`
- * (30 s by default): an earlier phase's writes land in a later loop. Empty where /proc/vmstat is not readable.
- */
-function writebackSampler(): () => Promise<{ bursts: string[]; totalMb: number } | undefined> {
-  const PAGE_MB = 4096 / 1024 / 1024;
-  const read = (): number | undefined => {
-    try {
-      const m = /^nr_written (\d+)$/m.exec(readFileSync('/proc/vmstat', 'utf8'));
-      return m ? Number(m[1]) : undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const first = read();
-  if (first === undefined) return async () => undefined;
-  const t0 = now();
-  const bursts: Burst[] = [];
-  let last = first;
-  const timer = setInterval(() => {
-    const v = read() ?? last;
-    const mb = (v - last) * PAGE_MB;
-    last = v;
-    if (mb >= 1) addToBursts(bursts, (now() - t0) / 1000, mb, 0.2, 0.45);
-  }, 200);
-  return async () => {
-    clearInterval(timer);
-    const end = read() ?? last;
-    return {
-      bursts: bursts.map((b) => `${fixed(b.amount, 1)} MB at ${fixed(Math.max(0, b.from), 1)}-${fixed(b.to, 1)} s`),
-      totalMb: (end - first) * PAGE_MB,
-    };
-  };
-}
-
 // ---------- one open loop, measured ----------
 
 /** The open loops' latency is also reported per window of this many seconds of intended send time (EVENTS_WINDOW_SECONDS). */
@@ -798,10 +758,9 @@ export async function runLatencyBench(opts: { log?: (line: string) => void } = {
   const extraArgs = (name: string) =>
     (env[`EVENTS_${name.toUpperCase()}_NODE_ARGS`] ?? '').split(/\s+/).filter(Boolean);
   const childArgs = (name: string) => {
-    const cap = [...(name === 'api' ? API_NODE_ARGS : CONSUMER_NODE_ARGS), ...extraArgs(name), ...stallArgs];
-    log(
-      `${name}: node ${cap.join(' ')}${extraArgs(name).length ? ` (with EVENTS_${name.toUpperCase()}_NODE_ARGS)` : ''}`,
-    );
+    const extra = extraArgs(name);
+    const cap = [...(name === 'api' ? API_NODE_ARGS : CONSUMER_NODE_ARGS), ...extra, ...stallArgs];
+    log(`${name}: node ${cap.join(' ')}${extra.length ? ` (with EVENTS_${name.toUpperCase()}_NODE_ARGS)` : ''}`);
     return cpuProfDir
       ? [
           ...nodeArgs,

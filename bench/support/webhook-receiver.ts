@@ -100,18 +100,19 @@ async function childMain(): Promise<void> {
   send({ type: 'listening', port: await listenOn(server) });
 }
 
+/** Records a verified arrival (the first per ticket; later ones count as duplicates). */
+function record(arrivals: Map<string, Arrival>, counts: ReceiverStats, ticketId: string, wall: number): void {
+  const a = arrivals.get(ticketId);
+  if (a) {
+    a.count++;
+    counts.duplicates++;
+  } else arrivals.set(ticketId, { at: wall - performance.timeOrigin, count: 1 });
+}
+
 function inProcess(secret: string): Receiver {
   const arrivals = new Map<string, Arrival>();
   const counts: ReceiverStats = { requests: 0, unverified: 0, duplicates: 0 };
-  const server = createServer(
-    handler(secret, counts, (ticketId, wall) => {
-      const a = arrivals.get(ticketId);
-      if (a) {
-        a.count++;
-        counts.duplicates++;
-      } else arrivals.set(ticketId, { at: wall - performance.timeOrigin, count: 1 });
-    }),
-  );
+  const server = createServer(handler(secret, counts, (ticketId, wall) => record(arrivals, counts, ticketId, wall)));
   return {
     arrivals,
     stats: () => ({ ...counts }),
@@ -134,13 +135,7 @@ function ownProcess(secret: string, log: (line: string) => void): Receiver {
     if (m.type === 'arrivals') {
       counts.requests = m.requests;
       counts.unverified = m.unverified;
-      for (const [ticketId, wall] of m.batch) {
-        const a = arrivals.get(ticketId);
-        if (a) {
-          a.count++;
-          counts.duplicates++;
-        } else arrivals.set(ticketId, { at: wall - performance.timeOrigin, count: 1 });
-      }
+      for (const [ticketId, wall] of m.batch) record(arrivals, counts, ticketId, wall);
     } else if (m.type === 'clock') clockReplies.get(m.id)?.(m.wall);
   };
   /** The child's wall clock against ours: its stamp minus the midpoint of our request and its reply. */

@@ -1,5 +1,6 @@
-// CPU time the hypervisor took from this VM (the "steal" column of /proc/stat), sampled every 100 ms through
-// an open loop. Under KVM with steal-time accounting, a vCPU the host runs something else on counts steal:
+// What the box did beside the processes under test during an open loop: the kernel's writeback
+// (writebackSampler) and the CPU time the hypervisor took from this VM (stealSampler: the "steal" column of
+// /proc/stat, sampled every 100 ms). Under KVM with steal-time accounting, a vCPU the host runs something else on counts steal:
 // every process on the box then stalls at once, which no profile inside the box explains. Linux only; on
 // other systems (or without the column) the sampler reports nothing.
 import { readFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ export interface StealReport {
 }
 
 /** A run of samples over a threshold: from, to (s into the loop) and the amount summed over its samples. */
-export interface Burst {
+interface Burst {
   from: number;
   to: number;
   amount: number;
@@ -26,7 +27,7 @@ export interface Burst {
  * Adds a sample of `amount` that ended `at` seconds into the loop, `period` seconds long, to `bursts`: it extends
  * the last burst when it ended less than `gap` seconds earlier, or starts a new one.
  */
-export function addToBursts(bursts: Burst[], at: number, amount: number, period: number, gap: number): void {
+function addToBursts(bursts: Burst[], at: number, amount: number, period: number, gap: number): void {
   const prev = bursts[bursts.length - 1];
   if (prev && at - prev.to < gap) {
     prev.to = at;
@@ -75,6 +76,44 @@ export function stealSampler(windowSeconds: number): () => StealReport | undefin
         (_, i) => perWindow[i] ?? 0,
       ),
       bursts: bursts.map((b) => `${fixed(b.amount, 0)} ms at ${fixed(Math.max(0, b.from), 1)}-${fixed(b.to, 1)} s`),
+    };
+  };
+}
+
+/**
+ * Samples the pages the kernel has written back (`nr_written` in /proc/vmstat) every 200 ms until the returned
+ * function is called, which lists each burst of at least 1 MB per sample as "18.2 MB at 7.1-7.3 s" (seconds after
+ * the sampler started) and the total. The broker writes its log through the page cache without fsync, and the
+ * kernel writes a file's dirty pages back together once the file has been dirty for `dirty_expire_centisecs`
+ * (30 s by default): an earlier phase's writes land in a later loop. Empty where /proc/vmstat is not readable.
+ */
+export function writebackSampler(): () => Promise<{ bursts: string[]; totalMb: number } | undefined> {
+  const PAGE_MB = 4096 / 1024 / 1024;
+  const read = (): number | undefined => {
+    try {
+      const m = /^nr_written (\d+)$/m.exec(readFileSync('/proc/vmstat', 'utf8'));
+      return m ? Number(m[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const first = read();
+  if (first === undefined) return async () => undefined;
+  const t0 = performance.now();
+  const bursts: Burst[] = [];
+  let last = first;
+  const timer = setInterval(() => {
+    const v = read() ?? last;
+    const mb = (v - last) * PAGE_MB;
+    last = v;
+    if (mb >= 1) addToBursts(bursts, (performance.now() - t0) / 1000, mb, 0.2, 0.45);
+  }, 200);
+  return async () => {
+    clearInterval(timer);
+    const end = read() ?? last;
+    return {
+      bursts: bursts.map((b) => `${fixed(b.amount, 1)} MB at ${fixed(Math.max(0, b.from), 1)}-${fixed(b.to, 1)} s`),
+      totalMb: (end - first) * PAGE_MB,
     };
   };
 }
