@@ -2,7 +2,7 @@ import { BackoffOptions, fullJitterDelay, parseRetryAfter } from './backoff';
 import { breakerVerdict } from './breaker-verdict';
 import type { BreakerPermit, CircuitBreaker } from './circuit-breaker';
 import type { Clock } from './clock';
-import { exchange, HttpExchange, HttpRequest, HttpTarget } from './http-exchange';
+import { exchange, failureReason, HttpExchange, HttpRequest, HttpTarget } from './http-exchange';
 import type { RetryBudget } from './retry-budget';
 import { RetryableError, TicketClientError, TicketClientErrorCode, UnknownOutcomeError } from './ticket-client.errors';
 import type { ClientOperation, TicketClientEvent, TicketClientEventHandler } from './ticket-client.events';
@@ -113,7 +113,7 @@ export class CallRunner {
       permit[breakerVerdict(result)]();
       if (result.kind === 'failure' || result.status >= 500) {
         this.emit({ ...eventBase(state), type: 'status-query', state: 'failed' });
-        return { kind: 'failed', reason: result.kind === 'failure' ? result.failure : `http_${result.status}` };
+        return { kind: 'failed', reason: result.kind === 'failure' ? failureReason(result) : `http_${result.status}` };
       }
       let status: RequestStatus | undefined;
       try {

@@ -53,8 +53,19 @@ const NOT_SENT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
-/** Why a request never left this machine, for messages and the `reason` of retry events. */
-export function notSentReason(cause: unknown): 'host_not_found' | 'host_unreachable' | 'connection_refused' {
+/** Why an exchange got no usable answer: the `reason` of retry events and metrics, and of give-up messages. */
+export type FailureReason =
+  'host_not_found' | 'host_unreachable' | 'connection_refused' | 'timeout' | 'connection_lost';
+
+/** The same words for a write and a read, so one failure counts under one `reason`. */
+export function failureReason(result: HttpFailure): FailureReason {
+  if (result.failure === 'timeout') return 'timeout';
+  if (result.failure === 'lost') return 'connection_lost';
+  return notSentReason(result.cause);
+}
+
+/** Why a request never left this machine. */
+function notSentReason(cause: unknown): 'host_not_found' | 'host_unreachable' | 'connection_refused' {
   const codes = errorCodes(cause);
   if (codes.length > 0 && codes.every((c) => c === 'ENOTFOUND' || c === 'EAI_AGAIN')) return 'host_not_found';
   if (codes.length > 0 && codes.every((c) => c !== 'ECONNREFUSED')) return 'host_unreachable';

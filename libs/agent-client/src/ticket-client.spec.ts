@@ -487,6 +487,27 @@ describe('TicketClient over HTTP', () => {
     );
   });
 
+  it('a lost connection is retried under the same reason for a write and a read', async () => {
+    const lost = new Set<string>(); // the first request of each kind loses its connection
+    server.respond((req, res) => {
+      const kind = `${req.method} ${req.url.split('/').slice(0, 3).join('/')}`;
+      if (!lost.has(kind)) {
+        lost.add(kind);
+        return res.socket?.destroy();
+      }
+      if (req.url.startsWith('/v1/idempotency-keys/')) return problem(res, 404, 'idempotency_key_not_found');
+      json(res, req.method === 'POST' ? 201 : 200, ticket());
+    });
+    const c = client();
+    await c.createTicket({ title: 't' }); // POST lost, its status query lost, POST answered
+    await c.getTicket(ticket().id); // GET lost, GET answered
+    const retries = events.filter((e) => e.type === 'retry');
+    expect(retries.map((e) => [e.operation, e.type === 'retry' && e.reason])).toEqual([
+      ['create', 'connection_lost_status_connection_lost'], // what the status query after it met
+      ['get', 'connection_lost'],
+    ]);
+  });
+
   it('constructor: a missing or empty apiKey, or a baseUrl that is not http(s), is a TypeError that says what to pass', () => {
     const make = (o: Record<string, unknown>) => () =>
       new TicketClient({ baseUrl: server.url, apiKey: 'k', ...o } as TicketClientOptions);

@@ -2,7 +2,7 @@ import { defaultBackoff, parseRetryAfter } from './backoff';
 import { CallRunner, CallState, eventBase } from './call-runner';
 import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
-import { HttpResponse, notSentReason, toProblem } from './http-exchange';
+import { failureReason, HttpResponse, toProblem } from './http-exchange';
 import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
 import { IdempotencyKeyStore, InMemoryKeyStore, oneAtATimePerIntent } from './key-store';
 import { RetryBudget } from './retry-budget';
@@ -238,12 +238,7 @@ export class TicketClient {
       let askStatus = false;
 
       if (result.kind === 'failure') {
-        retryReason =
-          result.failure === 'refused'
-            ? notSentReason(result.cause)
-            : result.failure === 'timeout'
-              ? 'timeout'
-              : 'connection_lost';
+        retryReason = failureReason(result);
         if (result.failure !== 'refused') {
           state.uncertain = true;
           state.mayHaveLanded = true;
@@ -348,7 +343,7 @@ export class TicketClient {
       let retryAfterMs: number | undefined;
       let reason: string;
       if (result.kind === 'failure') {
-        reason = result.failure === 'refused' ? notSentReason(result.cause) : result.failure;
+        reason = failureReason(result);
       } else {
         const interpreted = interpret(result);
         if (interpreted) return interpreted.value;
