@@ -22,40 +22,8 @@ export function requireHooks(): string[] {
   return out;
 }
 
-/**
- * The V8 heap cap the consumer, relay and stats consumer run with (npm run start:consumer, scripts/start.sh;
- * the API: API_NODE_ARGS). Without it V8 sizes old space from the machine's RAM and lets
- * garbage pile up to hundreds of MB before a full collection; the semi-space cap keeps Node 24's larger
- * young generation from adding 40-55 MB of peak RSS (docs/benchmarks.md).
- */
-export const HEAP_CAP = ['--max-old-space-size=192', '--max-semi-space-size=16'];
-
-/**
- * Every service process (scripts/start.sh, the start:* scripts, docker-compose, the image) compiles with
- * TurboFan on one background thread instead of as many as V8's pool has. The functions on a request's path
- * reach TurboFan after about the same number of calls, so they tier up together: 80 compilations (219 KB of
- * code) within 2 s in the API, 57 in the consumer at the same moment, after some 11,000 tickets. On a 2-core
- * box those threads took the cores from every process; in loop 1 of the latency bench, stalls of 20 ms or
- * more fell from 0-6 to 0-1 per process (docs/benchmarks.md, "TurboFan's tier-up").
- */
-export const JIT_THREADS = ['--concurrent-turbofan-max-threads=1'];
-
-/**
- * The notification consumer's (npm run start:consumer, scripts/start.sh, docker-compose): HEAP_CAP, and old space
- * grown to twice what survived a full collection instead of at most 1.3x (V8's MaxGrowingFactor under a cap below
- * its default minimum heap size).
- * At 1.3x the consumer, with ~23 MB live, ran a full collection every 2 s for the first minutes of load (11-12
- * per 20 s loop at 300 events/s), and their marking threads took the cores from every process on a 2-core box;
- * at 2x it ran 0-4 per loop, for ~25 MB more peak RSS (docs/benchmarks.md, "The consumer's full collections").
- */
-export const CONSUMER_NODE_ARGS = [...HEAP_CAP, '--heap-growing-percent=100', ...JIT_THREADS];
-
-/**
- * The API's (npm run start:api, scripts/start.sh, the Docker image): a young generation half HEAP_CAP's: the
- * API's peak RSS under bench:create 200-211 MB against 213-229 MB with 16, at the same CPU per create
- * (docs/benchmarks.md, "Memory"); and JIT_THREADS.
- */
-export const API_NODE_ARGS = ['--max-old-space-size=192', '--max-semi-space-size=8', ...JIT_THREADS];
+/** The options the services ship with (scripts/launch-flags.ts), so the benches start their children the same way. */
+export { API_NODE_ARGS, CONSUMER_NODE_ARGS } from '../../scripts/launch-flags';
 
 /** A positive number from the environment, or `dflt` when unset; anything else stops the bench with the name. */
 export function positiveNumberEnv(name: string, dflt: number): number {

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
+import { nodeArgsFor } from '../launch-flags';
 import { ROOT } from './kafka-cluster';
 
 export interface UnexpectedExit {
@@ -39,15 +40,11 @@ export class ChaosProcess {
     this.expectingExit = false;
     this.starts++;
     this.log.write(`\n----- chaos: start #${this.starts} at ${new Date().toISOString()} -----\n`);
-    const proc = spawn(
-      process.execPath,
-      ['--max-old-space-size=192', '--max-semi-space-size=16', join(ROOT, this.entry)],
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...this.env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const proc = spawn(process.execPath, [...nodeArgsFor(this.entry), join(ROOT, this.entry)], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     proc.stdout!.pipe(this.log, { end: false });
     proc.stderr!.pipe(this.log, { end: false });
     proc.on('exit', (code, signal) => {
