@@ -204,6 +204,25 @@ describe('tickets MCP server over stdio', () => {
     expect(app.lines.map((l) => l.msg)).toContain('stdin closed, stopping');
   });
 
+  it('logs a line that is not JSON-RPC and goes on; exits 1 when its transport fails (a message over 10 MB)', async () => {
+    // The SDK's stdio transport closes itself when a line outgrows its buffer: no request can reach the tools
+    // any more, so the process must end (the host sees the exit) rather than sit there answering nothing.
+    const { app, ended } = startStdioServer({ TICKETS_API_URL: stack.baseUrl, TICKETS_API_KEY: tenant.apiKey });
+    await app.line('tickets MCP server ready on stdio');
+    app.proc.stdin!.on('error', () => undefined); // the server may close its end before it read all of this
+    app.proc.stdin!.write(['not json', ...HANDSHAKE.map((m) => JSON.stringify(m))].join('\n') + '\n');
+    expect(await app.line('MCP message or transport error')).toMatchObject({ level: 40 });
+    // initialize, written after the bad line, is still answered (on stdout, which app.lines reads too).
+    for (let i = 0; i < 600 && !app.lines.some((l) => l.id === 1); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(app.lines.find((l) => l.id === 1)).toMatchObject({ result: { serverInfo: { name: 'tickets' } } });
+
+    app.proc.stdin!.write('x'.repeat(11 * 1024 * 1024));
+
+    expect(await ended()).toEqual({ code: 1, signal: null });
+    const closed = app.lines.find((l) => String(l.msg).startsWith('MCP transport closed, stopping'));
+    expect(closed).toMatchObject({ level: 50, err: expect.stringMatching(/exceeded maximum size/) as unknown });
+  });
+
   it('answers the requests it read before its stdin closed, then exits 0', async () => {
     // A host (or `printf ... | tickets-mcp`) may write its last request and close stdin at once: the answer is
     // still owed. A stop at EOF that closed the server at once aborted the create and left the host no answer.

@@ -64,6 +64,13 @@ export async function runStdioServer(): Promise<void> {
     onToolCall: metrics?.onToolCall,
   });
   const transport = new StdioServerTransport();
+  // A line that is not JSON-RPC, a message over the transport's 10 MB buffer, a failing stdin: the SDK reports
+  // these here and nowhere else. The last one is named again if the transport closes because of it.
+  let lastProtocolError: string | undefined;
+  server.server.onerror = (error) => {
+    lastProtocolError = error.message;
+    logger.warn({ err: error.message }, 'MCP message or transport error');
+  };
 
   // An MCP host ends a stdio session by closing the server's stdin (SIGTERM and SIGKILL only if it lingers),
   // so EOF is the normal way out. The SDK's transport does not watch for it, and an exit that waits for the
@@ -113,7 +120,11 @@ export async function runStdioServer(): Promise<void> {
     }
     // Only the transport's own failure (a message over its buffer limit) closes it before we do: nothing can
     // reach the tools any more.
-    if (cause === 'transport') logger.error({}, 'MCP transport closed, stopping');
+    if (cause === 'transport')
+      logger.error(
+        { err: lastProtocolError },
+        'MCP transport closed, stopping: nothing can reach the tools any more; the host must start a new session',
+      );
     else logger.info({ signal: cause }, 'stopping');
     void close(cause === 'transport' ? 1 : 0);
   };
