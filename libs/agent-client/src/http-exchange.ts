@@ -57,7 +57,7 @@ const NOT_SENT_CODES = new Set([
 export type FailureReason =
   'host_not_found' | 'host_unreachable' | 'connection_refused' | 'timeout' | 'connection_lost';
 
-/** The same words for a write and a read, so one failure counts under one `reason`. */
+/** The same words for a write and a read (a write's reason may add what the status query found after them). */
 export function failureReason(result: HttpFailure): FailureReason {
   if (result.failure === 'timeout') return 'timeout';
   if (result.failure === 'lost') return 'connection_lost';
