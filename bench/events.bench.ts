@@ -26,7 +26,11 @@ import { runConsumerBench, type ConsumerBenchResult } from './events-consumer';
 import { formatLatency, latencyChildren, runLatencyBench, type LatencyBenchResult } from './events-latency';
 import { runRelayBench, type RelayBenchResult } from './events-relay';
 import { fixed, int, median } from './support/stats';
-import { CONSUMER_NODE_ARGS, positiveNumberEnv, repoRoot } from './support/paths';
+import { nodeArgsFor } from '../scripts/launch-flags';
+import { positiveNumberEnv, repoRoot } from './support/paths';
+
+const CONSUMER_MAIN = 'apps/consumer/dist/main.js';
+const RELAY_MAIN = 'apps/relay/dist/main.js';
 
 const SUB = '--events-sub';
 type SubKind = 'relay' | 'consumer';
@@ -42,9 +46,9 @@ function vmHwmMb(): number {
 /** Runs runRelayBench / runConsumerBench in a fresh child process, so its RSS is its own. */
 function sub<K extends SubKind>(kind: K, args: number[], log: (l: string) => void): Promise<SubResult<K>> {
   return new Promise((resolve, reject) => {
-    // Each side runs as the project runs it: the consumer with the heap cap (npm run start:consumer),
-    // the standalone relay without (npm run start:relay; the cap costs it ~20 % throughput in GC).
-    const execArgv = kind === 'consumer' ? [...process.execArgv, ...CONSUMER_NODE_ARGS] : process.execArgv;
+    // Each side runs with the options its service ships with (scripts/launch-flags.ts): the notification
+    // consumer's (npm run start:consumer) or the standalone relay's (npm run start:relay).
+    const execArgv = [...process.execArgv, ...nodeArgsFor(kind === 'consumer' ? CONSUMER_MAIN : RELAY_MAIN)];
     const child = fork(__filename, [SUB, kind, ...args.map(String)], { execArgv });
     children.add(child);
     let result: SubResult<K> | undefined;

@@ -17,6 +17,7 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { freePort } from './free-port';
+import { nodeArgsFor } from './launch-flags';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
@@ -71,8 +72,8 @@ function startChild(
 ): { name: string; proc: ChildProcess; log: string } {
   const log = join(logDir, `${name}.log`);
   const out = createWriteStream(log);
-  // The same Node flags this process was started with.
-  const proc = spawn(process.execPath, [...process.execArgv, join(ROOT, script)], {
+  // The same Node flags this process was started with, and the service's own (scripts/launch-flags.ts).
+  const proc = spawn(process.execPath, [...process.execArgv, ...nodeArgsFor(script), join(ROOT, script)], {
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

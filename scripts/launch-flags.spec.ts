@@ -10,7 +10,7 @@ const read = (path: string): string => readFileSync(join(root, path), 'utf8');
 function launches(words: readonly string[]): Array<{ entry: string; flags: string[] }> {
   const found: Array<{ entry: string; flags: string[] }> = [];
   words.forEach((word, i) => {
-    if (!(word in LAUNCH_FLAGS)) return;
+    if (!Object.hasOwn(LAUNCH_FLAGS, word)) return;
     let start = i;
     while (start > 0 && words[start - 1].startsWith('--')) start--;
     found.push({ entry: word, flags: words.slice(start, i) });
@@ -40,22 +40,28 @@ describe('launch flags (scripts/launch-flags.ts) are the ones every way of start
   });
 
   it("the image's CMD and docker-compose.yml's commands", () => {
-    const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'))?.[1];
+    const dockerfile = read('Dockerfile');
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    const cmd = /^CMD (\[.*\])$/m.exec(finalStage)?.[1];
     const image = launches(JSON.parse(cmd ?? '[]') as string[]);
     expect(image).toEqual([
       { entry: 'apps/ticket-api/dist/main.js', flags: nodeArgsFor('apps/ticket-api/dist/main.js') },
     ]);
 
-    const compose = parseYaml(read('docker-compose.yml')) as { services: Record<string, { command?: unknown }> };
-    const commands = Object.values(compose.services)
-      .map((s) => s.command)
-      .filter((c): c is string[] => Array.isArray(c));
-    const found = commands.flatMap((c) => launches(c));
+    const compose = parseYaml(read('docker-compose.yml')) as {
+      services: Record<string, { command?: unknown; entrypoint?: unknown }>;
+    };
+    const commands = Object.values(compose.services).flatMap((s) => [s.command, s.entrypoint]);
+    // A command written as one string would be split by the shell, not by this test: write it as a list.
+    for (const c of commands)
+      if (typeof c === 'string') expect(Object.keys(LAUNCH_FLAGS).filter((e) => c.includes(e))).toEqual([]);
+    const found = commands.filter((c): c is string[] => Array.isArray(c)).flatMap((c) => launches(c));
     expect(found.map((f) => f.entry)).toContain('apps/consumer/dist/main.js');
     for (const { entry, flags } of found) expect({ entry, flags }).toEqual({ entry, flags: nodeArgsFor(entry) });
   });
 
   it('an entry point with no flags here is an error that says where to add them', () => {
     expect(() => nodeArgsFor('apps/other/dist/main.js')).toThrow(/add it to scripts\/launch-flags\.ts/);
+    expect(() => nodeArgsFor('constructor')).toThrow(/no launch flags for constructor/);
   });
 });

@@ -51,7 +51,7 @@ export const LAUNCH_FLAGS: Readonly<Record<string, readonly string[]>> = {
 
 /** The options a service's entry point starts with; an entry this file does not list is an error. */
 export function nodeArgsFor(entry: string): readonly string[] {
-  const args = LAUNCH_FLAGS[entry];
+  const args = Object.hasOwn(LAUNCH_FLAGS, entry) ? LAUNCH_FLAGS[entry] : undefined;
   if (!args) throw new Error(`no launch flags for ${entry}; add it to scripts/launch-flags.ts`);
   return args;
 }
