@@ -68,8 +68,9 @@ export async function runStdioServer(): Promise<void> {
   // these here and nowhere else. The last one is named again if the transport closes because of it.
   let lastProtocolError: string | undefined;
   server.server.onerror = (error) => {
-    lastProtocolError = error.message;
-    logger.warn({ err: error.message }, 'MCP message or transport error');
+    // JSON.parse and zod quote the bad input: a few hundred characters say what was wrong.
+    lastProtocolError = error.message.length > 300 ? `${error.message.slice(0, 300)}...` : error.message;
+    logger.warn({ err: lastProtocolError }, 'MCP message or transport error');
   };
 
   // An MCP host ends a stdio session by closing the server's stdin (SIGTERM and SIGKILL only if it lingers),
