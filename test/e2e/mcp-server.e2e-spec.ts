@@ -169,6 +169,17 @@ describe('tickets MCP server over stdio', () => {
     expect(stdout).toBe('');
   });
 
+  it('refuses to start with a TICKETS_API_URL the client cannot call (a port fetch blocks), exit 2 without a stack', async () => {
+    const { code, stdout, stderr } = await refusedStart({
+      TICKETS_API_KEY: tenant.apiKey,
+      TICKETS_API_URL: 'http://127.0.0.1:6000',
+    });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^tickets-mcp: TICKETS_API_URL=http:\/\/127\.0\.0\.1:6000 cannot be used: .*"bad port"/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+    expect(stdout).toBe('');
+  });
+
   it('refuses to start with a TICKETS_KEY_STORE it cannot read, naming the variable and the cause', async () => {
     // A file used as the store's folder: every create would fail with an error no retry can mend.
     const dir = mkdtempSync(join(tmpdir(), 'mcp-key-store-'));

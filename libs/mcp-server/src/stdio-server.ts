@@ -48,18 +48,27 @@ export async function runStdioServer(): Promise<void> {
   const logger = stderrLogger(config.logLevel, { name: 'mcp-server', service: 'mcp-server' });
   // TICKETS_METRICS_PORT: the client's events and the tool calls also become Prometheus metrics, served on GET /metrics.
   const metrics: StdioMetrics | undefined = config.metrics ? await serveStdioMetrics(config.metrics) : undefined;
-  const client = new TicketClient({
-    baseUrl: config.apiUrl,
-    apiKey: config.apiKey,
-    keyStore,
-    attemptTimeoutMs: config.attemptTimeoutMs,
-    backoff: config.backoff,
-    circuitBreaker: { coolDownMs: config.breakerCoolDownMs },
-    onEvent: (event) => {
-      metrics?.onClientEvent(event);
-      logEvent(logger, event);
-    },
-  });
+  let client: TicketClient;
+  try {
+    client = new TicketClient({
+      baseUrl: config.apiUrl,
+      apiKey: config.apiKey,
+      keyStore,
+      attemptTimeoutMs: config.attemptTimeoutMs,
+      backoff: config.backoff,
+      circuitBreaker: { coolDownMs: config.breakerCoolDownMs },
+      onEvent: (event) => {
+        metrics?.onClientEvent(event);
+        logEvent(logger, event);
+      },
+    });
+  } catch (error) {
+    // The client's own checks (e.g. a port fetch refuses to connect to): a bad environment, as above.
+    process.stderr.write(
+      `tickets-mcp: TICKETS_API_URL=${config.apiUrl} cannot be used: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
+    process.exit(2);
+  }
   const server = createTicketsMcpServer(clientBackend(client, { toolDeadlineMs: config.toolDeadlineMs }), VERSION, {
     onToolCall: metrics?.onToolCall,
   });
