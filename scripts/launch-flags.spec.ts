@@ -20,12 +20,17 @@ function launches(words: readonly string[]): Array<{ entry: string; flags: strin
 
 const shellWords = (line: string): string[] => line.trim().split(/\s+/);
 
+/** Each launch found starts its entry point with the options scripts/launch-flags.ts gives it. */
+function expectShippedFlags(found: Array<{ entry: string; flags: string[] }>): void {
+  for (const { entry, flags } of found) expect({ entry, flags }).toEqual({ entry, flags: nodeArgsFor(entry) });
+}
+
 describe('launch flags (scripts/launch-flags.ts) are the ones every way of starting a service uses', () => {
   it('the start:* scripts', () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     const found = Object.values(scripts).flatMap((s) => launches(shellWords(s)));
     expect(found.map((f) => f.entry).sort()).toEqual(Object.keys(LAUNCH_FLAGS).sort());
-    for (const { entry, flags } of found) expect({ entry, flags }).toEqual({ entry, flags: nodeArgsFor(entry) });
+    expectShippedFlags(found);
   });
 
   it('scripts/start.sh (npm start)', () => {
@@ -36,7 +41,7 @@ describe('launch flags (scripts/launch-flags.ts) are the ones every way of start
     expect(found.map((f) => f.entry).sort()).toEqual(
       ['apps/consumer/dist/main.js', 'apps/stats-consumer/dist/main.js', 'apps/ticket-api/dist/main.js'].sort(),
     );
-    for (const { entry, flags } of found) expect({ entry, flags }).toEqual({ entry, flags: nodeArgsFor(entry) });
+    expectShippedFlags(found);
   });
 
   it("the image's CMD and docker-compose.yml's commands", () => {
@@ -57,7 +62,7 @@ describe('launch flags (scripts/launch-flags.ts) are the ones every way of start
       if (typeof c === 'string') expect(Object.keys(LAUNCH_FLAGS).filter((e) => c.includes(e))).toEqual([]);
     const found = commands.filter((c): c is string[] => Array.isArray(c)).flatMap((c) => launches(c));
     expect(found.map((f) => f.entry)).toContain('apps/consumer/dist/main.js');
-    for (const { entry, flags } of found) expect({ entry, flags }).toEqual({ entry, flags: nodeArgsFor(entry) });
+    expectShippedFlags(found);
   });
 
   it('an entry point with no flags here is an error that says where to add them', () => {

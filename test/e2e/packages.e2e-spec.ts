@@ -465,13 +465,14 @@ async function produceInChunks(producer: Producer, topic: string, messages: Mess
   let chunk: Message[] = [];
   let bytes = 0;
   for (const message of messages) {
-    if (chunk.length > 0 && bytes + size(message) > 256 * 1024) {
+    const bytesOf = size(message);
+    if (chunk.length > 0 && bytes + bytesOf > 256 * 1024) {
       await producer.send({ topic, messages: chunk });
       chunk = [];
       bytes = 0;
     }
     chunk.push(message);
-    bytes += size(message);
+    bytes += bytesOf;
   }
   if (chunk.length > 0) await producer.send({ topic, messages: chunk });
 }

@@ -26,8 +26,7 @@ export async function runStdioServer(): Promise<void> {
   try {
     config = loadMcpServerConfig();
   } catch (error) {
-    process.stderr.write(`tickets-mcp: ${error instanceof McpConfigError ? error.message : String(error)}\n`);
-    process.exit(2);
+    refuseToStart(error instanceof McpConfigError ? error.message : String(error));
   }
 
   const keyStore = config.keyStorePath ? new FileKeyStore(config.keyStorePath) : new InMemoryKeyStore();
@@ -39,15 +38,13 @@ export async function runStdioServer(): Promise<void> {
     await keyStore.set('startup-check', 'probe');
     await keyStore.delete('startup-check');
   } catch (error) {
-    process.stderr.write(
-      `tickets-mcp: TICKETS_KEY_STORE=${config.keyStorePath} cannot be used: ${error instanceof Error ? error.message : String(error)}. Point it at a JSON file in a writable folder (created if missing), or unset it.\n`,
+    refuseToStart(
+      `TICKETS_KEY_STORE=${config.keyStorePath} cannot be used: ${messageOf(error)}. Point it at a JSON file in a writable folder (created if missing), or unset it.`,
     );
-    process.exit(2);
   }
 
   const logger = stderrLogger(config.logLevel, { name: 'mcp-server', service: 'mcp-server' });
-  // TICKETS_METRICS_PORT: the client's events and the tool calls also become Prometheus metrics, served on GET /metrics.
-  const metrics: StdioMetrics | undefined = config.metrics ? await serveStdioMetrics(config.metrics) : undefined;
+  let metrics: StdioMetrics | undefined;
   let client: TicketClient;
   try {
     client = new TicketClient({
@@ -64,11 +61,10 @@ export async function runStdioServer(): Promise<void> {
     });
   } catch (error) {
     // The client's own checks (e.g. a port fetch refuses to connect to): a bad environment, as above.
-    process.stderr.write(
-      `tickets-mcp: TICKETS_API_URL=${config.apiUrl} cannot be used: ${error instanceof Error ? error.message : String(error)}\n`,
-    );
-    process.exit(2);
+    refuseToStart(`TICKETS_API_URL=${config.apiUrl} cannot be used: ${messageOf(error)}`);
   }
+  // TICKETS_METRICS_PORT: the client's events and the tool calls also become Prometheus metrics, served on GET /metrics.
+  if (config.metrics) metrics = await serveStdioMetrics(config.metrics);
   const server = createTicketsMcpServer(clientBackend(client, { toolDeadlineMs: config.toolDeadlineMs }), VERSION, {
     onToolCall: metrics?.onToolCall,
   });
@@ -172,6 +168,16 @@ export async function runStdioServer(): Promise<void> {
     { apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port },
     'tickets MCP server ready on stdio',
   );
+}
+
+/** A bad environment: one line on stderr (stdout is the protocol's), exit code 2. */
+function refuseToStart(message: string): never {
+  process.stderr.write(`tickets-mcp: ${message}\n`);
+  process.exit(2);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Resolves once what was written to `stream` before has been handed to the OS (or the stream failed). */
