@@ -180,6 +180,25 @@ describe('tickets MCP server over stdio', () => {
     expect(stdout).toBe('');
   });
 
+  it('refuses to start when its metrics port is taken, exit 2 naming both variables', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const { code, stdout, stderr } = await refusedStart({
+        TICKETS_API_KEY: tenant.apiKey,
+        TICKETS_METRICS_PORT: String(port),
+      });
+      expect(code).toBe(2);
+      expect(stderr).toBe(
+        `tickets-mcp: TICKETS_METRICS_PORT=${port} TICKETS_METRICS_HOST=127.0.0.1 cannot be used: port ${port} on 127.0.0.1 is already in use; choose another (0 = any free port)\n`,
+      );
+      expect(stdout).toBe('');
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
   it('refuses to start with a TICKETS_KEY_STORE it cannot read, naming the variable and the cause', async () => {
     // A file used as the store's folder: every create would fail with an error no retry can mend.
     const dir = mkdtempSync(join(tmpdir(), 'mcp-key-store-'));

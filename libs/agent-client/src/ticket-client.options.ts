@@ -53,7 +53,7 @@ export function checkOptions(options: TicketClientOptions): void {
   const port = Number(new URL(options.baseUrl).port);
   if (options.fetch === undefined && FETCH_BAD_PORTS.has(port))
     throw new TypeError(
-      `baseUrl port ${port} is one the Fetch standard blocks ("bad port"): fetch refuses to connect to it. Serve the API on another port, or pass a fetch of your own`,
+      `baseUrl port ${port} is one the Fetch standard blocks ("bad port"): fetch refuses to connect to it. Serve the API on another port (in code, a fetch of your own in the options also works)`,
     );
   if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
     throw new TypeError(

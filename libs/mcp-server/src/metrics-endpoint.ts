@@ -23,7 +23,7 @@ export async function serveStdioMetrics(at: { port: number; host: string }): Pro
     prom = require('prom-client') as typeof import('prom-client');
   } catch {
     throw new Error(
-      'TICKETS_METRICS_PORT is set but prom-client is not installed: npm i prom-client next to @tickets/mcp-server',
+      'prom-client is not installed: npm i prom-client next to @tickets/mcp-server, or unset TICKETS_METRICS_PORT',
     );
   }
   const registry = new prom.Registry();
@@ -49,7 +49,7 @@ export async function serveStdioMetrics(at: { port: number; host: string }): Pro
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
         error.code === 'EADDRINUSE'
-          ? new Error(`TICKETS_METRICS_PORT: port ${at.port} on ${at.host} is already in use (0 = any free port)`)
+          ? new Error(`port ${at.port} on ${at.host} is already in use; choose another (0 = any free port)`)
           : error,
       ),
     );

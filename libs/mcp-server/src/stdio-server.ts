@@ -64,7 +64,15 @@ export async function runStdioServer(): Promise<void> {
     refuseToStart(`TICKETS_API_URL=${config.apiUrl} cannot be used: ${messageOf(error)}`);
   }
   // TICKETS_METRICS_PORT: the client's events and the tool calls also become Prometheus metrics, served on GET /metrics.
-  if (config.metrics) metrics = await serveStdioMetrics(config.metrics);
+  if (config.metrics) {
+    try {
+      metrics = await serveStdioMetrics(config.metrics);
+    } catch (error) {
+      // prom-client missing, the port taken or not ours to bind, a host this machine does not have: a bad environment.
+      const at = `TICKETS_METRICS_PORT=${config.metrics.port} TICKETS_METRICS_HOST=${config.metrics.host}`;
+      refuseToStart(`${at} cannot be used: ${messageOf(error)}`);
+    }
+  }
   const server = createTicketsMcpServer(clientBackend(client, { toolDeadlineMs: config.toolDeadlineMs }), VERSION, {
     onToolCall: metrics?.onToolCall,
   });
