@@ -8,7 +8,9 @@
 // dropped afterwards): a relay publishes every unpublished row of its database, so the relay-off API's
 // rows must not be there for it. The relay publishes to a fresh topic (deleted afterwards).
 // Env: RELAY_COST_RATE (1000 creates/s: below what a 2-core box sustains with the relay on, so that both
-// sides run at the rate and not at their saturation, where CPU per create grows with the queueing), RELAY_COST_SECONDS (10 per phase), RELAY_COST_ROUNDS (4; the order
+// sides run at the rate and not at their saturation, where CPU per create grows with the queueing), RELAY_COST_SECONDS (10 per phase),
+// RELAY_COST_WARMUP_SECONDS (10 per API, unmeasured: after 3, both sides' first round cost 20-60 % more than their
+// later ones while V8 still compiled their code), RELAY_COST_ROUNDS (8: with 4, one VM gave 1.16-1.35x in 5 runs; the order
 // alternates: off/on, on/off, ...), RELAY_COST_CONNECTIONS (32), BENCH_CPU_PROF=<dir> (V8 CPU profiles of both
 // APIs), BENCH_BROKER_PID (the broker JVM; default: .cache/kafka/kafka.pid). Everything else the APIs inherit.
 import { cpus, loadavg } from 'node:os';
@@ -128,7 +130,8 @@ async function phase(side: Side, rate: number, seconds: number, connections: num
 export async function runRelayCostBench(): Promise<string> {
   const rate = num('RELAY_COST_RATE', 1000);
   const seconds = num('RELAY_COST_SECONDS', 10);
-  const rounds = num('RELAY_COST_ROUNDS', 4);
+  const rounds = num('RELAY_COST_ROUNDS', 8);
+  const warmup = num('RELAY_COST_WARMUP_SECONDS', 10);
   const connections = num('RELAY_COST_CONNECTIONS', 32);
   const cpuProfDir = process.env.BENCH_CPU_PROF;
   const base = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/tickets';
@@ -171,7 +174,7 @@ export async function runRelayCostBench(): Promise<string> {
     }
     log(`broker JVM: ${broker ? `pid ${broker}` : 'not found (set BENCH_BROKER_PID); its CPU is not counted'}`);
     await checkpoint(sides[0].pool, log, 'phases');
-    for (const s of sides) log(`warm-up ${s.name}: ${fmt(await phase(s, rate, 3, connections, broker))}`);
+    for (const s of sides) log(`warm-up ${s.name}: ${fmt(await phase(s, rate, warmup, connections, broker))}`);
     const samples: Sample[] = [];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [sides[1], sides[0]] : [sides[0], sides[1]];
@@ -181,7 +184,15 @@ export async function runRelayCostBench(): Promise<string> {
         log(`round ${r + 1}/${rounds} ${fmt(sample)}`);
       }
     }
-    return report(samples, { rate, seconds, rounds, connections, started, brokerCounted: broker !== undefined });
+    return report(samples, {
+      rate,
+      seconds,
+      warmup,
+      rounds,
+      connections,
+      started,
+      brokerCounted: broker !== undefined,
+    });
   } finally {
     for (const s of sides) {
       await s.api.stop();
@@ -199,6 +210,17 @@ export async function runRelayCostBench(): Promise<string> {
   }
 }
 
+/** The API's CPU per create, relay on over relay off, for each round (its two phases, in either order). */
+function perRound(samples: Sample[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i + 1 < samples.length; i += 2) {
+    const on = samples[i].side === 'relay on' ? samples[i] : samples[i + 1];
+    const off = samples[i].side === 'relay on' ? samples[i + 1] : samples[i];
+    out.push(on.api / off.api);
+  }
+  return out;
+}
+
 const fmt = (s: Sample) =>
   `${s.side.padEnd(9)} ${int(s.rate).padStart(5)} creates/s  p99 ${fixed(s.p99).padStart(6)} ms  CPU ms/create: ` +
   `api ${fixed(s.api, 3)} pg ${fixed(s.pg, 3)} broker ${fixed(s.broker, 3)}  RSS ${s.rssMb} MB` +
@@ -209,7 +231,15 @@ const fmt = (s: Sample) =>
 
 function report(
   samples: Sample[],
-  o: { rate: number; seconds: number; rounds: number; connections: number; started: number; brokerCounted: boolean },
+  o: {
+    rate: number;
+    seconds: number;
+    warmup: number;
+    rounds: number;
+    connections: number;
+    started: number;
+    brokerCounted: boolean;
+  },
 ): string {
   const of = (side: Sample['side'], k: 'api' | 'pg' | 'broker' | 'p99' | 'rate' | 'rowsPerSend' | 'publishedShare') =>
     samples.filter((s) => s.side === side).map((s) => s[k]);
@@ -223,7 +253,7 @@ function report(
       .map((l) => l.toFixed(2))
       .join(
         ' ',
-      )}; ${int(o.rate)} creates/s for ${o.seconds} s per phase, ${o.rounds} rounds alternating, ${o.connections} connections; ` +
+      )}; ${int(o.rate)} creates/s for ${o.seconds} s per phase after ${o.warmup} s of warm-up per API, ${o.rounds} rounds alternating, ${o.connections} connections; ` +
       `MALLOC_ARENA_MAX=${process.env.MALLOC_ARENA_MAX ?? '(unset)'}.`,
     '',
     '| CPU ms per create (median, range) | API process | PostgreSQL | broker JVM | creates/s | p99 ms |',
@@ -234,6 +264,9 @@ function report(
     ),
     `| on/off | ${fixed(ratio('api'), 2)}x | ${fixed(ratio('pg'), 2)}x | ${o.brokerCounted ? `+${fixed(median(of('relay on', 'broker')) - median(of('relay off', 'broker')), 3)} ms` : 'n/a'} | | |`,
     '',
+    `API on/off within each round (its two phases run back to back): ${perRound(samples)
+      .map((r) => `${fixed(r, 2)}x`)
+      .join(', ')}.`,
     `Rows per producer send with the relay on: ${range(of('relay on', 'rowsPerSend'), 1)}; rows published within a phase (and its 300 ms tail) per create: ${range(of('relay on', 'publishedShare'), 3)}.`,
     `Bars (issue #18): API CPU per create on/off <= 1.15x: ${ratio('api') <= 1.15 ? 'PASS' : 'FAIL'}; PostgreSQL <= 1.1x: ${ratio('pg') <= 1.1 ? 'PASS' : 'FAIL'}.`,
     `Unexpected responses: ${samples.reduce((n, s) => n + s.bad, 0)}.`,
