@@ -211,6 +211,32 @@ describe('agent client against the real API', () => {
     expect(proxy.stats.posts).toBe(1);
   });
 
+  it('an intent sent again with a different request whose 422 is lost still ends in 422, not in the first ticket', async () => {
+    const c = client({ circuitBreaker: NO_BREAKER });
+    const first = await c.createTicket({ title: 'Original' }, { intentId: 'replanned-1' });
+    let posts = 0;
+    // The second request's answer (a 422) is lost; the status query and everything after it pass.
+    proxy.configure({ decide: (x) => (x.method === 'POST' && ++posts === 1 ? 'drop-response' : 'pass') });
+    const events: TicketClientEvent[] = [];
+    const changed = await client({
+      circuitBreaker: NO_BREAKER,
+      attemptTimeoutMs: 1_000,
+      onEvent: (e) => events.push(e),
+    })
+      .createTicket({ title: 'Changed' }, { intentId: 'replanned-1' })
+      .catch((e: unknown) => e);
+
+    // The key's stored answer is the first request's ticket: the status query alone would have reported it as this
+    // request's. The resend under the key lets the server compare the two.
+    expect(events).toContainEqual(expect.objectContaining({ type: 'status-query', state: 'completed' }));
+    expect(changed).toBeInstanceOf(PermanentError);
+    expect(changed).toMatchObject({ code: 'idempotency_key_reused', status: 422 });
+    expect((changed as PermanentError).problem?.differingFields).toContain('title');
+    expect(posts).toBe(2);
+    expect(await ticketCount(stack, tenant.tenantId)).toBe(1);
+    expect((await c.getTicket(first.ticket.id))?.title).toBe('Original');
+  });
+
   it('409 in use: waits for Retry-After and retries the same key until the first request is done', async () => {
     const events: TicketClientEvent[] = [];
     const c = client({ onEvent: (e) => events.push(e) });

@@ -1,3 +1,4 @@
+import { withDefaults } from './backoff';
 export type CircuitState = 'closed' | 'open' | 'half-open';
 
 export interface CircuitBreakerOptions {
@@ -67,7 +68,7 @@ export class CircuitBreaker {
     options: Partial<CircuitBreakerOptions> = {},
     private readonly now: () => number = Date.now,
   ) {
-    this.options = { ...defaultCircuitBreaker, ...options };
+    this.options = withDefaults(defaultCircuitBreaker, options);
   }
 
   get state(): CircuitState {

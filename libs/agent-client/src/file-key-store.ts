@@ -35,6 +35,8 @@ const pathLocks = new Map<string, Promise<unknown>>();
  */
 export class FileKeyStore implements IdempotencyKeyStore {
   private readonly path: string;
+  /** Every FileKeyStore on this file shares its entries (see IdempotencyKeyStore.sharedAs). */
+  readonly sharedAs: string;
   private readonly forgetAfterMs: number | undefined;
 
   constructor(path: string, options: FileKeyStoreOptions = {}) {
@@ -44,6 +46,7 @@ export class FileKeyStore implements IdempotencyKeyStore {
         `FileKeyStore: forgetAfterMs must be a positive number of milliseconds (the service's IDEMPOTENCY_KEY_RETENTION, 30 days by default: ${THIRTY_DAYS_MS}), got ${String(forgetAfterMs)}`,
       );
     this.path = resolve(path);
+    this.sharedAs = `file:${this.path}`;
     this.forgetAfterMs = forgetAfterMs;
   }
 

@@ -5,6 +5,11 @@
  * (`keyStrategy: 'random'`): then the entry is the only way back to the key, and it stays.
  */
 export interface IdempotencyKeyStore {
+  /**
+   * What this store's entries are shared with in this process, when more than this instance (FileKeyStore: every
+   * instance on the same file). Clients of stores with one name take turns per intent, as clients of one instance do.
+   */
+  readonly sharedAs?: string;
   get(intent: string): Promise<string | undefined>;
   set(intent: string, key: string): Promise<void>;
   delete(intent: string): Promise<void>;
@@ -27,11 +32,32 @@ export class InMemoryKeyStore implements IdempotencyKeyStore {
   }
 }
 
+type IntentLock = <T>(intent: string, fn: () => Promise<T>) => Promise<T>;
+
+const locksOfStores = new WeakMap<IdempotencyKeyStore, IntentLock>();
+const locksOfSharedStores = new Map<string, IntentLock>();
+
 /**
- * Runs `fn` for one intent at a time in this process: two calls of the same intent at once would otherwise
- * both find no key and, with random keys, make two. Calls of different intents do not wait for each other.
+ * The per-intent lock of a key store, shared by every client that uses it in this process (and, for a store with
+ * `sharedAs`, by every store of that name): two clients on one store that look up the same intent at once would
+ * otherwise both find no key and, with random keys, make two.
  */
-export function oneAtATimePerIntent(): <T>(intent: string, fn: () => Promise<T>) => Promise<T> {
+export function intentLockOf(store: IdempotencyKeyStore): IntentLock {
+  const name = store.sharedAs;
+  let lock = name === undefined ? locksOfStores.get(store) : locksOfSharedStores.get(name);
+  if (!lock) {
+    lock = oneAtATimePerIntent();
+    if (name === undefined) locksOfStores.set(store, lock);
+    else locksOfSharedStores.set(name, lock);
+  }
+  return lock;
+}
+
+/**
+ * Runs `fn` for one intent at a time: two calls of the same intent at once would otherwise both find no key
+ * and, with random keys, make two. Calls of different intents do not wait for each other.
+ */
+function oneAtATimePerIntent(): IntentLock {
   const tails = new Map<string, Promise<unknown>>();
   return async <T>(intent: string, fn: () => Promise<T>): Promise<T> => {
     const before = tails.get(intent) ?? Promise.resolve();

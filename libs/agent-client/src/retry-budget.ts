@@ -1,3 +1,4 @@
+import { withDefaults } from './backoff';
 export interface RetryBudgetOptions {
   /** Tokens earned per first attempt: 0.1 lets retries add at most ~10% to the load. Default 0.1. */
   ratio: number;
@@ -24,7 +25,7 @@ export class RetryBudget {
     options: Partial<RetryBudgetOptions> = {},
     private readonly now: () => number = Date.now,
   ) {
-    this.options = { ...defaultRetryBudget, ...options };
+    this.options = withDefaults(defaultRetryBudget, options);
     if (!(this.options.ratio >= 0) || !(this.options.minRetriesPerSecond >= 0) || !(this.options.maxTokens >= 1)) {
       throw new RangeError('RetryBudget needs ratio >= 0, minRetriesPerSecond >= 0 and maxTokens >= 1');
     }

@@ -1,5 +1,5 @@
 import type { BackoffOptions } from './backoff';
-import type { CircuitBreaker, CircuitBreakerOptions } from './circuit-breaker';
+import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker';
 import type { Clock } from './clock';
 import type { IdempotencyKeyStore } from './key-store';
 import type { RetryBudget, RetryBudgetOptions } from './retry-budget';
@@ -58,5 +58,38 @@ export function checkOptions(options: TicketClientOptions): void {
   if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
     throw new TypeError(
       `apiKey must be a non-empty string (got ${options.apiKey === '' ? 'an empty string' : typeof options.apiKey}): pass the tenant's API key, e.g. from TICKETS_API_KEY`,
+    );
+  // A timeout of 0 would abort every attempt after it left (each write an unknown outcome), a poll of 0 would
+  // query the status in a tight loop, NaN attempts would never stop: refuse them here, where the cause is plain.
+  for (const name of ['attemptTimeoutMs', 'maxTotalTimeMs', 'statusPollMs'] as const)
+    requireNumber(name, options[name], (v) => v > 0, 'a positive number of milliseconds');
+  requireNumber(
+    'maxAttempts',
+    options.maxAttempts,
+    (v) => Number.isInteger(v) && v >= 1,
+    'a whole number >= 1 (1: no retries)',
+  );
+  for (const name of ['baseMs', 'capMs'] as const)
+    requireNumber(`backoff.${name}`, options.backoff?.[name], (v) => v >= 0, 'a number of milliseconds >= 0');
+  if (options.circuitBreaker !== undefined && !(options.circuitBreaker instanceof CircuitBreaker)) {
+    const breaker = options.circuitBreaker;
+    for (const name of ['failureThreshold', 'windowSize', 'minimumCalls', 'lostThreshold'] as const)
+      requireNumber(`circuitBreaker.${name}`, breaker[name], (v) => v >= 1, 'a number >= 1');
+    requireNumber(
+      'circuitBreaker.failureRateThreshold',
+      breaker.failureRateThreshold,
+      (v) => v > 0 && v <= 1,
+      'in (0, 1]',
+    );
+    requireNumber('circuitBreaker.coolDownMs', breaker.coolDownMs, (v) => v >= 0, 'a number of milliseconds >= 0');
+  }
+}
+
+/** `undefined` means the default; anything else must be a finite number that passes `ok`. */
+function requireNumber(name: string, value: unknown, ok: (v: number) => boolean, what: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value))
+    throw new TypeError(
+      `${name} must be ${what}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`,
     );
 }

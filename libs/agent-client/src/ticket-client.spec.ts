@@ -2,6 +2,10 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock';
 import { deriveIdempotencyKey } from './idempotency-key';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileKeyStore } from './file-key-store';
 import { InMemoryKeyStore } from './key-store';
 import { TicketClient, TicketClientOptions } from './ticket-client';
 import { PermanentError, RetryableError, UnknownOutcomeError } from './ticket-client.errors';
@@ -85,6 +89,18 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   const problem = status >= 400;
   res.writeHead(status, { 'content-type': problem ? 'application/problem+json' : 'application/json', ...headers });
   res.end(JSON.stringify(body));
+}
+
+/** The status endpoint's answer for a key whose first request stored a 201 with `body`. */
+function keyCompleted(res: ServerResponse, body: unknown = ticket()): void {
+  json(res, 200, {
+    key: 'k',
+    state: 'completed',
+    ticketId: ticket().id,
+    response: { status: 201, body },
+    createdAt: null,
+    expiresAt: null,
+  });
 }
 
 function problem(
@@ -246,9 +262,10 @@ describe('TicketClient over HTTP', () => {
     expect(server.seen).toHaveLength(1);
   });
 
-  it('after a timeout asks the status endpoint and returns the stored result without resending', async () => {
+  it('after a timeout asks the status endpoint, then sends once more under the key and takes the replay', async () => {
     server.respond((req, res) => {
-      if (req.method === 'POST') return; // processed, but the answer never comes back in time
+      if (req.method === 'POST' && server.posts.length === 1) return; // processed, but the answer never comes back in time
+      if (req.method === 'POST') return json(res, 201, ticket(), { 'idempotent-replayed': 'true' });
       json(res, 200, {
         key: 'k',
         state: 'completed',
@@ -260,11 +277,65 @@ describe('TicketClient over HTTP', () => {
     });
     const result = await client().createTicket({ title: 't' }, { intentId: 'slow' });
 
-    expect(result).toMatchObject({ outcome: 'created', confirmedBy: 'status-query', attempts: 1 });
-    expect(server.posts).toHaveLength(1);
-    const query = server.seen.find((s) => s.method === 'GET');
-    expect(query?.url).toBe(`/v1/idempotency-keys/${deriveIdempotencyKey('create', 'slow')}`);
+    expect(result).toMatchObject({ outcome: 'created', confirmedBy: 'status-query', attempts: 2 });
+    expect(server.seen.map((s) => s.method)).toEqual(['POST', 'GET', 'POST']);
+    const key = deriveIdempotencyKey('create', 'slow');
+    expect(server.seen[1].url).toBe(`/v1/idempotency-keys/${key}`);
+    expect(server.posts.map((p) => p.headers['idempotency-key'])).toEqual([`"${key}"`, `"${key}"`]); // an sf-string
     expect(events).toContainEqual(expect.objectContaining({ type: 'status-query', state: 'completed' }));
+    // The resend goes at once: it asks the server to compare, it does not retry a failure.
+    expect(events).toContainEqual(expect.objectContaining({ type: 'retry', delayMs: 0, reason: 'timeout_key_done' }));
+    expect(clock.sleeps).toEqual([]);
+  });
+
+  it('an intent sent again with a different request whose answer is lost: 422 reused, not the stored ticket', async () => {
+    // The key's stored answer is the first request's ticket. Only the server can tell whether this request is
+    // the one it stored, so the client asks it by sending this request again under the key.
+    server.respond((req, res) => {
+      if (req.method === 'POST' && server.posts.length === 1) return res.socket?.destroy();
+      if (req.method === 'POST')
+        return problem(res, 422, 'idempotency_key_reused', { retryable: false, differingFields: ['title'] });
+      keyCompleted(res, ticket({ title: 'First' }));
+    });
+    const error = await client()
+      .createTicket({ title: 'Second' }, { intentId: 'replanned' })
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({ code: 'idempotency_key_reused', status: 422 });
+    expect(server.seen.map((s) => s.method)).toEqual(['POST', 'GET', 'POST']);
+  });
+
+  it("a key past its replay window: the resend gets the server's 410 naming the ticket", async () => {
+    server.respond((req, res) => {
+      if (req.method === 'POST' && server.posts.length === 1) return res.socket?.destroy();
+      if (req.method === 'POST')
+        return problem(res, 410, 'idempotency_key_expired', { retryable: false, ticketId: ticket().id });
+      json(res, 200, { key: 'k', state: 'expired', ticketId: ticket().id, createdAt: null, expiresAt: null });
+    });
+    const error = await client()
+      .createTicket({ title: 't' }, { intentId: 'old' })
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({ code: 'idempotency_key_expired', status: 410 });
+    expect((error as PermanentError).problem?.ticketId).toBe(ticket().id);
+    expect(server.posts).toHaveLength(2);
+  });
+
+  it('when the resend after a done key loses its answer too, backs off and asks again; gives up as unknown at the cap', async () => {
+    server.respond((req, res) => {
+      if (req.method === 'POST') return res.socket?.destroy();
+      keyCompleted(res);
+    });
+    const error = await client({ maxAttempts: 3 })
+      .createTicket({ title: 't' }, { intentId: 'lossy' })
+      .catch((e: unknown) => e);
+
+    // Never confirmed for this request: not reported as created, and the caller is told to resend the same intent.
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    expect(server.seen.map((s) => s.method)).toEqual(['POST', 'GET', 'POST', 'GET', 'POST', 'GET']);
+    expect(clock.sleeps).toHaveLength(1);
   });
 
   it('after a lost connection and an unknown key, resends under the same key', async () => {
@@ -280,10 +351,25 @@ describe('TicketClient over HTTP', () => {
     expect(server.posts[0].headers['idempotency-key']).toBe(server.posts[1].headers['idempotency-key']);
   });
 
+  it('an unknown key does not make the outcome certain: the first request may still land, so a give-up is unknown', async () => {
+    server.respond((req, res) => {
+      if (req.method === 'GET') return problem(res, 404, 'idempotency_key_not_found');
+      if (server.posts.length === 1) return res.socket?.destroy();
+      problem(res, 503, 'database_unavailable', { retryable: true }); // known not to have run
+    });
+    const error = await client({ maxAttempts: 2, keyStrategy: 'random' })
+      .createTicket({ title: 't' })
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    expect(server.seen.map((s) => s.method)).toEqual(['POST', 'GET', 'POST']);
+  });
+
   it('while the first request is processing, polls the status until it completes', async () => {
     let queries = 0;
     server.respond((req, res) => {
-      if (req.method === 'POST') return res.socket?.destroy();
+      if (req.method === 'POST' && server.posts.length === 1) return res.socket?.destroy();
+      if (req.method === 'POST') return json(res, 201, ticket(), { 'idempotent-replayed': 'true' });
       queries += 1;
       if (queries < 3)
         return json(
@@ -292,18 +378,11 @@ describe('TicketClient over HTTP', () => {
           { key: 'k', state: 'processing', ticketId: null, createdAt: null, expiresAt: null },
           { 'retry-after': '1' },
         );
-      json(res, 200, {
-        key: 'k',
-        state: 'completed',
-        ticketId: ticket().id,
-        response: { status: 201, body: ticket() },
-        createdAt: null,
-        expiresAt: null,
-      });
+      keyCompleted(res);
     });
     const result = await client().createTicket({ title: 't' });
     expect(result.outcome).toBe('created');
-    expect(server.posts).toHaveLength(1);
+    expect(server.posts).toHaveLength(2); // the first, and the one the server answers from its store
     expect(clock.sleeps).toEqual([1_000, 1_000]);
   });
 
@@ -371,6 +450,33 @@ describe('TicketClient over HTTP', () => {
     ]);
     expect(new Set(server.posts.map((p) => p.headers['idempotency-key'])).size).toBe(1);
     expect(both.map((r) => r.idempotencyKey)).toEqual([both[0].idempotencyKey, both[0].idempotencyKey]);
+  });
+
+  it('random keys: two clients on one key store, or on two stores of one file, send one key for one intent at once', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'agent-client-shared-store-'));
+    try {
+      server.respond((req, res) => {
+        const first = server.posts.filter((p) => p.headers['idempotency-key'] === req.headers['idempotency-key']);
+        json(res, 201, ticket(), first.length > 1 ? { 'idempotent-replayed': 'true' } : {});
+      });
+      const shared = new InMemoryKeyStore();
+      const path = join(dir, 'keys.json');
+      for (const [a, b] of [
+        [shared, shared],
+        [new FileKeyStore(path), new FileKeyStore(path)],
+      ]) {
+        server.seen.length = 0;
+        const both = await Promise.all(
+          [a, b].map((keyStore) =>
+            client({ keyStore, keyStrategy: 'random' }).createTicket({ title: 't' }, { intentId: 'two-clients' }),
+          ),
+        );
+        expect(new Set(server.posts.map((p) => p.headers['idempotency-key'])).size).toBe(1);
+        expect(both[1].idempotencyKey).toBe(both[0].idempotencyKey);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('derived keys: the store entry goes once the intent has a definite outcome', async () => {
@@ -525,6 +631,45 @@ describe('TicketClient over HTTP', () => {
     expect(make({ baseUrl: 'http://127.0.0.1:6000', fetch })).not.toThrow();
   });
 
+  it('constructor: timings and limits that cannot work are a TypeError naming the option; undefined keeps the default', () => {
+    const make = (o: Record<string, unknown>) => () =>
+      new TicketClient({ baseUrl: server.url, apiKey: 'k', ...o } as TicketClientOptions);
+    // 0 would abort every attempt after it left, so every write would end as an unknown outcome.
+    expect(make({ attemptTimeoutMs: 0 })).toThrow(
+      new TypeError('attemptTimeoutMs must be a positive number of milliseconds, got 0'),
+    );
+    expect(make({ attemptTimeoutMs: '5000' })).toThrow(/attemptTimeoutMs must be .*, got "5000"/);
+    expect(make({ maxTotalTimeMs: -1 })).toThrow(/maxTotalTimeMs must be a positive number/);
+    expect(make({ statusPollMs: 0 })).toThrow(/statusPollMs must be a positive number/);
+    expect(make({ maxAttempts: Number.NaN })).toThrow(
+      /maxAttempts must be a whole number >= 1 \(1: no retries\), got NaN/,
+    );
+    expect(make({ maxAttempts: 0 })).toThrow(/maxAttempts must be a whole number >= 1/);
+    expect(make({ backoff: { baseMs: -5 } })).toThrow(/backoff.baseMs must be a number of milliseconds >= 0, got -5/);
+    expect(make({ circuitBreaker: { coolDownMs: Infinity } })).toThrow(/circuitBreaker.coolDownMs/);
+    expect(make({ circuitBreaker: { failureRateThreshold: 2 } })).toThrow(
+      /circuitBreaker.failureRateThreshold must be in \(0, 1\]/,
+    );
+    expect(
+      make({
+        attemptTimeoutMs: undefined,
+        maxAttempts: undefined,
+        backoff: { baseMs: undefined },
+        circuitBreaker: { coolDownMs: undefined },
+        retryBudget: { ratio: undefined },
+      }),
+    ).not.toThrow();
+  });
+
+  it('a backoff option given as undefined keeps its default (200 ms), not 1 ms', async () => {
+    server.respond((_req, res) => problem(res, 503, 'database_unavailable', { retryable: true }));
+    const random = () => 0.999;
+    await client({ backoff: { baseMs: undefined }, maxAttempts: 2, random })
+      .createTicket({ title: 't' })
+      .catch(() => undefined);
+    expect(clock.sleeps).toEqual([199]);
+  });
+
   it('stops retrying when the client-wide retry budget is spent', async () => {
     server.respond((_req, res) => problem(res, 503, 'database_unavailable', { retryable: true }));
     const c = client({
@@ -599,23 +744,23 @@ describe('TicketClient over HTTP', () => {
   });
 
   describe('breaker classification', () => {
-    const completed = (res: ServerResponse): void =>
-      json(res, 200, {
-        key: 'k',
-        state: 'completed',
-        ticketId: ticket().id,
-        response: { status: 201, body: ticket() },
-        createdAt: null,
-        expiresAt: null,
-      });
-
     it('answers lost after the server acted never open the breaker (default settings), and every call gets its ticket', async () => {
-      // Every create is processed, then its connection is cut before a byte of the answer: the status query finds the result.
-      server.respond((req, res) => (req.method === 'POST' ? res.socket?.destroy() : completed(res)));
+      // Every create is processed, then its connection is cut before a byte of the answer: the status query finds
+      // the key done, and the resend under it is answered from the server's store.
+      const keys = new Set<string | string[] | undefined>();
+      server.respond((req, res) => {
+        if (req.method !== 'POST') return keyCompleted(res);
+        const key = req.headers['idempotency-key'];
+        if (!keys.has(key)) {
+          keys.add(key);
+          return res.socket?.destroy();
+        }
+        json(res, 201, ticket(), { 'idempotent-replayed': 'true' });
+      });
       const c = client();
       for (let i = 0; i < 30; i += 1) {
         const result = await c.createTicket({ title: 't' }, { intentId: `lossy-${i}` });
-        expect(result).toMatchObject({ outcome: 'created', confirmedBy: 'status-query', attempts: 1 });
+        expect(result).toMatchObject({ outcome: 'created', confirmedBy: 'status-query', attempts: 2 });
       }
       expect(c.circuitState).toBe('closed');
       expect(events.filter((e) => e.type === 'breaker-state-change')).toEqual([]);

@@ -1,10 +1,10 @@
-import { defaultBackoff, parseRetryAfter } from './backoff';
+import { defaultBackoff, parseRetryAfter, withDefaults } from './backoff';
 import { CallRunner, CallState, eventBase } from './call-runner';
 import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
-import { failureReason, HttpResponse, toProblem } from './http-exchange';
+import { failureReason, HttpResponse } from './http-exchange';
 import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
-import { IdempotencyKeyStore, InMemoryKeyStore, oneAtATimePerIntent } from './key-store';
+import { IdempotencyKeyStore, InMemoryKeyStore, intentLockOf } from './key-store';
 import { RetryBudget } from './retry-budget';
 import { keyStoreError } from './key-store-error';
 import { PermanentError } from './ticket-client.errors';
@@ -66,13 +66,15 @@ export class TicketClient {
   private readonly breaker: CircuitBreaker;
   private readonly clock: Clock;
   private readonly runner: CallRunner;
-  private readonly perIntent = oneAtATimePerIntent();
+  /** Shared with every client of the same key store in this process. */
+  private readonly perIntent: ReturnType<typeof intentLockOf>;
 
   constructor(options: TicketClientOptions) {
     checkOptions(options);
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.keyStore = options.keyStore ?? new InMemoryKeyStore();
+    this.perIntent = intentLockOf(this.keyStore);
     this.keyStrategy = options.keyStrategy ?? 'derived';
     this.maxTotalTimeMs = options.maxTotalTimeMs ?? 30_000;
     this.clock = options.clock ?? systemClock;
@@ -87,8 +89,8 @@ export class TicketClient {
       baseUrl: this.baseUrl,
       target: { baseUrl: this.baseUrl, apiKey: this.apiKey, fetch: options.fetch ?? fetch },
       attemptTimeoutMs: options.attemptTimeoutMs ?? 10_000,
-      maxAttempts: Math.max(1, options.maxAttempts ?? 5),
-      backoff: { ...defaultBackoff, ...options.backoff },
+      maxAttempts: options.maxAttempts ?? 5,
+      backoff: withDefaults(defaultBackoff, options.backoff),
       statusPollMs: options.statusPollMs ?? 500,
       budget: this.budget,
       breaker: this.breaker,
@@ -223,6 +225,11 @@ export class TicketClient {
       throw this.runner.giveUp(state, error);
     };
 
+    // Set once the status endpoint said the key is done. Its stored answer may be another request's (an intent
+    // sent again with a different body gets 422 idempotency_key_reused when its own answer arrives), so this
+    // request is sent once more at once, under the key, and the server compares the two (the `completed` case below).
+    let keyDone = false;
+    let confirmedAtOnce = false;
     for (;;) {
       const sent = await this.runner.send(state, {
         method: 'POST',
@@ -246,7 +253,8 @@ export class TicketClient {
         }
       } else {
         if (result.status >= 200 && result.status < 300) {
-          return finish(result.status, result.body, result.headers.get('idempotent-replayed') === 'true', 'response');
+          const replayed = result.headers.get('idempotent-replayed') === 'true';
+          return finish(result.status, result.body, replayed, keyDone ? 'status-query' : 'response');
         }
         retryAfterMs = parseRetryAfter(result.headers.get('retry-after'), this.clock.now());
         retryReason = result.problem?.code ?? `http_${result.status}`;
@@ -270,37 +278,31 @@ export class TicketClient {
         const resolution = await this.runner.resolveByStatus(state, call.key);
         switch (resolution.kind) {
           case 'completed':
-            if (resolution.status >= 200 && resolution.status < 300) {
-              return finish(resolution.status, resolution.body, true, 'status-query');
-            }
-            if (resolution.status < 500) {
-              return permanent(
-                permanentFrom({
-                  status: resolution.status,
-                  body: resolution.body,
-                  problem: toProblem(resolution.status, resolution.body),
-                }),
-              );
-            }
-            retryReason = 'stored_server_error';
-            break;
           case 'expired':
-            return permanent(
-              new PermanentError({
-                code: 'idempotency_key_expired',
-                status: 410,
-                message: `Idempotency key ${call.key} is past its replay window; it made ticket ${resolution.ticketId ?? '(unknown)'}`,
-                problem: {
-                  status: 410,
-                  code: 'idempotency_key_expired',
-                  retryable: false,
-                  ticketId: resolution.ticketId ?? undefined,
-                },
-              }),
-            );
+            if (resolution.kind === 'completed' && resolution.status >= 500) {
+              retryReason = 'stored_server_error';
+              break;
+            }
+            // The server runs nothing for a key it has: it answers this request from what it stored when the
+            // two match (a replay), with 422 idempotency_key_reused when they differ, 410 past the replay window.
+            keyDone = true;
+            retryReason = `${retryReason}_key_done`;
+            if (!confirmedAtOnce) {
+              confirmedAtOnce = true;
+              this.runner.emit({
+                ...eventBase(state),
+                type: 'retry',
+                attempt: state.attempts,
+                delayMs: 0,
+                reason: retryReason,
+              });
+              continue;
+            }
+            break;
           case 'unknown':
-            // The server never saw it, or rolled it back: sending again is safe and needed.
-            state.uncertain = false;
+            // Not there now: never received, rolled back, or still on its way to the key (queued in front of it).
+            // Sending again under the key is safe and needed. The outcome stays uncertain until an answer comes: a
+            // give-up from here on is an UnknownOutcomeError, since the first request may still land.
             retryReason = `${retryReason}_not_processed`;
             break;
           case 'failed':
