@@ -167,7 +167,8 @@ export class CallRunner {
       permit = this.breaker.acquire();
       if (permit) break;
       // Open: wait out the cool-down. Half-open with the probe out: its answer decides soon, look again shortly.
-      const wait = this.breaker.retryAfterMs() || Math.min(this.attemptTimeoutMs, this.backoff.baseMs);
+      // At least 1 ms: a wait of 0 resolves at once and would starve the probe's own I/O.
+      const wait = this.breaker.retryAfterMs() || Math.max(1, Math.min(this.attemptTimeoutMs, this.backoff.baseMs));
       if (!state.persistent || this.clock.now() + wait >= state.deadline) {
         return {
           kind: 'gave-up',

@@ -38,26 +38,35 @@ const locksOfStores = new WeakMap<IdempotencyKeyStore, IntentLock>();
 const locksOfSharedStores = new Map<string, IntentLock>();
 
 /**
- * The per-intent lock of a key store, shared by every client that uses it in this process (and, for a store with
- * `sharedAs`, by every store of that name): two clients on one store that look up the same intent at once would
- * otherwise both find no key and, with random keys, make two.
+ * Runs `fn` under the per-intent lock of a key store, shared by every client that uses the store in this process
+ * (and, for a store with `sharedAs`, by every store of that name): two clients on one store that look up the same
+ * intent at once would otherwise both find no key and, with random keys, make two. Look the lock up per call: a
+ * shared store's lock is dropped while no call holds or waits for it, so a lock kept from an earlier call may no
+ * longer be the one other clients use.
  */
-export function intentLockOf(store: IdempotencyKeyStore): IntentLock {
+export function underIntentLock<T>(store: IdempotencyKeyStore, intent: string, fn: () => Promise<T>): Promise<T> {
   const name = store.sharedAs;
-  let lock = name === undefined ? locksOfStores.get(store) : locksOfSharedStores.get(name);
-  if (!lock) {
-    lock = oneAtATimePerIntent();
-    if (name === undefined) locksOfStores.set(store, lock);
-    else locksOfSharedStores.set(name, lock);
+  if (name === undefined) {
+    let lock = locksOfStores.get(store);
+    if (!lock) locksOfStores.set(store, (lock = oneAtATimePerIntent()));
+    return lock(intent, fn);
   }
-  return lock;
+  let lock = locksOfSharedStores.get(name);
+  if (!lock) {
+    const created = oneAtATimePerIntent(() => {
+      if (locksOfSharedStores.get(name) === created) locksOfSharedStores.delete(name);
+    });
+    locksOfSharedStores.set(name, (lock = created));
+  }
+  return lock(intent, fn);
 }
 
 /**
  * Runs `fn` for one intent at a time: two calls of the same intent at once would otherwise both find no key
- * and, with random keys, make two. Calls of different intents do not wait for each other.
+ * and, with random keys, make two. Calls of different intents do not wait for each other. `idle` is called when
+ * no call holds or waits for the lock any more.
  */
-function oneAtATimePerIntent(): IntentLock {
+function oneAtATimePerIntent(idle?: () => void): IntentLock {
   const tails = new Map<string, Promise<unknown>>();
   return async <T>(intent: string, fn: () => Promise<T>): Promise<T> => {
     const before = tails.get(intent) ?? Promise.resolve();
@@ -68,6 +77,7 @@ function oneAtATimePerIntent(): IntentLock {
       return await run;
     } finally {
       if (tails.get(intent) === tail) tails.delete(intent);
+      if (tails.size === 0) idle?.();
     }
   };
 }

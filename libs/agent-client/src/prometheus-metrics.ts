@@ -37,7 +37,7 @@ export function ticketClientMetrics(registry: MetricsRegistry): TicketClientEven
   );
   const retries = new Counter({
     name: 'agent_client_retries_total',
-    help: 'Waits before resending (backoff or Retry-After), by operation and reason (failure kind, problem code, http_<status>); retry rate = retries / attempts',
+    help: 'Resends, each after its wait (backoff or Retry-After; none for the one after a status query found the key done: reason <...>_key_done), by operation and reason (failure kind, problem code, http_<status>); retry rate = retries / attempts',
     labelNames: ['operation', 'reason'],
     registers,
   });

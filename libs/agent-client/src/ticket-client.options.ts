@@ -62,15 +62,21 @@ export function checkOptions(options: TicketClientOptions): void {
   // A timeout of 0 would abort every attempt after it left (each write an unknown outcome), a poll of 0 would
   // query the status in a tight loop, NaN attempts would never stop: refuse them here, where the cause is plain.
   for (const name of ['attemptTimeoutMs', 'maxTotalTimeMs', 'statusPollMs'] as const)
-    requireNumber(name, options[name], (v) => v > 0, 'a positive number of milliseconds');
-  requireNumber(
-    'maxAttempts',
-    options.maxAttempts,
-    (v) => Number.isInteger(v) && v >= 1,
-    'a whole number >= 1 (1: no retries)',
-  );
+    requireNumber(name, options[name], (v) => v > 0, 'a positive, finite number of milliseconds');
+  if (options.maxAttempts !== Infinity)
+    requireNumber(
+      'maxAttempts',
+      options.maxAttempts,
+      (v) => Number.isInteger(v) && v >= 1,
+      'a whole number >= 1 (1: no retries) or Infinity (no cap)',
+    );
   for (const name of ['baseMs', 'capMs'] as const)
-    requireNumber(`backoff.${name}`, options.backoff?.[name], (v) => v >= 0, 'a number of milliseconds >= 0');
+    requireNumber(
+      `backoff.${name}`,
+      options.backoff?.[name],
+      (v) => v > 0,
+      'a positive, finite number of milliseconds',
+    );
   if (options.circuitBreaker !== undefined && !(options.circuitBreaker instanceof CircuitBreaker)) {
     const breaker = options.circuitBreaker;
     for (const name of ['failureThreshold', 'windowSize', 'minimumCalls', 'lostThreshold'] as const)

@@ -636,16 +636,22 @@ describe('TicketClient over HTTP', () => {
       new TicketClient({ baseUrl: server.url, apiKey: 'k', ...o } as TicketClientOptions);
     // 0 would abort every attempt after it left, so every write would end as an unknown outcome.
     expect(make({ attemptTimeoutMs: 0 })).toThrow(
-      new TypeError('attemptTimeoutMs must be a positive number of milliseconds, got 0'),
+      new TypeError('attemptTimeoutMs must be a positive, finite number of milliseconds, got 0'),
     );
     expect(make({ attemptTimeoutMs: '5000' })).toThrow(/attemptTimeoutMs must be .*, got "5000"/);
-    expect(make({ maxTotalTimeMs: -1 })).toThrow(/maxTotalTimeMs must be a positive number/);
-    expect(make({ statusPollMs: 0 })).toThrow(/statusPollMs must be a positive number/);
+    expect(make({ maxTotalTimeMs: -1 })).toThrow(/maxTotalTimeMs must be a positive, finite number/);
+    expect(make({ statusPollMs: 0 })).toThrow(/statusPollMs must be a positive, finite number/);
     expect(make({ maxAttempts: Number.NaN })).toThrow(
-      /maxAttempts must be a whole number >= 1 \(1: no retries\), got NaN/,
+      /maxAttempts must be a whole number >= 1 \(1: no retries\) or Infinity \(no cap\), got NaN/,
     );
     expect(make({ maxAttempts: 0 })).toThrow(/maxAttempts must be a whole number >= 1/);
-    expect(make({ backoff: { baseMs: -5 } })).toThrow(/backoff.baseMs must be a number of milliseconds >= 0, got -5/);
+    expect(make({ maxAttempts: Infinity })).not.toThrow(); // no cap
+    expect(make({ maxTotalTimeMs: Infinity })).toThrow(/maxTotalTimeMs must be a positive, finite number/);
+    // 0 would let a persistent call spin on a half-open breaker without waiting.
+    expect(make({ backoff: { baseMs: 0 } })).toThrow(/backoff.baseMs must be a positive, finite number/);
+    expect(make({ backoff: { baseMs: -5 } })).toThrow(
+      /backoff.baseMs must be a positive, finite number of milliseconds, got -5/,
+    );
     expect(make({ circuitBreaker: { coolDownMs: Infinity } })).toThrow(/circuitBreaker.coolDownMs/);
     expect(make({ circuitBreaker: { failureRateThreshold: 2 } })).toThrow(
       /circuitBreaker.failureRateThreshold must be in \(0, 1\]/,

@@ -4,7 +4,7 @@ import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';
 import { failureReason, HttpResponse } from './http-exchange';
 import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, WriteOperation } from './idempotency-key';
-import { IdempotencyKeyStore, InMemoryKeyStore, intentLockOf } from './key-store';
+import { IdempotencyKeyStore, InMemoryKeyStore, underIntentLock } from './key-store';
 import { RetryBudget } from './retry-budget';
 import { keyStoreError } from './key-store-error';
 import { PermanentError } from './ticket-client.errors';
@@ -66,15 +66,12 @@ export class TicketClient {
   private readonly breaker: CircuitBreaker;
   private readonly clock: Clock;
   private readonly runner: CallRunner;
-  /** Shared with every client of the same key store in this process. */
-  private readonly perIntent: ReturnType<typeof intentLockOf>;
 
   constructor(options: TicketClientOptions) {
     checkOptions(options);
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.apiKey = options.apiKey;
     this.keyStore = options.keyStore ?? new InMemoryKeyStore();
-    this.perIntent = intentLockOf(this.keyStore);
     this.keyStrategy = options.keyStrategy ?? 'derived';
     this.maxTotalTimeMs = options.maxTotalTimeMs ?? 30_000;
     this.clock = options.clock ?? systemClock;
@@ -368,7 +365,8 @@ export class TicketClient {
     if (intentId === undefined) return { key: options.idempotencyKey ?? newIdempotencyKey(operation) };
     requireNonEmpty('intentId', intentId);
     const storeEntry = ticketId === undefined ? `${operation}:${intentId}` : `${operation}:${ticketId}:${intentId}`;
-    return this.perIntent(storeEntry, async () => {
+    // Clients of one store take turns per intent (see underIntentLock).
+    return underIntentLock(this.keyStore, storeEntry, async () => {
       try {
         const remembered = options.idempotencyKey === undefined ? await this.keyStore.get(storeEntry) : undefined;
         if (remembered !== undefined) return { key: remembered, storeEntry };
