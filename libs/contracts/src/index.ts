@@ -1,5 +1,5 @@
 export { CreateTicketInput, CancelTicketInput, ListTicketsQuery, Ticket, PRIORITIES, STATUSES } from './ticket';
-export { INPUT_LIMITS, IsoInstant, SafeJsonObject, SafeText, unsafeTextReason } from './text-safety';
+export { INPUT_LIMITS, IsoInstant, SafeJsonObject, SafeText, storableText, unsafeTextReason } from './text-safety';
 export {
   TicketCreatedV1,
   TicketCancelledV1,

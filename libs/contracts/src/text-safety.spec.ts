@@ -1,5 +1,5 @@
 import { CreateTicketInput, ListTicketsQuery } from './ticket';
-import { INPUT_LIMITS, IsoInstant, SafeJsonObject, SafeText, unsafeTextReason } from './text-safety';
+import { INPUT_LIMITS, IsoInstant, SafeJsonObject, SafeText, storableText, unsafeTextReason } from './text-safety';
 
 describe('text safety', () => {
   it('refuses NUL and lone surrogates, accepts well-formed pairs', () => {
@@ -9,6 +9,19 @@ describe('text safety', () => {
     expect(unsafeTextReason('\udc00\ud800')).toContain('surrogate'); // reversed pair
     expect(unsafeTextReason('fire \ud83d\udd25')).toBeNull();
     expect(SafeText.safeParse('ok').success).toBe(true);
+  });
+
+  it('storableText cuts without splitting a surrogate pair and replaces what PostgreSQL refuses', () => {
+    const fire = '\ud83d\udd25';
+    // A cut through the pair drops its high half instead of leaving it alone.
+    expect(storableText(`ab${fire}cd`, 3)).toBe('ab');
+    expect(storableText(`ab${fire}cd`, 4)).toBe(`ab${fire}`);
+    expect(storableText(fire.repeat(1001), 2001)).toBe(fire.repeat(1000));
+    expect(storableText('short', 2000)).toBe('short');
+    expect(storableText('a\u0000b\ud800c\udc00', 100)).toBe('a\ufffdb\ufffdc\ufffd');
+    for (const max of [1, 2, 3, 5, 8]) expect(unsafeTextReason(storableText(`x${fire.repeat(4)}`, max))).toBeNull();
+    // jsonb accepts what it returns; a plain slice of the same text leaves a lone surrogate.
+    expect(unsafeTextReason(`ab${fire}`.slice(0, 3))).toContain('surrogate');
   });
 
   it('walks metadata keys and values at any position', () => {

@@ -24,6 +24,23 @@ export function unsafeTextReason(s: string): string | null {
     : 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)';
 }
 
+const UNSAFE_ALL = /[\0\p{Cs}]/gu;
+const HIGH_SURROGATE_AT_END = /[\ud800-\udbff]$/;
+
+/**
+ * `s` as text PostgreSQL's text and jsonb accept, at most `max` UTF-16 code units long: NUL and lone
+ * surrogates become U+FFFD, and a cut never splits a surrogate pair (a plain `slice` can leave half of
+ * one, which jsonb refuses). For reasons and error texts written to a column.
+ */
+export function storableText(s: string, max = Infinity): string {
+  let out = UNSAFE.test(s) ? s.replace(UNSAFE_ALL, '\ufffd') : s;
+  if (out.length > max) {
+    out = out.slice(0, max);
+    if (HIGH_SURROGATE_AT_END.test(out)) out = out.slice(0, -1);
+  }
+  return out;
+}
+
 const SAFE = /^[^\0\p{Cs}]*$/u;
 const UNSAFE_TEXT = 'must not contain NUL (\\u0000) or a lone UTF-16 surrogate (\\ud800-\\udfff)';
 

@@ -1,11 +1,12 @@
 import type { MessageHandler } from '@nestjs/microservices';
 import type { Pool, PoolClient } from 'pg';
-import type { TicketEvent } from '@tickets/contracts';
-import { isDatabaseUnavailable, sqlState } from './database-errors';
+import { storableText, type TicketEvent } from '@tickets/contracts';
+import { sqlState } from './database-errors';
+import { databaseDown, errorText, kafkaFailure, TransactionAborted, unwrap, watchedControl } from './chunk-errors';
 import type { KitLogger as Logger } from './kit-logger';
 import { SpanKind, startItemSpans, type ItemSpans } from './tracing';
 import type { ConsumerMetrics } from './consumer-metrics';
-import type { BatchHandlerOptions, KitHandlerError } from './decorators';
+import type { BatchHandlerOptions } from './decorators';
 import { storableHeaders, type InvalidMessage, type ParsedEnvelope } from './envelope-parser';
 import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
 import type { KitInboxRepository, Place } from './inbox.repository';
@@ -69,7 +70,10 @@ export class ChunkProcessor {
     private readonly log?: Logger,
   ) {}
 
-  /** Returns when every message of the chunk is handled or dead-lettered; throws Abandoned or a database outage. */
+  /**
+   * Returns when every message of the chunk is handled or dead-lettered; throws Abandoned, a database
+   * outage, or a Kafka error of the chunk's heartbeats (as kafkajs threw it, so that it rejoins).
+   */
   async process(place: Place, parsed: readonly ParsedEnvelope[], control: ChunkControl): Promise<void> {
     const group = { group: place.groupId };
     const invalid: InvalidMessage[] = [];
@@ -82,12 +86,12 @@ export class ChunkProcessor {
       else if (!this.wants(m.event.type)) continue;
       else if (this.ownInbox)
         events.push({ ...m, repeats: 0 }); // the handler dedups, repeats included
-      else if (seen.has(m.event.id)) {
-        seen.get(m.event.id)!.repeats++; // a duplicate publish read in the same fetch
+      else if (seen.has(idKey(m.event.id))) {
+        seen.get(idKey(m.event.id))!.repeats++; // a duplicate publish read in the same fetch
         repeats++;
       } else {
         const v = { ...m, repeats: 0 };
-        seen.set(m.event.id, v);
+        seen.set(idKey(m.event.id), v);
         events.push(v);
       }
     }
@@ -101,23 +105,43 @@ export class ChunkProcessor {
           }
         : undefined;
     if (events.length === 0 && invalid.length === 0 && !count?.read.length) return;
+    const watched = watchedControl(control);
+    let chunkError: unknown;
     try {
-      await this.transaction(place, events, invalid, 1, control, count);
+      await this.transaction(place, events, invalid, 1, watched, count);
       return;
     } catch (err) {
-      if (databaseDown(err) || events.length === 0) throw err;
+      if (this.notTheEvents(err, place) || events.length === 0) throw err;
+      chunkError = err;
       this.log?.warn(
         { err: errorText(err), partition: place.partition, events: events.length },
         'handler failed; retrying the chunk one event at a time',
       );
       this.metrics.retries.inc(group);
     }
-    if (invalid.length > 0) await this.transaction(place, [], invalid, 1, control);
+    if (invalid.length > 0) await this.transaction(place, [], invalid, 1, watched);
     const fresh: string[] = [];
-    for (const e of events) fresh.push(...(await this.single(place, e, control)));
+    // The chunk's error is an event's own only when the chunk held that event alone.
+    const own = events.length === 1 ? { err: chunkError } : undefined;
+    for (const e of events) fresh.push(...(await this.single(place, e, watched, own)));
     // Counted after the events' own transactions: a crash in between makes the redelivered events
     // count as skipped rather than new (this slow path only; the totals re-read stay exact).
-    if (count) await this.transaction(place, [], [], 1, control, { ...count, fresh });
+    if (count) await this.transaction(place, [], [], 1, watched, { ...count, fresh });
+  }
+
+  /**
+   * Neither a handler's nor an event's failure: a database outage, or Kafka's (the membership changing
+   * under the chunk). No retry count, no dead letter: the chunk is rolled back and kafkajs re-runs it,
+   * after a rejoin for a rebalance.
+   */
+  private notTheEvents(err: unknown, place: Place): boolean {
+    if (databaseDown(err)) return true;
+    if (!kafkaFailure(err)) return false;
+    this.log?.info(
+      { err: errorText(err), partition: place.partition },
+      'Kafka heartbeat failed during a chunk; it is rolled back and read again after the rejoin',
+    );
+    return true;
   }
 
   private get ownInbox(): boolean {
@@ -130,22 +154,27 @@ export class ChunkProcessor {
     return this.handlers.byType.has(type);
   }
 
-  /** Returns the event's offset when this transaction was the first to handle it. */
-  private async single(place: Place, e: Valid, control: ChunkControl): Promise<string[]> {
+  /**
+   * Returns the event's offset when this transaction was the first to handle it. `own`: the chunk's error,
+   * when the chunk held this event alone (its first attempt); otherwise the event is tried alone at least
+   * once, so a dead letter carries its own error and never another event's.
+   */
+  private async single(place: Place, e: Valid, control: ChunkControl, own?: { err: unknown }): Promise<string[]> {
     const { maxAttempts } = this.retry;
-    let last: unknown;
-    for (let attempt = 2; attempt <= maxAttempts; attempt++) {
+    const lastAttempt = own ? maxAttempts : Math.max(2, maxAttempts);
+    let last = own?.err;
+    for (let attempt = 2; attempt <= lastAttempt; attempt++) {
       if (attempt > 2) await this.sleep(backoffMs(attempt - 2, this.retry), control);
       try {
         return await this.transaction(place, [e], [], attempt, control);
       } catch (err) {
-        if (databaseDown(err)) throw err;
+        if (this.notTheEvents(err, place)) throw err;
         last = err;
-        if (attempt < maxAttempts) this.metrics.retries.inc({ group: place.groupId });
+        if (attempt < lastAttempt) this.metrics.retries.inc({ group: place.groupId });
       }
     }
-    const reason = `handler failed ${maxAttempts} times (${e.event.type} ${e.event.id}): ${errorText(last)}`.slice(
-      0,
+    const reason = storableText(
+      `handler failed ${maxAttempts} times (${e.event.type} ${e.event.id}): ${errorText(last)}`,
       2000,
     );
     this.log?.error(
@@ -273,14 +302,14 @@ export class ChunkProcessor {
       client,
       place,
       events.map((e) => ({
-        id: e.event.id,
+        id: idKey(e.event.id),
         type: e.event.type,
         ticketId: e.event.ticketId,
         offset: e.offset,
         repeats: e.repeats,
       })),
     );
-    const todo = events.flatMap((e, i) => (fresh.has(e.event.id) ? [{ ...e, i }] : []));
+    const todo = events.flatMap((e, i) => (fresh.has(idKey(e.event.id)) ? [{ ...e, i }] : []));
     const stop = this.metrics.handlerSeconds.startTimer(group);
     if (batch && todo.length > 0) {
       const ctx = new TicketEventBatchContext([
@@ -314,7 +343,8 @@ export class ChunkProcessor {
     if (todo.length > 0) stop();
     if (count)
       await this.replays.counters.count(client, place, { ...count, fresh: count.fresh ?? todo.map((e) => e.offset) });
-    await client.query('COMMIT');
+    const done = await client.query('COMMIT');
+    if (done.command !== 'COMMIT') throw new TransactionAborted();
     this.countDone(place, todo.length, events.length - todo.length, invalid.length);
     return todo.map((e) => e.offset);
   }
@@ -327,20 +357,10 @@ export class ChunkProcessor {
   }
 }
 
-function errorText(err: unknown): string {
-  const e = unwrap(err);
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
-  if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string')
-    return (e as { message: string }).message;
-  return typeof e === 'string' ? e : JSON.stringify(e);
-}
-
-/** The handler's own error when it came through Nest's exception filter (see decorators.ts). */
-function unwrap(err: unknown): unknown {
-  return err && typeof err === 'object' && 'kitError' in err ? (err as KitHandlerError).kitError : err;
-}
-
-/** An outage is not the event's fault: no retry count, no dead letter; kafkajs re-runs the batch later. */
-function databaseDown(err: unknown): boolean {
-  return isDatabaseUnavailable(unwrap(err));
+/**
+ * An event id as PostgreSQL returns a uuid (lower case): the contracts accept either case, and the
+ * inbox's answer is matched against the event's own id.
+ */
+function idKey(id: string): string {
+  return id.toLowerCase();
 }

@@ -91,6 +91,12 @@ describe('parseEnvelope', () => {
     });
   });
 
+  it('gives a reason PostgreSQL can store when it quotes the message (V8 cuts its quote inside a surrogate pair)', () => {
+    const p = parseEnvelope(msg(`x${'\ud83d\udd25'.repeat(40)}`));
+    expect(p).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/^not JSON: /) });
+    expect((p as Extract<typeof p, { kind: 'invalid' }>).reason).not.toMatch(/\p{Cs}/u);
+  });
+
   it('stores a text that begins with base64: encoded, so that it reads back as the same bytes', () => {
     const value = 'base64:not an envelope';
     const p = parseEnvelope({ ...msg(value), headers: { note: 'base64:aGk=' } });

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { EVENT_TYPES, TicketEvent } from '@tickets/contracts';
+import { EVENT_TYPES, storableText, TicketEvent } from '@tickets/contracts';
 import { wellFormedTraceparent } from './tracing';
 
 /** The parts of a Kafka message the kit reads (kafkajs' KafkaMessage satisfies it). */
@@ -49,10 +49,12 @@ const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
  * before consumers learn them. Anything else that fails is `invalid`: permanent, dead-lettered once.
  */
 export function parseEnvelope(message: RawMessage): ParsedEnvelope {
+  // A reason may quote the message (V8's JSON.parse error cuts its quote inside a surrogate pair, a zod
+  // issue names a key): made storable, or the dead letter's jsonb would refuse it.
   const invalid = (reason: string): ParsedEnvelope => ({
     kind: 'invalid',
     offset: message.offset,
-    reason,
+    reason: storableText(reason, 2000),
     key: storable(message.key),
     value: storable(message.value),
     headers: storableHeaders(message.headers),

@@ -1,5 +1,5 @@
 import type { Message } from 'kafkajs';
-import { EVENT_HEADERS, TicketEvent } from '@tickets/contracts';
+import { EVENT_HEADERS, storableText, TicketEvent } from '@tickets/contracts';
 
 /** An unpublished outbox row as the relay claims it (`payload` is the jsonb column as text). */
 export interface OutboxRow {
@@ -46,7 +46,7 @@ export function buildOutboundMessage(row: OutboxRow): BuildResult {
   const parsed = TicketEvent.safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    return { ok: false, reason: `invalid_envelope: ${issues}`.slice(0, 1000) };
+    return { ok: false, reason: storableText(`invalid_envelope: ${issues}`, 1000) };
   }
   const event = parsed.data;
   const mismatches = [

@@ -38,4 +38,9 @@ describe('classifyPublishError', () => {
     expect(describePublishError(protocol('MESSAGE_TOO_LARGE'))).toBe('broker says MESSAGE_TOO_LARGE');
     expect(describePublishError(wrap(protocol('INVALID_RECORD')))).toBe('broker says INVALID_RECORD');
   });
+
+  it('cuts a long description at 500 code units without leaving half a surrogate pair (last_error, reason)', () => {
+    const text = describePublishError(new Error(`${'x'.repeat(499)}\ud83d\udd25 and more`));
+    expect(text).toBe('x'.repeat(499));
+  });
 });

@@ -1,3 +1,4 @@
+import { storableText } from '@tickets/contracts';
 import { kafkaErrorType } from '@tickets/kafka';
 
 /**
@@ -31,5 +32,5 @@ export function classifyPublishError(error: unknown): PublishErrorKind {
 export function describePublishError(error: unknown): string {
   const type = kafkaErrorType(error);
   const message = error instanceof Error ? error.message : String(error);
-  return (type && !message.includes(type) ? `${type}: ${message}` : message).slice(0, 500);
+  return storableText(type && !message.includes(type) ? `${type}: ${message}` : message, 500);
 }
