@@ -124,6 +124,14 @@ export function explain(err: unknown, t?: Partial<Target>): string {
     return `Kafka at ${t?.brokers?.join(',') ?? '?'} failed (${e.name}: ${msg}): check --brokers / KAFKA_BROKERS and that the broker is up`;
   if (e?.code === '42P01' || e?.code === '3F000')
     return `${msg}: the kit's tables are missing; run \`${BIN} migrate\` first`;
+  if (e?.code === '42501') {
+    const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
+    return (
+      `${msg} (42501, at ${host}): the role in --database-url / DATABASE_URL lacks a privilege. \`${BIN} migrate\` needs ` +
+      `CREATE on the database (or run it as the owner of the kit's schema); the other commands need USAGE on that ` +
+      `schema and SELECT, INSERT, UPDATE, DELETE on its tables`
+    );
+  }
   return msg;
 }
 

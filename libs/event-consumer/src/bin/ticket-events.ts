@@ -1,6 +1,17 @@
 #!/usr/bin/env node
 // `ticket-events`: the consumer kit's command line (npx ticket-events --help).
-import { BIN, EXIT, Usage, commandHelp, explain, parse, type Command, type Io } from './bin-support';
+import {
+  BIN,
+  EXIT,
+  Usage,
+  commandHelp,
+  explain,
+  parse,
+  target,
+  type Command,
+  type Io,
+  type Target,
+} from './bin-support';
 import { deadLettersCommand } from './dead-letters.command';
 import { migrateCommand } from './migrate.command';
 import { replayCommand } from './replay.command';
@@ -52,8 +63,17 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io.err(`${BIN} ${name}: ${e.message}. Run \`${BIN} ${name} --help\`.`);
       return EXIT.usage;
     }
-    io.err(`${BIN} ${name}: ${explain(e)}`);
+    io.err(`${BIN} ${name}: ${explain(e, targetOf(parsed.values))}`);
     return EXIT.failed;
+  }
+}
+
+/** Where the command went (flags over the environment), to name it in an error; nothing if it cannot be read. */
+function targetOf(values: Parameters<typeof target>[0]): Partial<Target> | undefined {
+  try {
+    return target(values, {});
+  } catch {
+    return undefined;
   }
 }
 
