@@ -67,7 +67,11 @@ const EnvSchema = z.object({
   KAFKA_CLIENT_ID: z.string().default('tickets'),
   TICKET_EVENTS_TOPIC: z.string().min(1).default('ticket-events'),
   TICKET_EVENTS_PARTITIONS: z.coerce.number().int().min(1).default(6),
-  /** retention.ms the relay gives the topic when it creates it (the consumer's INBOX_RETENTION must be >= this). */
+  /**
+   * retention.ms the relay gives the topic when it creates it. The consumer's INBOX_RETENTION must be at least this
+   * (checked here) plus the topic's segment.ms and 5 minutes (checked by the consumer at start: a record outlives
+   * retention.ms by up to segment.ms).
+   */
   TICKET_EVENTS_RETENTION: duration('7d'),
   RELAY_ENABLED: bool(true),
   /** Outbox rows claimed per relay round (and messages per producer send). */

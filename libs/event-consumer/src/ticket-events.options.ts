@@ -48,8 +48,8 @@ export interface TicketEventsOptions {
   retryBaseMs?: number;
   retryMaxDelayMs?: number;
   /**
-   * How long the inbox keeps an event id (default 30 days; must be at least the topic's retention.ms,
-   * checked at start) and how often it is purged (default 1 hour).
+   * How long the inbox keeps an event id (default 30 days; must be at least the topic's retention.ms plus its
+   * segment.ms and 5 minutes, checked at start) and how often it is purged (default 1 hour).
    */
   inbox?: { retentionMs?: number; purgeIntervalMs?: number };
   /**

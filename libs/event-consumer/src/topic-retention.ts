@@ -1,10 +1,16 @@
 import { ConfigResourceTypes, type Kafka } from 'kafkajs';
 import type { KitLogger as Logger } from './kit-logger';
 
+/** Kafka's default log.retention.check.interval.ms: a segment past retention waits up to this long for deletion. */
+const RETENTION_CHECK_MS = 5 * 60_000;
+
 /**
- * Waits for the topic (the outbox relay creates it), then refuses to start when the topic keeps
- * messages longer than the inbox keeps event ids: a replay would then reach events the inbox has
- * forgotten and handle them a second time. Kafka owns retention.ms, so the kit can only refuse.
+ * Waits for the topic (the outbox relay creates it), then refuses to start when the topic may keep a
+ * message longer than the inbox keeps event ids: a replay would then reach events the inbox has
+ * forgotten and handle them a second time. Kafka deletes a segment only once its newest record is past
+ * retention.ms, and rolls the active segment after segment.ms at the latest, so a record can outlive
+ * retention.ms by up to segment.ms (plus the broker's retention check); a compacted topic keeps a key's
+ * last record for ever. Kafka owns those settings, so the kit can only refuse.
  */
 export async function checkTopicRetention(
   kafka: Kafka,
@@ -23,16 +29,38 @@ export async function checkTopicRetention(
     }
     const res = await admin.describeConfigs({
       includeSynonyms: false,
-      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }],
+      resources: [
+        { type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms', 'segment.ms', 'cleanup.policy'] },
+      ],
     });
-    const value = res.resources[0]?.configEntries.find((c) => c.configName === 'retention.ms')?.configValue;
-    const topicMs = value === undefined ? undefined : Number(value);
-    if (topicMs !== undefined && (topicMs < 0 || topicMs > inboxRetentionMs)) {
-      throw new Error(
-        `topic ${topic} keeps messages for ${topicMs < 0 ? 'ever' : `${topicMs} ms`} but the inbox keeps event ids for ${inboxRetentionMs} ms: ` +
-          'a replay would handle the oldest events a second time. Raise inbox.retentionMs (INBOX_RETENTION) or lower the topic retention.ms.',
+    const config = (name: string) =>
+      res.resources[0]?.configEntries.find((c) => c.configName === name)?.configValue ?? undefined;
+    const refuse = (kept: string, fix: string) =>
+      new Error(
+        `topic ${topic} ${kept} but the inbox keeps event ids for ${inboxRetentionMs} ms: a replay would handle the ` +
+          `oldest events a second time. ${fix}`,
       );
-    }
+    const policy = config('cleanup.policy') ?? 'delete';
+    if (!policy.split(',').includes('delete'))
+      throw refuse(
+        `is compacted (cleanup.policy=${policy}), so it keeps a record per key for ever,`,
+        'Consume a topic with cleanup.policy=delete.',
+      );
+    const retentionMs = Number(config('retention.ms') ?? NaN);
+    if (Number.isNaN(retentionMs)) return; // not readable: nothing to compare
+    if (retentionMs < 0)
+      throw refuse(
+        'keeps messages for ever',
+        'Raise inbox.retentionMs (INBOX_RETENTION) or set the topic retention.ms.',
+      );
+    const segmentMs = Number(config('segment.ms') ?? 0) || 0;
+    const keptMs = retentionMs + segmentMs + RETENTION_CHECK_MS;
+    if (keptMs > inboxRetentionMs)
+      throw refuse(
+        `may keep a message for ${keptMs} ms (retention.ms ${retentionMs} + segment.ms ${segmentMs}: a segment goes ` +
+          `only once its newest record is past retention.ms; + ${RETENTION_CHECK_MS} ms for the broker's retention check)`,
+        `Raise inbox.retentionMs (INBOX_RETENTION) to at least ${keptMs} ms, or lower the topic's retention.ms or segment.ms.`,
+      );
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
