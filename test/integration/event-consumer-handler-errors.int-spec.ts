@@ -27,22 +27,23 @@ const SWALLOW = 'swallows a failed statement';
 const POISON = 'always throws';
 const LONG = 'throws a long error';
 
-/** The error of a LONG ticket: the dead letter's 2000-character cut falls inside a surrogate pair. */
-function longError(event: TicketCreatedV1, maxAttempts: number): string {
-  const prefix = `handler failed ${maxAttempts} times (${event.type} ${event.id}): Error: `;
+/** The error of a LONG ticket tried `tries` times: the dead letter's 2000-character cut falls inside a surrogate pair. */
+function longError(event: TicketCreatedV1, tries: number): string {
+  const prefix = `handler failed ${tries} times (${event.type} ${event.id}): Error: `;
   return `${prefix.length % 2 === 0 ? 'x' : ''}${'\ud83d\udd25'.repeat(1100)}`;
 }
 
 @Controller()
 class Misbehaving {
   static readonly attempts = new Map<string, number>();
-  static maxAttempts = 3;
+  /** Tries an event of a chunk of several gets before its dead letter: the chunk's, then at least one alone. */
+  static inChunk = 3;
 
   @OnTicketEvent('ticket.created.v1')
   async created(@Payload() event: TicketCreatedV1, @Ctx() ctx: TicketEventContext): Promise<void> {
     Misbehaving.attempts.set(event.id, ctx.attempt);
     if (event.data.title === POISON) throw new Error('this handler cannot take the ticket');
-    if (event.data.title === LONG) throw new Error(longError(event, Misbehaving.maxAttempts));
+    if (event.data.title === LONG) throw new Error(longError(event, Misbehaving.inChunk));
     await ctx.tx.query(
       'INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)',
       [ctx.groupId, event.id, event.ticketId, ctx.partition],
@@ -59,6 +60,7 @@ describe.each([
   { maxAttempts: 3, label: 'maxAttempts 3' },
   { maxAttempts: 1, label: 'maxAttempts 1' },
 ])('event consumer kit: failing handlers ($label)', ({ maxAttempts }) => {
+  const inChunk = Math.max(2, maxAttempts);
   const topic = uniqueName('kit-errors');
   const groupId = uniqueName('kit-errors-group');
   const tenantId = randomUUID();
@@ -68,7 +70,7 @@ describe.each([
   let server: TicketEventsServer;
 
   const start = async (options: TicketEventsOptions) => {
-    Misbehaving.maxAttempts = maxAttempts;
+    Misbehaving.inChunk = inChunk;
     server = new TicketEventsServer(options);
     app = await NestFactory.createMicroservice(MisbehavingModule, { strategy: server, logger: false });
     await app.listen();
@@ -128,12 +130,12 @@ describe.each([
         offset: before + 1,
         reason: expect.stringMatching(
           new RegExp(
-            `^handler failed ${maxAttempts} times \\(ticket.created.v1 ${swallowed.id}\\): TransactionAborted: .*COMMIT.*SAVEPOINT`,
+            `^handler failed ${inChunk} times \\(ticket.created.v1 ${swallowed.id}\\): TransactionAborted: .*COMMIT.*SAVEPOINT`,
           ),
         ),
       },
     ]);
-    expect(Misbehaving.attempts.get(swallowed.id)).toBe(Math.max(2, maxAttempts));
+    expect(Misbehaving.attempts.get(swallowed.id)).toBe(inChunk);
     // Nothing of it counts as applied: neither its effect nor its inbox row (a requeue or replay applies it).
     expect(await effects([swallowed.id])).toEqual([]);
     expect(await inboxRows([swallowed.id])).toBe(0);
@@ -153,11 +155,12 @@ describe.each([
     await fx.producer.send({ topic, messages: [toMessage(alone, 0)] });
     await eventually(committed, (o) => o === before + 4, 30_000, 'offset past the lone event committed');
 
-    const own = (e: TicketCreatedV1) =>
-      `handler failed ${maxAttempts} times (ticket.created.v1 ${e.id}): Error: this handler cannot take the ticket`;
+    const own = (e: TicketCreatedV1, tries: number) =>
+      `handler failed ${tries} times (ticket.created.v1 ${e.id}): Error: this handler cannot take the ticket`;
+    // The reason counts every try: in a chunk of several, the chunk's and at least one alone.
     expect((await deadLetters()).filter((d) => d.offset >= before)).toEqual([
-      { offset: before + 1, reason: own(poison) },
-      { offset: before + 3, reason: own(alone) },
+      { offset: before + 1, reason: own(poison, inChunk) },
+      { offset: before + 3, reason: own(alone, maxAttempts) },
     ]);
     expect((await effects([ok1.id, ok2.id])).sort()).toEqual([ok1.id, ok2.id].sort());
   });
@@ -170,7 +173,7 @@ describe.each([
     await eventually(committed, (o) => o === before + 2, 30_000, 'offsets past the long error committed');
 
     const [dead] = (await deadLetters()).filter((d) => d.offset === before);
-    const full = `handler failed ${maxAttempts} times (ticket.created.v1 ${long.id}): Error: ${longError(long, maxAttempts)}`;
+    const full = `handler failed ${inChunk} times (ticket.created.v1 ${long.id}): Error: ${longError(long, inChunk)}`;
     expect(dead.reason).toBe(full.slice(0, 1999));
     expect(await effects([after.id])).toEqual([after.id]);
   });

@@ -40,13 +40,16 @@ describe('loadConfig cross-field checks', () => {
     expect(loadConfig({ NOTIFY_TIMEOUT: '30s', NOTIFY_LEASE: '31s' }).notifier.leaseMs).toBe(31_000);
   });
 
-  it('INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION', () => {
+  it('INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION + 7d5m (Kafka keeps a record up to segment.ms longer)', () => {
     rejects({ TICKET_EVENTS_RETENTION: '40d' }, /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/);
+    rejects({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '14d' }, /TICKET_EVENTS_RETENTION \+ 7d5m/);
+    expect(loadConfig({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '20165m' }).inbox.retentionMs).toBe(
+      14 * 86_400_000 + 300_000,
+    );
     rejects(
       { TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '6d' },
       /INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION/,
     );
-    expect(loadConfig({ TICKET_EVENTS_RETENTION: '7d', INBOX_RETENTION: '7d' }).inbox.retentionMs).toBe(7 * 86_400_000);
   });
 
   it('RECONCILE_INTERVAL: a duration, hourly by default, 0 or off to disable', () => {

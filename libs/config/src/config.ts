@@ -7,6 +7,10 @@ import { WebhookSecretKeysEnvSchema, webhookSecretKeyring, type WebhookSecretKey
 import { ConfigError } from './config-error';
 import { EdgeEnvSchema, edgeConfig, type EdgeConfig } from './edge-config';
 
+/** Kafka's default segment.ms (log.roll.hours=168) and log.retention.check.interval.ms: how long a record may outlive retention.ms. */
+const KAFKA_DEFAULT_SEGMENT_MS = 7 * 86_400_000;
+const KAFKA_RETENTION_CHECK_MS = 5 * 60_000;
+
 export { ConfigError, type EdgeConfig };
 
 const bool = (fallback: boolean) =>
@@ -69,8 +73,8 @@ const EnvSchema = z.object({
   TICKET_EVENTS_PARTITIONS: z.coerce.number().int().min(1).default(6),
   /**
    * retention.ms the relay gives the topic when it creates it. The consumer's INBOX_RETENTION must be at least this
-   * (checked here) plus the topic's segment.ms and 5 minutes (checked by the consumer at start: a record outlives
-   * retention.ms by up to segment.ms).
+   * plus the topic's segment.ms and 5 minutes (a record outlives retention.ms by up to segment.ms): checked here with
+   * Kafka's default segment.ms, and by the consumer at start with the topic's own.
    */
   TICKET_EVENTS_RETENTION: duration('7d'),
   RELAY_ENABLED: bool(true),
@@ -335,9 +339,9 @@ function crossFieldChecks(e: Env): void {
   if (e.ADMIN_TOKEN && e.ADMIN_PORT !== 0 && e.ADMIN_PORT === e.PORT && e.ADMIN_HOST === e.HOST) {
     fail('ADMIN_PORT must differ from PORT (the ops console has a listener of its own).');
   }
-  if (e.INBOX_RETENTION < e.TICKET_EVENTS_RETENTION) {
+  if (e.INBOX_RETENTION < e.TICKET_EVENTS_RETENTION + KAFKA_DEFAULT_SEGMENT_MS + KAFKA_RETENTION_CHECK_MS) {
     fail(
-      'INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION (a replay of the oldest retained events would find no inbox row and notify again).',
+      'INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION + 7d5m: Kafka keeps a record until its segment, rolled after segment.ms (7 d by default), is past retention.ms, plus its 5 min retention check; a replay of the oldest retained events would otherwise find no inbox row and notify again.',
     );
   }
 }

@@ -174,7 +174,7 @@ export class ChunkProcessor {
       }
     }
     const reason = storableText(
-      `handler failed ${maxAttempts} times (${e.event.type} ${e.event.id}): ${errorText(last)}`,
+      `handler failed ${lastAttempt} times (${e.event.type} ${e.event.id}): ${errorText(last)}`,
       2000,
     );
     this.log?.error(

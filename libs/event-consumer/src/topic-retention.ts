@@ -3,6 +3,8 @@ import type { KitLogger as Logger } from './kit-logger';
 
 /** Kafka's default log.retention.check.interval.ms: a segment past retention waits up to this long for deletion. */
 const RETENTION_CHECK_MS = 5 * 60_000;
+/** Kafka's default segment.ms (log.roll.hours=168). */
+const DEFAULT_SEGMENT_MS = 7 * 86_400_000;
 
 /**
  * Waits for the topic (the outbox relay creates it), then refuses to start when the topic may keep a
@@ -53,7 +55,8 @@ export async function checkTopicRetention(
         'keeps messages for ever',
         'Raise inbox.retentionMs (INBOX_RETENTION) or set the topic retention.ms.',
       );
-    const segmentMs = Number(config('segment.ms') ?? 0) || 0;
+    // Not reported: Kafka's default (log.roll.hours=168).
+    const segmentMs = Number(config('segment.ms') ?? DEFAULT_SEGMENT_MS) || DEFAULT_SEGMENT_MS;
     const keptMs = retentionMs + segmentMs + RETENTION_CHECK_MS;
     if (keptMs > inboxRetentionMs)
       throw refuse(
