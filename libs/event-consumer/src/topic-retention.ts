@@ -53,7 +53,7 @@ export async function checkTopicRetention(
     if (retentionMs < 0)
       throw refuse(
         'keeps messages for ever',
-        'Raise inbox.retentionMs (INBOX_RETENTION) or set the topic retention.ms.',
+        "No inbox retention covers that: give the topic a retention.ms (the relay's TICKET_EVENTS_RETENTION, 7 d by default).",
       );
     // Not reported: Kafka's default (log.roll.hours=168).
     const segmentMs = Number(config('segment.ms') ?? DEFAULT_SEGMENT_MS) || DEFAULT_SEGMENT_MS;
