@@ -15,7 +15,7 @@ import {
 } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
-import { EFFECTS_DDL } from '../support/kit-example';
+import { deleteKitRows, EFFECTS_DDL } from '../support/kit-example';
 import { kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
@@ -72,8 +72,7 @@ describe('event consumer kit: a batch handler that owns the inbox (one statement
 
   afterAll(async () => {
     await app?.close();
-    for (const t of ['kit_test_effects', 'ticket_events.inbox_events', 'ticket_events.consumer_dead_letters'])
-      await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
+    await deleteKitRows(db, groupId);
     await db.end();
     await fx?.close();
   });

@@ -1,5 +1,6 @@
 // A consumer built from nothing but the kit's public API (@tickets/event-consumer) and Nest itself:
 // the worked example of docs/consuming.md, used by the kit's tests in process and as a child process.
+import type { Pool } from 'pg';
 import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
@@ -44,5 +45,11 @@ export async function startExample(options: TicketEventsOptions) {
 }
 
 /** The effects table of the example (test-only, created by the tests). */
+/** Deletes what a test's group left: its effect rows, inbox rows and dead letters. */
+export async function deleteKitRows(db: Pool, groupId: string): Promise<void> {
+  for (const t of ['kit_test_effects', 'ticket_events.inbox_events', 'ticket_events.consumer_dead_letters'])
+    await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
+}
+
 export const EFFECTS_DDL = `CREATE TABLE IF NOT EXISTS kit_test_effects (
   group_id text NOT NULL, event_id uuid NOT NULL, ticket_id uuid NOT NULL, partition int NOT NULL, at timestamptz NOT NULL DEFAULT now())`;

@@ -7,14 +7,6 @@ export interface BackoffOptions {
 
 export const defaultBackoff: BackoffOptions = { baseMs: 200, capMs: 10_000 };
 
-/** `options` over `defaults`, where an option given as `undefined` keeps its default (a spread would not). */
-export function withDefaults<T extends object>(defaults: T, options: Partial<T> | undefined): T {
-  const out = { ...defaults };
-  for (const [name, value] of Object.entries(options ?? {}))
-    if (value !== undefined) (out as Record<string, unknown>)[name] = value;
-  return out;
-}
-
 /**
  * "Full jitter" (AWS architecture blog): a uniform draw in [0, min(cap, base * 2^retryIndex)).
  * Spreading retries over the whole window is what keeps a fleet of clients that failed together

@@ -1,4 +1,4 @@
-import { withDefaults } from './backoff';
+import { withDefaults } from './with-defaults';
 export type CircuitState = 'closed' | 'open' | 'half-open';
 
 export interface CircuitBreakerOptions {

@@ -1,4 +1,4 @@
-import { withDefaults } from './backoff';
+import { withDefaults } from './with-defaults';
 export interface RetryBudgetOptions {
   /** Tokens earned per first attempt: 0.1 lets retries add at most ~10% to the load. Default 0.1. */
   ratio: number;

@@ -1,4 +1,5 @@
-import { defaultBackoff, parseRetryAfter, withDefaults } from './backoff';
+import { defaultBackoff, parseRetryAfter } from './backoff';
+import { withDefaults } from './with-defaults';
 import { CallRunner, CallState, eventBase } from './call-runner';
 import { CircuitBreaker } from './circuit-breaker';
 import { Clock, systemClock } from './clock';

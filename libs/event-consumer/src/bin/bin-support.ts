@@ -110,6 +110,7 @@ export function timeBound(text: string, flag: string): Date {
 export function explain(err: unknown, t?: Partial<Target>): string {
   const e = err as { code?: string; name?: string; message?: string };
   const msg = e?.message ?? String(err);
+  const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
   if (
     e?.code === 'ECONNREFUSED' ||
     e?.code === 'ENOTFOUND' ||
@@ -117,7 +118,6 @@ export function explain(err: unknown, t?: Partial<Target>): string {
     e?.code === '28P01' ||
     e?.code === '28000'
   ) {
-    const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
     return `cannot use PostgreSQL at ${host} (${e.code}: ${msg}): check --database-url / DATABASE_URL and that the server is up`;
   }
   if (/^KafkaJS/.test(e?.name ?? ''))
@@ -125,7 +125,6 @@ export function explain(err: unknown, t?: Partial<Target>): string {
   if (e?.code === '42P01' || e?.code === '3F000')
     return `${msg}: the kit's tables are missing; run \`${BIN} migrate\` first`;
   if (e?.code === '42501') {
-    const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
     return (
       `${msg} (42501, at ${host}): the role in --database-url / DATABASE_URL lacks a privilege. \`${BIN} migrate\` needs ` +
       `CREATE on the database (or run it as the owner of the kit's schema); the other commands need USAGE on that ` +
