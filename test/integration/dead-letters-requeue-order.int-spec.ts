@@ -1,9 +1,10 @@
 // The order of a consumer dead-letter requeue, on the real broker and PostgreSQL: a kit consumer whose
-// handler's table is missing dead-letters a ticket's created and two cancels (offsets in order); once
-// the table exists, `ticket-events dead-letters requeue --reason` (the kit's bin, in process) produces
-// them again in the order they had in the partition, and the handler applies the create first. A partial
-// requeue (`npm run cli -- dead-letters requeue --kind consumer --limit 2`, the service's path) takes
-// the oldest ones, so it never sends a later event of a ticket ahead of an earlier one still dead.
+// handler's table is missing dead-letters a ticket's created, and holds its two cancels behind it
+// (offsets in order); once the table exists, `ticket-events dead-letters requeue --reason` (the kit's
+// bin, in process), which matches the created alone, produces it and the two held behind it again in the
+// order they had in the partition, and the handler applies the create first. A partial requeue (`npm run
+// cli -- dead-letters requeue --kind consumer --limit 1`, the service's path) takes the oldest one with
+// the events held behind it, so it never sends a later event of a ticket ahead of an earlier one still dead.
 import { randomUUID } from 'node:crypto';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -94,9 +95,9 @@ const applied = async (name: string) =>
 
 const deadLetters = async (ticketId: string) =>
   (
-    await db.query<{ id: string; offset: string; eventId: string; resolution: string | null }>(
-      `SELECT id::text, "offset"::text, value::jsonb->>'id' AS "eventId", resolution
-         FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND key = $2 ORDER BY "offset"`,
+    await db.query<{ id: string; offset: string; eventId: string; cause: string; resolution: string | null }>(
+      `SELECT id::text, "offset"::text, value::jsonb->>'id' AS "eventId", cause, resolution
+         FROM ticket_events.consumer_dead_letters d WHERE group_id = $1 AND key = $2 ORDER BY d."offset"`,
       [groupId, ticketId],
     )
   ).rows;
@@ -118,12 +119,12 @@ async function expectAppliedInOrder(table: string, events: TicketEvent[]): Promi
     () => applied(table),
     (rows) => rows.length === events.length,
     30_000,
-    'the three applied',
+    `the ${events.length} applied`,
   );
   expect(await applied(table)).toEqual(events.map((e) => ({ event_id: e.id, type: e.type })));
 }
 
-/** A ticket's created and two cancels, published in that order to partition 0, then dead-lettered. */
+/** A ticket's created and two cancels, published in that order to partition 0: the created dead, the cancels held. */
 async function deadLetteredTicket(): Promise<{ ticketId: string; events: TicketEvent[]; first: number }> {
   const created = ticketCreated(tenantId);
   const events: TicketEvent[] = [created, ticketCancelled(created), ticketCancelled(created)];
@@ -135,9 +136,9 @@ async function deadLetteredTicket(): Promise<{ ticketId: string; events: TicketE
     30_000,
     'the three events dead-lettered',
   );
-  expect((await deadLetters(created.ticketId)).map((r) => [Number(r.offset), r.eventId, r.resolution])).toEqual(
-    events.map((e, i) => [first + i, e.id, null]),
-  );
+  expect(
+    (await deadLetters(created.ticketId)).map((r) => [Number(r.offset), r.eventId, r.cause, r.resolution]),
+  ).toEqual(events.map((e, i) => [first + i, e.id, i === 0 ? 'handler_failed' : 'held', null]));
   return { ticketId: created.ticketId, events, first };
 }
 
@@ -197,10 +198,11 @@ it('ticket-events dead-letters requeue --reason produces them again in their par
     events.map((_e, i) => byOffset.get(first + i)?.headers),
   );
   expect(byOffset.get(to)?.headers).toMatchObject({ 'event-id': events[0].id, 'event-type': events[0].type });
+  const head = (await deadLetters(ticketId))[0].id;
   expect(out).toEqual(
     events.map(
       (e, i) =>
-        `requeued: produced the stored message (event ${e.id}) to ${topic}[0]@${to + i} with key ${ticketId}; every group reads it, and one that already processed the event skips it`,
+        `requeued: produced the stored message (event ${e.id}) to ${topic}[0]@${to + i} with key ${ticketId}; every group reads it, and one that already processed the event skips it${i === 0 ? '' : ` (held behind ${head}, an earlier event of its ticket: produced after it)`}`,
     ),
   );
 
@@ -208,26 +210,31 @@ it('ticket-events dead-letters requeue --reason produces them again in their par
   expect((await deadLetters(ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', 'requeued']);
 });
 
-it('a requeue with --limit takes the oldest dead letters (dead-letters requeue --kind consumer, the service path)', async () => {
+it('a requeue with --limit takes the oldest dead letters with the events held behind them (dead-letters requeue --kind consumer, the service path)', async () => {
   const table = missingTable();
-  const { ticketId, events, first } = await deadLetteredTicket();
+  const { events, first } = await deadLetteredTicket();
+  const other = await deadLetteredTicket();
   await createTable(table);
-  const to = first + events.length;
+  const to = other.first + other.events.length;
   const cli = (...argv: string[]) => deadLettersCommand(prisma, 'requeue', '--kind', 'consumer', ...argv);
 
-  const part = await cli('--ticket', ticketId, '--limit', '2', '--by', 'order-test', '--json');
+  // The oldest dead letter is the first ticket's created: the two cancels held behind it go with it.
+  const reason = `relation "${table}" does not exist`;
+  const part = await cli('--reason', reason, '--limit', '1', '--by', 'order-test', '--json');
   expect(part.code).toBe(0);
   expect(part.json().results.map((r: { outcome: string; message: string }) => [r.outcome, r.message])).toEqual(
-    events
-      .slice(0, 2)
-      .map((e, i) => ['requeued', expect.stringContaining(`(event ${e.id}) to ${topic}[0]@${to + i} `)]),
+    events.map((e, i) => ['requeued', expect.stringContaining(`(event ${e.id}) to ${topic}[0]@${to + i} `)]),
   );
-  const rest = await cli('--ticket', ticketId, '--by', 'order-test', '--json');
-  expect(rest.json().results.map((r: { message: string }) => r.message)).toEqual([
-    expect.stringContaining(`(event ${events[2].id}) to ${topic}[0]@${to + 2} `),
-  ]);
+  expect((await deadLetters(other.ticketId)).map((r) => r.resolution)).toEqual([null, null, null]);
+  const rest = await cli('--reason', reason, '--by', 'order-test', '--json');
+  expect(rest.json().results.map((r: { message: string }) => r.message)).toEqual(
+    other.events.map((e, i) => expect.stringContaining(`(event ${e.id}) to ${topic}[0]@${to + 3 + i} `)),
+  );
 
   const byOffset = await topicByOffset();
-  expect(events.map((_e, i) => byOffset.get(to + i)?.id)).toEqual(events.map((e) => e.id));
-  await expectAppliedInOrder(table, events);
+  expect([...events, ...other.events].map((_e, i) => byOffset.get(to + i)?.id)).toEqual(
+    [...events, ...other.events].map((e) => e.id),
+  );
+  expect(first).toBeLessThan(other.first);
+  await expectAppliedInOrder(table, [...events, ...other.events]);
 });

@@ -75,14 +75,28 @@ it('refuses a schema whose recorded step has another checksum (migrated by a dif
   );
 });
 
-it('a schema at version 1 (an earlier kit) gets step 2 alone; step 1 keeps the text and checksum it shipped with', async () => {
+it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keeps the text and checksum it shipped with', async () => {
   // Step 1 as the first kit shipped it: a later kit never edits it (deployments recorded this checksum).
   expect(checksumOf(KIT_MIGRATIONS[0])).toBe('e3ad02dd431e2dfca039fb03341f571ee21f07c7cd05cf4b58a22d83e75dad37');
-  expect(KIT_MIGRATIONS.map((m) => `${m.version} ${m.name}`)).toEqual(['1 kit_tables', '2 replay_pauses']);
+  expect(checksumOf(KIT_MIGRATIONS[1])).toBe('3d9495f4536b8932dbfabac0c0c5b33cc173b94451a843ba2bb841662b523a89');
+  expect(KIT_MIGRATIONS.map((m) => `${m.version} ${m.name}`)).toEqual([
+    '1 kit_tables',
+    '2 replay_pauses',
+    '3 dead_letter_holds',
+  ]);
   await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
-  // What the first kit left: step 1 only.
+  // What the first kit left: step 1 only, with a handler's dead letter and an invalid message in it.
   await db.query('DROP TABLE earlier_kit.replay_pauses');
-  await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version = 2');
+  await db.query('DROP INDEX earlier_kit.consumer_dead_letters_holding_idx');
+  await db.query('DROP TRIGGER consumer_dead_letters_cause ON earlier_kit.consumer_dead_letters');
+  await db.query('DROP FUNCTION earlier_kit.consumer_dead_letter_cause()');
+  await db.query('ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by');
+  await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version > 1');
+  await db.query(
+    `INSERT INTO earlier_kit.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason)
+     VALUES ('g', 't', 0, 1, 'k', '{}', 'handler failed 5 times (ticket.created.v1 x): boom'),
+            ('g', 't', 0, 2, 'k', '{', 'not JSON: Unexpected end of JSON input')`,
+  );
   const before = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations');
   const options = {
     brokers: TEST_KAFKA_BROKERS,
@@ -95,15 +109,44 @@ it('a schema at version 1 (an earlier kit) gets step 2 alone; step 1 keeps the t
   const refused = new TicketEventsServer(options);
   const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
   expect((err as Error).message).toContain(
-    'in schema earlier_kit are at version 1, this kit needs 2: run `npx ticket-events migrate --schema earlier_kit`',
+    'in schema earlier_kit are at version 1, this kit needs 3: run `npx ticket-events migrate --schema earlier_kit`',
   );
 
   const r = await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
-  expect(r).toEqual({ schema: 'earlier_kit', applied: [{ version: 2, name: 'replay_pauses' }], version: 2 });
+  expect(r).toEqual({
+    schema: 'earlier_kit',
+    applied: [
+      { version: 2, name: 'replay_pauses' },
+      { version: 3, name: 'dead_letter_holds' },
+    ],
+    version: 3,
+  });
   expect(await tables('earlier_kit')).toContain('replay_pauses');
   const after = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations ORDER BY version');
   expect(after.rows[0]).toEqual(before.rows[0]);
   expect(after.rows[1]).toMatchObject({ version: 2, checksum: checksumOf(KIT_MIGRATIONS[1]) });
+  expect(after.rows[2]).toMatchObject({ version: 3, checksum: checksumOf(KIT_MIGRATIONS[2]) });
+  // The dead letters stored before step 3 get the cause their reason gives: the handler's holds its ticket.
+  const causes = await db.query(
+    'SELECT "offset"::int AS o, cause, held_by FROM earlier_kit.consumer_dead_letters ORDER BY "offset"',
+  );
+  expect(causes.rows).toEqual([
+    { o: 1, cause: 'handler_failed', held_by: null },
+    { o: 2, cause: 'invalid', held_by: null },
+  ]);
+  // So do the rows a replica of the earlier kit writes (it names no cause) while the upgrade rolls out.
+  await db.query(
+    `INSERT INTO earlier_kit.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason)
+     VALUES ('g', 't', 0, 3, 'k', '{}', 'handler failed 2 times (ticket.cancelled.v1 y): boom'),
+            ('g', 't', 0, 4, 'k', 'x', 'not JSON: Unexpected token')`,
+  );
+  const later = await db.query(
+    'SELECT "offset"::int AS o, cause FROM earlier_kit.consumer_dead_letters WHERE "offset" > 2 ORDER BY "offset"',
+  );
+  expect(later.rows).toEqual([
+    { o: 3, cause: 'handler_failed' },
+    { o: 4, cause: 'invalid' },
+  ]);
 });
 
 it('a consumer on an unmigrated schema refuses to start and names the command; with migrate: true it migrates itself', async () => {

@@ -10,6 +10,7 @@ import type { BatchHandlerOptions } from './decorators';
 import { storableHeaders, type InvalidMessage, type ParsedEnvelope } from './envelope-parser';
 import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
 import type { KitInboxRepository, Place } from './inbox.repository';
+import { heldDeadLetters, idKey } from './held-events';
 import { backoffMs } from './backoff';
 import type { ChunkOffsets, ReplayCountersRepository } from './replay-counters.repository';
 import type { ReplayWatch } from './replay-watch';
@@ -56,7 +57,8 @@ const CONFLICT = new Set(['40P01' /* deadlock_detected */, '40001' /* serializat
  * One chunk of one partition's messages, in offset order: unknown types counted and skipped, invalid
  * messages dead-lettered, and the valid events handled in ONE transaction with their inbox rows. If
  * the handlers fail, the chunk's events are retried one per transaction with backoff, and an event
- * that fails `maxAttempts` times is dead-lettered with the error, so the partition moves on.
+ * that fails `maxAttempts` times is dead-lettered with the error, so the partition moves on. A later
+ * event of that ticket is held (dead-lettered behind it, not handled) until an operator requeues it.
  */
 export class ChunkProcessor {
   constructor(
@@ -181,15 +183,20 @@ export class ChunkProcessor {
       { partition: place.partition, offset: e.offset, eventId: e.event.id, reason },
       'event dead-lettered',
     );
-    await this.inbox.deadLetter(this.pool, place, [
-      {
-        offset: e.offset,
-        reason,
-        key: e.event.ticketId,
-        value: e.value.toString('utf8'),
-        headers: storableHeaders(e.headers),
-      },
-    ]);
+    await this.inbox.deadLetter(
+      this.pool,
+      place,
+      [
+        {
+          offset: e.offset,
+          reason,
+          key: e.event.ticketId,
+          value: e.value.toString('utf8'),
+          headers: storableHeaders(e.headers),
+        },
+      ],
+      'handler_failed',
+    );
     this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
     return [];
   }
@@ -298,7 +305,7 @@ export class ChunkProcessor {
     }
     await client.query('BEGIN');
     await this.inbox.deadLetter(client, place, invalid);
-    const fresh = await this.inbox.claim(
+    const { fresh, held } = await this.inbox.claim(
       client,
       place,
       events.map((e) => ({
@@ -310,6 +317,7 @@ export class ChunkProcessor {
       })),
     );
     const todo = events.flatMap((e, i) => (fresh.has(idKey(e.event.id)) ? [{ ...e, i }] : []));
+    const holds = held.size > 0 ? await this.hold(client, place, events, held) : [];
     const stop = this.metrics.handlerSeconds.startTimer(group);
     if (batch && todo.length > 0) {
       const ctx = new TicketEventBatchContext([
@@ -345,8 +353,21 @@ export class ChunkProcessor {
       await this.replays.counters.count(client, place, { ...count, fresh: count.fresh ?? todo.map((e) => e.offset) });
     const done = await client.query('COMMIT');
     if (done.command !== 'COMMIT') throw new TransactionAborted();
-    this.countDone(place, todo.length, events.length - todo.length, invalid.length);
+    this.countDone(place, todo.length, events.length - todo.length - held.size, invalid.length);
+    if (holds.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'held' }, holds.length);
+    for (const h of holds)
+      this.log?.warn(
+        { partition: place.partition, offset: h.offset, eventId: h.eventId, ticketId: h.key, heldBy: h.held },
+        'event held behind an earlier dead letter of its ticket',
+      );
     return todo.map((e) => e.offset);
+  }
+
+  /** Dead-letters, in the chunk's transaction, the events the claim held (held-events.ts). */
+  private async hold(client: PoolClient, place: Place, events: readonly Valid[], held: Map<string, string>) {
+    const items = heldDeadLetters(events, held);
+    await this.inbox.deadLetter(client, place, items, 'held');
+    return items;
   }
 
   private countDone(place: Place, processed: number, duplicates: number, invalid: number): void {
@@ -355,12 +376,4 @@ export class ChunkProcessor {
     if (duplicates > 0) this.metrics.duplicates.inc(group, duplicates);
     if (invalid > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid);
   }
-}
-
-/**
- * An event id as PostgreSQL returns a uuid (lower case): the contracts accept either case, and the
- * inbox's answer is matched against the event's own id.
- */
-function idKey(id: string): string {
-  return id.toLowerCase();
 }

@@ -19,7 +19,7 @@ export class ConsumerMetrics {
   });
   readonly deadLettered = new Counter({
     name: 'event_consumer_dead_lettered_total',
-    help: 'Messages dead-lettered, by cause (invalid message, handler failed every attempt)',
+    help: 'Messages dead-lettered, by cause (invalid message, handler failed every attempt, held behind an earlier dead letter of its ticket)',
     labelNames: ['group', 'cause'],
     registers: [this.registry],
   });

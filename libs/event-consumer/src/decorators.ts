@@ -13,10 +13,11 @@ export interface BatchHandlerOptions {
   types?: readonly EventType[];
   /**
    * 'kit' (default): the kit writes the inbox and the dead letters in the handler's transaction and
-   * passes only events this group has not seen. 'handler': the kit writes neither; the handler gets
-   * every valid event in offset order (copies of one event included) and the invalid messages, and
-   * must record them atomically itself (one statement), returning what it did. For consumers that fold
-   * inbox, effect and dead letters into one statement.
+   * passes only events this group has not seen, holding back (dead-lettering as held) those whose ticket
+   * has an event dead ahead of them. 'handler': the kit writes neither and holds nothing back; the
+   * handler gets every valid event in offset order (copies of one event included) and the invalid
+   * messages, and must record them atomically itself (one statement), returning what it did. For
+   * consumers that fold inbox, effect and dead letters into one statement.
    */
   inbox?: 'kit' | 'handler';
 }

@@ -3,6 +3,10 @@ import type { InvalidMessage } from './envelope-parser';
 import type { KitTables } from './kit-schema';
 import { int4Array, int8Array, textArray, uuidArray } from './pg-binary';
 
+/** A message the group dead-letters; `held`: the dead letter it waits behind (an earlier event of its ticket). */
+export type DeadLetterItem = InvalidMessage & { held?: string };
+export type DeadLetterCause = 'invalid' | 'handler_failed' | 'held';
+
 /** What the inbox needs of an event: its id (the dedup key), type, ticket and offset. */
 export interface InboxEntry {
   id: string;
@@ -11,6 +15,12 @@ export interface InboxEntry {
   offset: string;
   /** Further copies of the event in the same chunk (a duplicate publish read in one fetch). */
   repeats: number;
+}
+
+/** What a claim found: the ids handled for the first time now, and those held behind a dead letter (id → its id). */
+export interface Claimed {
+  fresh: Set<string>;
+  held: Map<string, string>;
 }
 
 export interface Place {
@@ -34,17 +44,41 @@ export class KitInboxRepository {
 
   constructor(private readonly t: KitTables) {
     this.claimName = `kit-inbox-claim-${t.schema}`.slice(0, 63);
+    // The chunk's tickets' open dead letters (open) are read FOR SHARE, so that a requeue in flight (it
+    // holds them FOR UPDATE while it produces a ticket's chain) is waited for and then seen resolved. An
+    // event with an open dead letter of its ticket before it, and not yet in the inbox, is held (not
+    // claimed, not handled); the others are claimed as before. The join starts from `open` (usually
+    // empty) and `behind` is materialized, so the inbox is probed only for events behind a dead letter.
+    // A dead letter's key is the ticket id as the event spelled it, matched in lower case as a uuid prints.
     this.claimSql = `
-      INSERT INTO ${t.inbox} AS i (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
-      SELECT $1, x.id, x.type, x.ticket, $2, $3, x.o, x.r
-      FROM unnest($4::uuid[], $5::text[], $6::uuid[], $7::int8[], $8::int4[]) WITH ORDINALITY AS x(id, type, ticket, o, r, n)
-      ORDER BY x.n
-      ON CONFLICT (event_id, group_id) DO UPDATE SET duplicates = i.duplicates + 1 + EXCLUDED.duplicates, last_duplicate_at = now()
-      RETURNING i.event_id, (i.xmax = 0) AS inserted`;
+      WITH open AS (
+        SELECT d.id, lower(d.key) AS key, d.partition, d."offset" FROM ${t.deadLetters} d
+         WHERE d.group_id = $1 AND d.topic = $2 AND d.resolution IS NULL AND d.cause IN ('handler_failed', 'held')
+           AND lower(d.key) = ANY($6::uuid[]::text[])
+         FOR SHARE
+      ), behind AS MATERIALIZED (
+        SELECT DISTINCT ON (x.id) x.id, o.id AS head
+          FROM open o JOIN unnest($4::uuid[], $6::uuid[], $7::int8[]) AS x(id, ticket, o)
+            ON x.ticket::text = o.key AND NOT (o.partition = $3 AND o."offset" >= x.o)
+         ORDER BY x.id, o."offset"
+      ), held AS (
+        SELECT b.id, b.head FROM behind b
+         WHERE NOT EXISTS (SELECT 1 FROM ${t.inbox} s WHERE s.event_id = b.id AND s.group_id = $1)
+      ), claimed AS (
+        INSERT INTO ${t.inbox} AS i (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
+        SELECT $1, x.id, x.type, x.ticket, $2, $3, x.o, x.r
+        FROM unnest($4::uuid[], $5::text[], $6::uuid[], $7::int8[], $8::int4[]) WITH ORDINALITY AS x(id, type, ticket, o, r, n)
+        WHERE x.id NOT IN (SELECT held.id FROM held)
+        ORDER BY x.n
+        ON CONFLICT (event_id, group_id) DO UPDATE SET duplicates = i.duplicates + 1 + EXCLUDED.duplicates, last_duplicate_at = now()
+        RETURNING i.event_id, (i.xmax = 0) AS inserted
+      )
+      SELECT event_id, inserted, NULL::text AS held_by FROM claimed
+      UNION ALL SELECT id, false, head::text FROM held`;
     this.deadLetterSql = `
-      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason)
-      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason
-      FROM jsonb_to_recordset($4::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb)
+      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by)
+      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held
+      FROM jsonb_to_recordset($4::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb, held uuid)
       ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING`;
     this.purgeSql = `
       DELETE FROM ${t.inbox} WHERE (event_id, group_id) IN (
@@ -60,14 +94,17 @@ export class KitInboxRepository {
 
   /**
    * Must run inside the caller's transaction. Inserts each event id not yet seen by the group, bumps
-   * the duplicate counter of the others, and returns the ids inserted now. `entries` must hold distinct
-   * ids; they are written in id order so that two members racing on the same events (a rebalance)
-   * wait on each other's rows in one order and never deadlock.
+   * the duplicate counter of the others, and returns the ids inserted now (`fresh`). An event not yet
+   * seen whose ticket has an open dead letter of the group before it (an earlier offset of the partition)
+   * is not inserted: it is in `held`, with the id of the first such dead letter, for the caller to
+   * dead-letter behind it. `entries` must hold distinct ids; they are written in id order so that two
+   * members racing on the same events (a rebalance) wait on each other's rows in one order and never
+   * deadlock.
    */
-  async claim(tx: PoolClient, place: Place, entries: readonly InboxEntry[]): Promise<Set<string>> {
-    if (entries.length === 0) return new Set();
+  async claim(tx: PoolClient, place: Place, entries: readonly InboxEntry[]): Promise<Claimed> {
+    if (entries.length === 0) return { fresh: new Set(), held: new Map() };
     const sorted = [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const res = await tx.query<{ event_id: string; inserted: boolean }>({
+    const res = await tx.query<{ event_id: string; inserted: boolean; held_by: string | null }>({
       name: this.claimName,
       text: this.claimSql,
       values: [
@@ -81,17 +118,32 @@ export class KitInboxRepository {
         int4Array(sorted.map((e) => e.repeats)),
       ],
     });
-    return new Set(res.rows.filter((r) => r.inserted).map((r) => r.event_id));
+    const fresh = new Set<string>();
+    const held = new Map<string, string>();
+    for (const r of res.rows) {
+      if (r.held_by) held.set(r.event_id, r.held_by);
+      else if (r.inserted) fresh.add(r.event_id);
+    }
+    return { fresh, held };
   }
 
-  /** Must run inside the caller's transaction (or alone). A redelivered message does not add a second row. */
-  async deadLetter(tx: Pool | PoolClient, place: Place, items: readonly InvalidMessage[]): Promise<void> {
+  /**
+   * Must run inside the caller's transaction (or alone). A redelivered message does not add a second row.
+   * `cause`: invalid, handler_failed, or held (each item names the dead letter it waits behind).
+   */
+  async deadLetter(
+    tx: Pool | PoolClient,
+    place: Place,
+    items: readonly DeadLetterItem[],
+    cause: DeadLetterCause = 'invalid',
+  ): Promise<void> {
     if (items.length === 0) return;
     await tx.query(this.deadLetterSql, [
       place.groupId,
       place.topic,
       place.partition,
       JSON.stringify(items.map((m) => ({ ...m, o: m.offset }))),
+      cause,
     ]);
   }
 

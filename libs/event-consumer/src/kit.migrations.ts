@@ -159,10 +159,39 @@ CREATE TABLE IF NOT EXISTS {{schema}}.replay_pauses (
 );
 `;
 
+const HOLDS = `
+-- Why a message is dead: invalid (it cannot be an event), handler_failed (every attempt failed) or held
+-- (an earlier event of its ticket is dead: chunk-processor.ts), held_by naming the dead letter it waited
+-- on. A handler's failure holds the ticket's later events until an operator acts, and a requeue takes
+-- the held ones with it in their order (consumer-dead-letters.ts). Rows from before this step, and rows
+-- a replica of an earlier kit writes during an upgrade, get the cause their reason gives.
+ALTER TABLE {{schema}}.consumer_dead_letters ADD COLUMN IF NOT EXISTS cause text, ADD COLUMN IF NOT EXISTS held_by uuid;
+CREATE OR REPLACE FUNCTION {{schema}}.consumer_dead_letter_cause() RETURNS trigger LANGUAGE plpgsql AS $kit$
+BEGIN
+  NEW.cause := CASE WHEN NEW.reason LIKE 'handler failed %' THEN 'handler_failed' ELSE 'invalid' END;
+  RETURN NEW;
+END
+$kit$;
+DROP TRIGGER IF EXISTS consumer_dead_letters_cause ON {{schema}}.consumer_dead_letters;
+CREATE TRIGGER consumer_dead_letters_cause BEFORE INSERT ON {{schema}}.consumer_dead_letters
+  FOR EACH ROW WHEN (NEW.cause IS NULL) EXECUTE FUNCTION {{schema}}.consumer_dead_letter_cause();
+UPDATE {{schema}}.consumer_dead_letters
+   SET cause = CASE WHEN reason LIKE 'handler failed %' THEN 'handler_failed' ELSE 'invalid' END
+ WHERE cause IS NULL;
+ALTER TABLE {{schema}}.consumer_dead_letters ALTER COLUMN cause SET NOT NULL,
+  ADD CONSTRAINT consumer_dead_letters_cause_check CHECK (cause IN ('invalid', 'handler_failed', 'held'));
+-- The claim looks a chunk's tickets up among the open dead letters that hold, on every chunk: the
+-- partial index stays as small as the dead letters nobody has acted on.
+CREATE INDEX IF NOT EXISTS consumer_dead_letters_holding_idx
+  ON {{schema}}.consumer_dead_letters (group_id, topic, lower(key), partition, "offset")
+  WHERE resolution IS NULL AND cause IN ('handler_failed', 'held');
+`;
+
 /** Every step of the kit's schema, in order. Append only: an applied step's text is never edited (its checksum is checked). */
 export const KIT_MIGRATIONS: readonly KitMigration[] = [
   { version: 1, name: 'kit_tables', sql: TABLES },
   { version: 2, name: 'replay_pauses', sql: PAUSES },
+  { version: 3, name: 'dead_letter_holds', sql: HOLDS },
 ];
 
 /** The schema version this build of the kit needs (the last step). */

@@ -7,6 +7,9 @@ import type {
   KitActor,
 } from './consumer-dead-letters.types';
 
+const ROW = `id::text AS id, group_id AS "groupId", topic, partition, "offset"::text AS "offset", key, value, headers,
+  reason, cause, held_by::text AS "heldBy"`;
+
 const UUID_RE = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 export interface ConsumerDeadRow {
@@ -19,6 +22,9 @@ export interface ConsumerDeadRow {
   value: string | null;
   headers: Record<string, string>;
   reason: string;
+  /** invalid, handler_failed, or held (behind `heldBy`, an earlier dead letter of its ticket). */
+  cause: 'invalid' | 'handler_failed' | 'held';
+  heldBy: string | null;
 }
 
 export interface CurrentState {
@@ -46,7 +52,7 @@ export class ConsumerDeadLettersRepository {
       `SELECT c.id::text AS id, COALESCE(c.resolution, 'dead') AS state, c.group_id AS "groupId",
               CASE WHEN c.key ~* ${uuid} THEN c.key END AS "ticketId",
               CASE WHEN c.headers->>'event-id' ~* ${uuid} THEN c.headers->>'event-id' END AS "eventId",
-              c.headers->>'event-type' AS "eventType", c.reason, c.created_at AS "deadAt",
+              c.headers->>'event-type' AS "eventType", c.reason, c.cause, c.held_by::text AS "heldBy", c.created_at AS "deadAt",
               'group ' || c.group_id || ', ' || c.topic || '[' || c.partition || ']@' || c."offset" AS "where"
          FROM ${this.t.deadLetters} c
         ${where}
@@ -116,11 +122,39 @@ export class ConsumerDeadLettersRepository {
   /** A dead letter still dead, inside the caller's transaction; with `lock`, FOR UPDATE. */
   async row(tx: PoolClient, id: string, lock: boolean): Promise<ConsumerDeadRow | null> {
     const r = await tx.query<ConsumerDeadRow>(
-      `SELECT id::text AS id, group_id AS "groupId", topic, partition, "offset"::text AS "offset", key, value, headers, reason
-         FROM ${this.t.deadLetters} WHERE id = $1::uuid AND resolution IS NULL ${lock ? 'FOR UPDATE' : ''}`,
+      `SELECT ${ROW} FROM ${this.t.deadLetters} WHERE id = $1::uuid AND resolution IS NULL ${lock ? 'FOR UPDATE' : ''}`,
       [id],
     );
     return r.rows[0] ?? null;
+  }
+
+  /**
+   * The dead letters of `row`'s ticket in its group and topic that hold the ticket's events (a handler's
+   * failure, or held), still dead, in Kafka order: `before` it (the first of them is what `row` waits
+   * behind) and `after` it (what waits behind `row`, locked with `lock`, as a requeue produces them).
+   * The consumer's claim reads them FOR SHARE, so it waits for a requeue that holds them and then sees
+   * them resolved (inbox.repository.ts).
+   */
+  async chain(
+    tx: PoolClient,
+    row: ConsumerDeadRow,
+    lock: boolean,
+  ): Promise<{ before: ConsumerDeadRow | null; after: ConsumerDeadRow[] }> {
+    // ROW names "offset" as text: the order is the column's (d."offset"), a number.
+    const where = `d.group_id = $1 AND d.topic = $2 AND lower(d.key) = lower($3) AND d.resolution IS NULL
+      AND d.cause IN ('handler_failed', 'held')`;
+    const values = [row.groupId, row.topic, row.key, row.partition, row.offset];
+    const before = await tx.query<ConsumerDeadRow>(
+      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND (d.partition, d."offset") < ($4, $5::bigint)
+        ORDER BY d.partition, d."offset" LIMIT 1`,
+      values,
+    );
+    const after = await tx.query<ConsumerDeadRow>(
+      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND (d.partition, d."offset") > ($4, $5::bigint)
+        ORDER BY d.partition, d."offset" ${lock ? 'FOR UPDATE' : ''}`,
+      values,
+    );
+    return { before: before.rows[0] ?? null, after: after.rows };
   }
 
   /** Marks a dead letter requeued or discarded and audits it, inside the caller's transaction. */

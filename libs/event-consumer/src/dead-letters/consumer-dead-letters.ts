@@ -1,6 +1,10 @@
 import { Pool, type PoolClient } from 'pg';
 import { KitTables } from '../kit-schema';
-import { ConsumerDeadLettersRepository, type CurrentState } from './consumer-dead-letters.repository';
+import {
+  ConsumerDeadLettersRepository,
+  type ConsumerDeadRow,
+  type CurrentState,
+} from './consumer-dead-letters.repository';
 import type {
   ConsumerActionRequest,
   ConsumerDeadLetterDetail,
@@ -10,6 +14,10 @@ import type {
 } from './consumer-dead-letters.types';
 import type { MessageRepublisher } from './message-republisher';
 import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
+
+/** For the rows of a requeued chain after its first: which dead letter it was held behind. */
+const behind = (rows: readonly ConsumerDeadRow[], i: number) =>
+  i === 0 ? '' : ` (held behind ${rows[0].id}, an earlier event of its ticket: produced after it)`;
 
 const since = (s: CurrentState) =>
   s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '';
@@ -69,11 +77,19 @@ export class ConsumerDeadLetters {
    * Produces the selected dead letters again one at a time, each send acknowledged before the next, in
    * the order they had in Kafka (topic, partition, offset; with a limit, the first in that order: see
    * ConsumerDeadLettersRepository.actionable), so a ticket's events reach the handlers in their order.
-   * A send that fails stops the run: nothing later goes ahead of it.
+   * A handler's dead letter takes with it every later dead letter of its ticket in the group that is
+   * still dead (those held behind it), in their order and in one transaction, so the copies are not held
+   * again; one that waits behind an earlier dead letter still dead is refused, naming it. A send that
+   * fails stops the run: nothing later goes ahead of it.
    */
   async requeue(req: ConsumerActionRequest): Promise<KitActionResult[]> {
     const ids = req.filter.id ? [req.filter.id] : await this.repo.actionable(req.filter);
-    return this.each(ids, (id) => this.requeueOne(id, req));
+    const results: KitActionResult[] = [];
+    for (const id of ids) {
+      if (results.some((r) => r.id === id)) continue; // requeued behind an earlier one of this run
+      results.push(...(await this.requeueOne(id, req)));
+    }
+    return results;
   }
 
   /** Discards the selected dead letters; with a limit, the newest, as `list` shows them (their order does not matter). */
@@ -81,12 +97,8 @@ export class ConsumerDeadLetters {
     const ids = req.filter.id
       ? [req.filter.id]
       : (await this.repo.list({ ...req.filter, all: false })).map((i) => i.id);
-    return this.each(ids, (id) => this.discardOne(id, req));
-  }
-
-  private async each(ids: string[], act: (id: string) => Promise<KitActionResult>): Promise<KitActionResult[]> {
     const results: KitActionResult[] = [];
-    for (const id of ids) results.push(await act(id));
+    for (const id of ids) results.push(await this.discardOne(id, req, new Set(ids)));
     return results;
   }
 
@@ -105,52 +117,90 @@ export class ConsumerDeadLetters {
     }
   }
 
-  private async requeueOne(id: string, req: ConsumerActionRequest): Promise<KitActionResult> {
-    const r = (outcome: KitActionResult['outcome'], message: string): KitActionResult => ({ id, outcome, message });
-    // The produce happens with the row locked and before the resolution commits: a crash in between
-    // leaves it dead after all, and a second requeue produces the message again; the consumer skips
-    // the copy by its event id (at-least-once, processed once).
+  private async requeueOne(id: string, req: ConsumerActionRequest): Promise<KitActionResult[]> {
+    const r = (outcome: KitActionResult['outcome'], message: string, of = id): KitActionResult => ({
+      id: of,
+      outcome,
+      message,
+    });
+    // The produce happens with the rows locked and before their resolution commits: a crash in between
+    // leaves them dead after all, and a second requeue produces the messages again; the consumer skips
+    // the copies by their event ids (at-least-once, processed once). The consumer's claim waits on the
+    // locks, so a copy read before the commit is not held behind the rows being requeued.
     const done = await this.transaction(async (tx) => {
       const row = await this.repo.row(tx, id, !req.dryRun);
       if (!row) return null;
       const value = storedBytes(row.value);
       const invalid = stillInvalid(value);
       if (invalid)
-        return r(
-          'refused',
-          `consumer dead letter ${id} still does not parse (${invalid}): the consumer would dead-letter it again; discard it`,
-        );
-      const where = `${row.topic} with key ${row.key ?? '(none)'}`;
+        return [
+          r(
+            'refused',
+            `consumer dead letter ${id} still does not parse (${invalid}): the consumer would dead-letter it again; discard it`,
+          ),
+        ];
+      let rows = [row];
+      if (row.cause !== 'invalid' && row.key !== null) {
+        const { before, after } = await this.repo.chain(tx, row, !req.dryRun);
+        if (before)
+          return [
+            r(
+              'refused',
+              `consumer dead letter ${id} waits behind ${before.id}, an earlier event of ticket ${row.key} in group ${row.groupId} still dead: requeue ${before.id}, which brings this one back after it, or discard ${before.id} first`,
+            ),
+          ];
+        rows = [row, ...after];
+      }
       if (req.dryRun)
-        return r('would-requeue', `would produce the stored message (event ${eventIdOf(value)}) to ${where}`);
-      if (!this.republisher) throw new Error('requeuing a consumer dead letter needs the Kafka producer (brokers)');
-      const headers = Object.fromEntries(
-        Object.entries(row.headers ?? {}).map(([k, v]) => [k, storedBytes(v) ?? Buffer.alloc(0)]),
-      );
-      const at = await this.republisher.send({ topic: row.topic, key: storedBytes(row.key), value: value!, headers });
-      const detail = {
-        topic: row.topic,
-        partition: at.partition,
-        offset: at.offset,
-        from: { groupId: row.groupId, partition: row.partition, offset: row.offset },
-      };
-      await this.repo.resolve(tx, row, 'requeue', req.actor, eventIdOf(value), detail);
-      return r(
-        'requeued',
-        `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`,
-      );
+        return rows.map((d, i) =>
+          r(
+            'would-requeue',
+            `would produce the stored message (event ${eventIdOf(storedBytes(d.value))}) to ${d.topic} with key ${d.key ?? '(none)'}${behind(rows, i)}`,
+            d.id,
+          ),
+        );
+      const out: KitActionResult[] = [];
+      for (const [i, d] of rows.entries())
+        out.push(r('requeued', `${await this.produce(tx, d, req)}${behind(rows, i)}`, d.id));
+      return out;
     });
-    return done ?? this.notDead(id);
+    return done ?? [await this.notDead(id)];
   }
 
-  private async discardOne(id: string, req: ConsumerActionRequest): Promise<KitActionResult> {
+  /** Produces one stored message again and marks its dead letter requeued, inside the caller's transaction. */
+  private async produce(tx: PoolClient, row: ConsumerDeadRow, req: ConsumerActionRequest): Promise<string> {
+    if (!this.republisher) throw new Error('requeuing a consumer dead letter needs the Kafka producer (brokers)');
+    const value = storedBytes(row.value)!;
+    const headers = Object.fromEntries(
+      Object.entries(row.headers ?? {}).map(([k, v]) => [k, storedBytes(v) ?? Buffer.alloc(0)]),
+    );
+    const at = await this.republisher.send({ topic: row.topic, key: storedBytes(row.key), value, headers });
+    const detail = {
+      topic: row.topic,
+      partition: at.partition,
+      offset: at.offset,
+      from: { groupId: row.groupId, partition: row.partition, offset: row.offset },
+    };
+    await this.repo.resolve(tx, row, 'requeue', req.actor, eventIdOf(value), detail);
+    return `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`;
+  }
+
+  /** `run`: the ids this discard acts on; of the events held behind `id`, those not among them are named. */
+  private async discardOne(id: string, req: ConsumerActionRequest, run: Set<string>): Promise<KitActionResult> {
     const r = (outcome: KitActionResult['outcome'], message: string): KitActionResult => ({ id, outcome, message });
     const done = await this.transaction(async (tx) => {
       const row = await this.repo.row(tx, id, !req.dryRun);
       if (!row) return null;
-      if (req.dryRun) return r('would-discard', `would mark consumer dead letter ${id} discarded`);
+      // What waits behind it stays dead: discarding one event does not decide about the ticket's later ones.
+      const after = (
+        row.cause === 'invalid' || row.key === null ? [] : (await this.repo.chain(tx, row, false)).after
+      ).filter((d) => !run.has(d.id));
+      const held = after.length
+        ? `; ${after.length} later event(s) of ticket ${row.key} stay dead: requeue ${after[0].id} to hand them to the handlers in their order`
+        : '';
+      if (req.dryRun) return r('would-discard', `would mark consumer dead letter ${id} discarded${held}`);
       await this.repo.resolve(tx, row, 'discard', req.actor, null, {});
-      return r('discarded', `consumer dead letter ${id} discarded (kept, marked)`);
+      return r('discarded', `consumer dead letter ${id} discarded (kept, marked)${held}`);
     });
     return done ?? this.notDead(id);
   }

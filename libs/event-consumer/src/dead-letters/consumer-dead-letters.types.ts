@@ -27,6 +27,9 @@ export interface ConsumerDeadLetterItem {
   eventId: string | null;
   eventType: string | null;
   reason: string;
+  /** invalid (not an event), handler_failed (every attempt failed), or held behind `heldBy`, an earlier dead letter of its ticket. */
+  cause: 'invalid' | 'handler_failed' | 'held';
+  heldBy: string | null;
   deadAt: Date;
   /** group, topic[partition]@offset */
   where: string;

@@ -1,0 +1,38 @@
+import type { TicketEvent } from '@tickets/contracts';
+import { storableHeaders, type RawMessage } from './envelope-parser';
+import type { DeadLetterItem } from './inbox.repository';
+
+/**
+ * An event id as PostgreSQL returns a uuid (lower case): the contracts accept either case, and the
+ * inbox's answer is matched against the event's own id.
+ */
+export function idKey(id: string): string {
+  return id.toLowerCase();
+}
+
+/**
+ * The dead letters of the events a claim held (`held`: event id → the dead letter it waits behind):
+ * their ticket has an earlier event dead, so handling them now would apply the ticket's events out of
+ * order. A requeue of that dead letter produces them again after it, in their order
+ * (ConsumerDeadLetters.requeue).
+ */
+export function heldDeadLetters(
+  events: readonly { offset: string; event: TicketEvent; value: Buffer; headers?: RawMessage['headers'] }[],
+  held: ReadonlyMap<string, string>,
+): (DeadLetterItem & { eventId: string })[] {
+  return events.flatMap((e) => {
+    const head = held.get(idKey(e.event.id));
+    if (!head) return [];
+    return [
+      {
+        offset: e.offset,
+        reason: `held behind dead letter ${head}, an earlier event of ticket ${e.event.ticketId} (${e.event.type} ${e.event.id} not handled): requeue that one, which brings this one back after it, or discard it and requeue this one`,
+        key: e.event.ticketId,
+        value: e.value.toString('utf8'),
+        headers: storableHeaders(e.headers),
+        held: head,
+        eventId: e.event.id,
+      },
+    ];
+  });
+}

@@ -1,0 +1,276 @@
+// A ticket's later events wait behind its dead letter, on the real broker and PostgreSQL: when a handler
+// fails every attempt on a ticket's event, the ticket's later events are dead-lettered as held (not
+// handled), other tickets go on, and a requeue of the dead letter produces it and the held events again
+// in their order, in one transaction whose locks the consumer's claim waits for, so the copies are
+// applied in order and never held again. A held event waits for its head; an invalid message holds nothing.
+import { randomUUID } from 'node:crypto';
+import { Controller, Module, type INestMicroservice } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Pool } from 'pg';
+import {
+  Ctx,
+  OnTicketEvent,
+  Payload,
+  TicketEventContext,
+  TicketEventsServer,
+  type TicketCancelledV1,
+  type TicketCreatedV1,
+  type TicketEvent,
+} from '@tickets/event-consumer';
+import { ConsumerDeadLetters, kafkaRepublisher, type MessageRepublisher } from '@tickets/event-consumer/admin';
+import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
+import {
+  eventually,
+  kafkaFixture,
+  ticketCancelled,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
+import { deleteKitRows } from '../support/kit-example';
+import { kitOptions } from '../support/kit-options';
+
+jest.setTimeout(90_000);
+
+const topic = uniqueName('kit-holds-it');
+const groupId = uniqueName('kit-holds-it');
+const tenantId = randomUUID();
+const table = `kit_holds_${randomUUID().slice(0, 8)}`;
+let fx: Awaited<ReturnType<typeof kafkaFixture>>;
+let db: Pool;
+let app: INestMicroservice;
+let server: TicketEventsServer;
+
+/** Applies each event as a numbered row; throws for the tickets in `failing`. */
+@Controller()
+class Effects {
+  static readonly failing = new Set<string>();
+  static readonly tries = new Map<string, number>();
+
+  @OnTicketEvent('ticket.created.v1')
+  async created(@Payload() event: TicketCreatedV1, @Ctx() ctx: TicketEventContext): Promise<void> {
+    await apply(event, ctx);
+  }
+
+  @OnTicketEvent('ticket.cancelled.v1')
+  async cancelled(@Payload() event: TicketCancelledV1, @Ctx() ctx: TicketEventContext): Promise<void> {
+    await apply(event, ctx);
+  }
+}
+
+async function apply(event: TicketEvent, ctx: TicketEventContext): Promise<void> {
+  Effects.tries.set(event.id, (Effects.tries.get(event.id) ?? 0) + 1);
+  if (Effects.failing.has(event.ticketId)) throw new Error(`ticket ${event.ticketId} cannot be taken yet`);
+  await ctx.tx.query(`INSERT INTO ${table} (event_id, ticket_id, type) VALUES ($1, $2, $3)`, [
+    event.id,
+    event.ticketId,
+    event.type,
+  ]);
+}
+
+@Module({ controllers: [Effects] })
+class EffectsModule {}
+
+const applied = async (ticketId: string) =>
+  (
+    await db.query<{ event_id: string }>(`SELECT event_id FROM ${table} WHERE ticket_id = $1 ORDER BY seq`, [ticketId])
+  ).rows.map((r) => r.event_id);
+
+const deadLetters = async (ticketId: string) =>
+  (
+    await db.query<{ id: string; eventId: string; cause: string; heldBy: string | null; resolution: string | null }>(
+      `SELECT id::text, CASE WHEN cause <> 'invalid' THEN value::jsonb->>'id' END AS "eventId", cause, held_by::text AS "heldBy", resolution
+         FROM ticket_events.consumer_dead_letters WHERE group_id = $1 AND key = $2 ORDER BY "offset"`,
+      [groupId, ticketId],
+    )
+  ).rows;
+
+async function metric(name: string, labels: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+const send = (events: TicketEvent[]) =>
+  fx.producer.send({ topic, acks: -1, messages: events.map((e) => toMessage(e, 0)) });
+
+beforeAll(async () => {
+  fx = await kafkaFixture(topic, 1);
+  db = new Pool({ connectionString: TEST_DATABASE_URL, max: 3 });
+  await db.query(
+    `CREATE TABLE ${table} (seq bigserial PRIMARY KEY, event_id uuid NOT NULL UNIQUE, ticket_id uuid NOT NULL, type text NOT NULL)`,
+  );
+  server = new TicketEventsServer(kitOptions(topic, groupId, { maxAttempts: 2 }));
+  app = await NestFactory.createMicroservice(EffectsModule, { strategy: server, logger: false });
+  await app.listen();
+});
+
+afterAll(async () => {
+  await app?.close();
+  await deleteKitRows(db, groupId);
+  await db.query(`DROP TABLE IF EXISTS ${table}`);
+  await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
+  await Promise.allSettled([fx?.close(), db?.end()]);
+});
+
+it('holds a ticket behind its dead letter while other tickets go on, and a requeue brings the held events back after it, in order', async () => {
+  const a = ticketCreated(tenantId);
+  const b = ticketCreated(tenantId);
+  const aCancels = [ticketCancelled(a), ticketCancelled(a)];
+  Effects.failing.add(a.ticketId);
+  // One fetch: a's create fails every attempt; a's first cancel comes after it, b's events between.
+  await send([a, b, aCancels[0], ticketCancelled(b)]);
+  await eventually(
+    () => applied(b.ticketId),
+    (rows) => rows.length === 2,
+    30_000,
+    "b's two events applied",
+  );
+  const [head, held] = await eventually(
+    () => deadLetters(a.ticketId),
+    (rows) => rows.length === 2,
+    30_000,
+    "a's create dead and its cancel held",
+  );
+  expect([head.eventId, head.cause, head.heldBy]).toEqual([a.id, 'handler_failed', null]);
+  expect([held.eventId, held.cause, held.heldBy]).toEqual([aCancels[0].id, 'held', head.id]);
+  // The held cancel never reached the handler: its ticket's create is not applied.
+  expect(Effects.tries.get(aCancels[0].id)).toBeUndefined();
+
+  // A later event of the ticket, in a fetch of its own, waits behind the same dead letter.
+  await send([aCancels[1]]);
+  const rows = await eventually(
+    () => deadLetters(a.ticketId),
+    (r) => r.length === 3,
+    30_000,
+    "a's second cancel held",
+  );
+  expect(rows.map((r) => [r.eventId, r.cause, r.heldBy])).toEqual([
+    [a.id, 'handler_failed', null],
+    [aCancels[0].id, 'held', head.id],
+    [aCancels[1].id, 'held', head.id],
+  ]);
+  expect(Effects.tries.get(aCancels[1].id)).toBeUndefined();
+  expect(await metric('event_consumer_dead_lettered_total', 'cause="held"')).toBe(2);
+  expect(await applied(a.ticketId)).toEqual([]);
+
+  // The cause fixed, the dead letter is requeued: its copy and the held events' copies are produced in one
+  // transaction. After the first send the requeue waits until the consumer's claim waits on its locks:
+  // the copy of the create is read while the cancels are still dead, and must not be held behind them.
+  Effects.failing.delete(a.ticketId);
+  const kafka = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  let sends = 0;
+  const pausing: MessageRepublisher = {
+    async send(m) {
+      const at = await kafka.send(m);
+      if (++sends === 1) await claimWaitsOnLock();
+      return at;
+    },
+    close: () => kafka.close(),
+  };
+  const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher: pausing });
+  try {
+    const results = await dl.requeue({
+      filter: { id: head.id, limit: 1 },
+      actor: { by: 'holds-test', note: null },
+      dryRun: false,
+    });
+    expect(results.map((r) => [r.id, r.outcome])).toEqual(rows.map((r) => [r.id, 'requeued']));
+    expect(results[1].message).toContain(`(held behind ${head.id}, an earlier event of its ticket: produced after it)`);
+  } finally {
+    await pausing.close();
+    await dl.close();
+  }
+
+  await eventually(
+    () => applied(a.ticketId),
+    (r) => r.length === 3,
+    30_000,
+    "a's three events applied",
+  );
+  expect(await applied(a.ticketId)).toEqual([a.id, aCancels[0].id, aCancels[1].id]);
+  expect((await deadLetters(a.ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', 'requeued']);
+});
+
+/** Waits until a statement on the kit's inbox waits for a lock: the consumer's claim, on the requeue's rows. */
+async function claimWaitsOnLock(): Promise<void> {
+  await eventually(
+    async () =>
+      (
+        await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE '%consumer_dead_letters%' AND query LIKE '%inbox_events%'`,
+        )
+      ).rows[0].n,
+    (n) => n > 0,
+    20_000,
+    "the consumer's claim waiting on the requeue's locks",
+  );
+}
+
+it('a held event waits for its head: requeuing it alone is refused, naming the head; after the head is discarded it is requeued with the rest', async () => {
+  const c = ticketCreated(tenantId);
+  const cancels = [ticketCancelled(c), ticketCancelled(c)];
+  Effects.failing.add(c.ticketId);
+  await send([c, ...cancels]);
+  const [head, first, second] = await eventually(
+    () => deadLetters(c.ticketId),
+    (rows) => rows.length === 3,
+    30_000,
+    "c's create dead and two cancels held",
+  );
+  expect([first.heldBy, second.heldBy]).toEqual([head.id, head.id]);
+  Effects.failing.delete(c.ticketId);
+
+  const dl = new ConsumerDeadLetters({
+    databaseUrl: TEST_DATABASE_URL,
+    republisher: kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it'),
+  });
+  const actor = { by: 'holds-test', note: null };
+  try {
+    const refused = await dl.requeue({ filter: { id: first.id, limit: 1 }, actor, dryRun: false });
+    expect(refused).toEqual([
+      {
+        id: first.id,
+        outcome: 'refused',
+        message: `consumer dead letter ${first.id} waits behind ${head.id}, an earlier event of ticket ${c.ticketId} in group ${groupId} still dead: requeue ${head.id}, which brings this one back after it, or discard ${head.id} first`,
+      },
+    ]);
+    const discarded = await dl.discard({ filter: { id: head.id, limit: 1 }, actor, dryRun: false });
+    expect(discarded[0].message).toBe(
+      `consumer dead letter ${head.id} discarded (kept, marked); 2 later event(s) of ticket ${c.ticketId} stay dead: requeue ${first.id} to hand them to the handlers in their order`,
+    );
+    const requeued = await dl.requeue({ filter: { id: first.id, limit: 1 }, actor, dryRun: false });
+    expect(requeued.map((r) => [r.id, r.outcome])).toEqual([
+      [first.id, 'requeued'],
+      [second.id, 'requeued'],
+    ]);
+  } finally {
+    await dl.close();
+  }
+  await eventually(
+    () => applied(c.ticketId),
+    (r) => r.length === 2,
+    30_000,
+    "c's two cancels applied",
+  );
+  expect(await applied(c.ticketId)).toEqual(cancels.map((e) => e.id));
+});
+
+it('an invalid message holds nothing: the ticket goes on after it', async () => {
+  const d = ticketCreated(tenantId);
+  const cancel = ticketCancelled(d);
+  await fx.producer.send({
+    topic,
+    acks: -1,
+    messages: [{ key: d.ticketId, value: '{"not": "an event"', partition: 0 }, toMessage(d, 0), toMessage(cancel, 0)],
+  });
+  await eventually(
+    () => applied(d.ticketId),
+    (r) => r.length === 2,
+    30_000,
+    "d's two events applied",
+  );
+  expect(await applied(d.ticketId)).toEqual([d.id, cancel.id]);
+  expect((await deadLetters(d.ticketId)).map((r) => r.cause)).toEqual(['invalid']);
+});
