@@ -449,6 +449,66 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
     expect(await logged()).toEqual({ n: 65, appliedTwice: 0 });
     await stop(consumer, 'SIGTERM');
   });
+
+  it("holds a ticket's later events behind its dead letter, and the installed bin requeues them after it, in order", async () => {
+    // The consumer's own table refuses this ticket's title for now: its create fails every attempt.
+    await db.query(`ALTER TABLE ticket_log ADD CONSTRAINT not_yet CHECK (title NOT LIKE 'not yet%')`);
+    consumer = await startConsumer();
+    const [ticket] = await createTickets(1, 'not yet');
+    expect(
+      (await post(api.baseUrl, `/v1/tickets/${ticket}/cancel`, tenant.apiKey, {}, `cancel-${ticket}`)).status,
+    ).toBe(200);
+    const [after] = await createTickets(1, 'after');
+    const deadLetters = async () =>
+      (
+        await db.query<{ cause: string; type: string; resolution: string | null }>(
+          `SELECT cause, value::jsonb->>'type' AS type, resolution FROM ticket_events.consumer_dead_letters d
+            WHERE group_id = $1 AND key = $2 ORDER BY d."offset"`,
+          [groupId, ticket],
+        )
+      ).rows;
+    const rows = await eventually(
+      deadLetters,
+      (r) => r.length === 2,
+      60_000,
+      "the ticket's create dead, its cancel held",
+    );
+    expect(rows).toEqual([
+      { cause: 'handler_failed', type: 'ticket.created.v1', resolution: null },
+      { cause: 'held', type: 'ticket.cancelled.v1', resolution: null },
+    ]);
+    const types = async (id: string) =>
+      (await db.query<{ type: string }>('SELECT type FROM ticket_log WHERE ticket_id = $1 ORDER BY id', [id])).rows.map(
+        (r) => r.type,
+      );
+    // Other tickets go on; the held ticket has nothing applied.
+    await eventually(
+      () => types(after),
+      (t) => t.length === 1,
+      60_000,
+      'the next ticket logged',
+    );
+    expect(await types(ticket)).toEqual([]);
+
+    await db.query('ALTER TABLE ticket_log DROP CONSTRAINT not_yet');
+    const requeue = await run(
+      join(example.dir, 'node_modules', '.bin', 'ticket-events'),
+      ['dead-letters', 'requeue', '--group', groupId, '--ticket', ticket, '--by', 'packages-e2e'],
+      { cwd: example.dir, env: env() },
+    );
+    expect({ code: requeue.code, stderr: requeue.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(requeue.stdout.split('\n').filter((l) => l.startsWith('requeued: '))).toHaveLength(2);
+    await eventually(
+      () => types(ticket),
+      (t) => t.length === 2,
+      60_000,
+      "the ticket's two events logged",
+    );
+    expect(await types(ticket)).toEqual(['ticket.created.v1', 'ticket.cancelled.v1']);
+    expect((await deadLetters()).map((r) => r.resolution)).toEqual(['requeued', 'requeued']);
+    expect((await logged()).appliedTwice).toBe(0);
+    await stop(consumer, 'SIGTERM');
+  });
 });
 
 /** Every message of the topic, as a producer would send it again. */

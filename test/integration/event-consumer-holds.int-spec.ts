@@ -257,6 +257,35 @@ it('a held event waits for its head: requeuing it alone is refused, naming the h
   expect(await applied(c.ticketId)).toEqual(cancels.map((e) => e.id));
 });
 
+it("a dead letter whose event was handled after all holds nothing (a crash between the dead letter and the offset's commit, then a redelivery that succeeded)", async () => {
+  const e = ticketCreated(tenantId);
+  const cancel = ticketCancelled(e);
+  await send([e]);
+  await eventually(
+    () => applied(e.ticketId),
+    (r) => r.length === 1,
+    30_000,
+    "e's create applied",
+  );
+  // The dead letter the first try left at the event's offset before the process died; the redelivery then
+  // applied the event.
+  await db.query(
+    `INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason, cause, event_id)
+     SELECT $1, $2, 0, i."offset", $3, $4, 'handler failed 2 times (ticket.created.v1): boom', 'handler_failed', $5
+       FROM ticket_events.inbox_events i WHERE i.group_id = $1 AND i.event_id = $5`,
+    [groupId, topic, e.ticketId, JSON.stringify(e), e.id],
+  );
+  await send([cancel]);
+  await eventually(
+    () => applied(e.ticketId),
+    (r) => r.length === 2,
+    30_000,
+    "e's cancel applied",
+  );
+  expect(await applied(e.ticketId)).toEqual([e.id, cancel.id]);
+  expect((await deadLetters(e.ticketId)).map((r) => [r.eventId, r.cause])).toEqual([[e.id, 'handler_failed']]);
+});
+
 it('an invalid message holds nothing: the ticket goes on after it', async () => {
   const d = ticketCreated(tenantId);
   const cancel = ticketCancelled(d);

@@ -75,6 +75,8 @@ it('refuses a schema whose recorded step has another checksum (migrated by a dif
   );
 });
 
+const EVENT = '5b0c1a8e-3f2d-4c6b-9a7e-1d2c3b4a5f60';
+
 it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keeps the text and checksum it shipped with', async () => {
   // Step 1 as the first kit shipped it: a later kit never edits it (deployments recorded this checksum).
   expect(checksumOf(KIT_MIGRATIONS[0])).toBe('e3ad02dd431e2dfca039fb03341f571ee21f07c7cd05cf4b58a22d83e75dad37');
@@ -90,12 +92,14 @@ it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keep
   await db.query('DROP INDEX earlier_kit.consumer_dead_letters_holding_idx');
   await db.query('DROP TRIGGER consumer_dead_letters_cause ON earlier_kit.consumer_dead_letters');
   await db.query('DROP FUNCTION earlier_kit.consumer_dead_letter_cause()');
-  await db.query('ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by');
+  await db.query(
+    'ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by, DROP COLUMN event_id',
+  );
   await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version > 1');
   await db.query(
-    `INSERT INTO earlier_kit.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason)
-     VALUES ('g', 't', 0, 1, 'k', '{}', 'handler failed 5 times (ticket.created.v1 x): boom'),
-            ('g', 't', 0, 2, 'k', '{', 'not JSON: Unexpected end of JSON input')`,
+    `INSERT INTO earlier_kit.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+     VALUES ('g', 't', 0, 1, 'k', '{}', '{"event-id": "${EVENT}"}', 'handler failed 5 times (ticket.created.v1 x): boom'),
+            ('g', 't', 0, 2, 'k', '{', '{}', 'not JSON: Unexpected end of JSON input')`,
   );
   const before = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations');
   const options = {
@@ -128,12 +132,14 @@ it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keep
   expect(after.rows[2]).toMatchObject({ version: 3, checksum: checksumOf(KIT_MIGRATIONS[2]) });
   // The dead letters stored before step 3 get the cause their reason gives: the handler's holds its ticket.
   const causes = await db.query(
-    'SELECT "offset"::int AS o, cause, held_by FROM earlier_kit.consumer_dead_letters ORDER BY "offset"',
+    'SELECT "offset"::int AS o, cause, held_by, event_id FROM earlier_kit.consumer_dead_letters ORDER BY "offset"',
   );
   expect(causes.rows).toEqual([
-    { o: 1, cause: 'handler_failed', held_by: null },
-    { o: 2, cause: 'invalid', held_by: null },
+    { o: 1, cause: 'handler_failed', held_by: null, event_id: EVENT },
+    { o: 2, cause: 'invalid', held_by: null, event_id: null },
   ]);
+  // Step 3's text runs again without error on a schema that has it (a lost bookkeeping row, a hand-applied step).
+  await db.query(KIT_MIGRATIONS[2].sql.replaceAll('{{schema}}', '"earlier_kit"').replaceAll('{{name}}', 'earlier_kit'));
   // So do the rows a replica of the earlier kit writes (it names no cause) while the upgrade rolls out.
   await db.query(
     `INSERT INTO earlier_kit.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason)

@@ -193,6 +193,7 @@ export class ChunkProcessor {
           key: e.event.ticketId,
           value: e.value.toString('utf8'),
           headers: storableHeaders(e.headers),
+          eventId: e.event.id,
         },
       ],
       'handler_failed',

@@ -4,7 +4,7 @@ import type { KitTables } from './kit-schema';
 import { int4Array, int8Array, textArray, uuidArray } from './pg-binary';
 
 /** A message the group dead-letters; `held`: the dead letter it waits behind (an earlier event of its ticket). */
-export type DeadLetterItem = InvalidMessage & { held?: string };
+export type DeadLetterItem = InvalidMessage & { held?: string; eventId?: string };
 export type DeadLetterCause = 'invalid' | 'handler_failed' | 'held';
 
 /** What the inbox needs of an event: its id (the dedup key), type, ticket and offset. */
@@ -49,18 +49,20 @@ export class KitInboxRepository {
     // event with an open dead letter of its ticket before it, and not yet in the inbox, is held (not
     // claimed, not handled); the others are claimed as before. The join starts from `open` (usually
     // empty) and `behind` is materialized, so the inbox is probed only for events behind a dead letter.
+    // A dead letter whose event was handled after all (a redelivery after a crash, a replay) holds nothing.
     // A dead letter's key is the ticket id as the event spelled it, matched in lower case as a uuid prints.
     this.claimSql = `
       WITH open AS (
         SELECT d.id, lower(d.key) AS key, d.partition, d."offset" FROM ${t.deadLetters} d
          WHERE d.group_id = $1 AND d.topic = $2 AND d.resolution IS NULL AND d.cause IN ('handler_failed', 'held')
            AND lower(d.key) = ANY($6::uuid[]::text[])
+           AND NOT EXISTS (SELECT 1 FROM ${t.inbox} h WHERE h.event_id = d.event_id AND h.group_id = $1)
          FOR SHARE
       ), behind AS MATERIALIZED (
         SELECT DISTINCT ON (x.id) x.id, o.id AS head
           FROM open o JOIN unnest($4::uuid[], $6::uuid[], $7::int8[]) AS x(id, ticket, o)
             ON x.ticket::text = o.key AND NOT (o.partition = $3 AND o."offset" >= x.o)
-         ORDER BY x.id, o."offset"
+         ORDER BY x.id, o.partition, o."offset"
       ), held AS (
         SELECT b.id, b.head FROM behind b
          WHERE NOT EXISTS (SELECT 1 FROM ${t.inbox} s WHERE s.event_id = b.id AND s.group_id = $1)
@@ -76,9 +78,9 @@ export class KitInboxRepository {
       SELECT event_id, inserted, NULL::text AS held_by FROM claimed
       UNION ALL SELECT id, false, head::text FROM held`;
     this.deadLetterSql = `
-      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by)
-      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held
-      FROM jsonb_to_recordset($4::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb, held uuid)
+      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by, event_id)
+      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held, x."eventId"
+      FROM jsonb_to_recordset($4::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb, held uuid, "eventId" uuid)
       ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING`;
     this.purgeSql = `
       DELETE FROM ${t.inbox} WHERE (event_id, group_id) IN (

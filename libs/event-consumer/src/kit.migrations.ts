@@ -165,7 +165,8 @@ const HOLDS = `
 -- on. A handler's failure holds the ticket's later events until an operator acts, and a requeue takes
 -- the held ones with it in their order (consumer-dead-letters.ts). Rows from before this step, and rows
 -- a replica of an earlier kit writes during an upgrade, get the cause their reason gives.
-ALTER TABLE {{schema}}.consumer_dead_letters ADD COLUMN IF NOT EXISTS cause text, ADD COLUMN IF NOT EXISTS held_by uuid;
+ALTER TABLE {{schema}}.consumer_dead_letters ADD COLUMN IF NOT EXISTS cause text, ADD COLUMN IF NOT EXISTS held_by uuid,
+  ADD COLUMN IF NOT EXISTS event_id uuid;
 CREATE OR REPLACE FUNCTION {{schema}}.consumer_dead_letter_cause() RETURNS trigger LANGUAGE plpgsql AS $kit$
 BEGIN
   NEW.cause := CASE WHEN NEW.reason LIKE 'handler failed %' THEN 'handler_failed' ELSE 'invalid' END;
@@ -178,7 +179,14 @@ CREATE TRIGGER consumer_dead_letters_cause BEFORE INSERT ON {{schema}}.consumer_
 UPDATE {{schema}}.consumer_dead_letters
    SET cause = CASE WHEN reason LIKE 'handler failed %' THEN 'handler_failed' ELSE 'invalid' END
  WHERE cause IS NULL;
+-- The event a handler's dead letter holds for: an event handled after all (a redelivery after a crash, a
+-- replay) holds nothing. Rows stored without the event-id header keep none and hold as they are.
+UPDATE {{schema}}.consumer_dead_letters SET event_id = (headers->>'event-id')::uuid
+ WHERE event_id IS NULL AND cause = 'handler_failed'
+   AND headers->>'event-id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 ALTER TABLE {{schema}}.consumer_dead_letters ALTER COLUMN cause SET NOT NULL,
+  DROP CONSTRAINT IF EXISTS consumer_dead_letters_cause_check;
+ALTER TABLE {{schema}}.consumer_dead_letters
   ADD CONSTRAINT consumer_dead_letters_cause_check CHECK (cause IN ('invalid', 'handler_failed', 'held'));
 -- The claim looks a chunk's tickets up among the open dead letters that hold, on every chunk: the
 -- partial index stays as small as the dead letters nobody has acted on.

@@ -192,9 +192,9 @@ export class ConsumerDeadLetters {
       const row = await this.repo.row(tx, id, !req.dryRun);
       if (!row) return null;
       // What waits behind it stays dead: discarding one event does not decide about the ticket's later ones.
-      const after = (
-        row.cause === 'invalid' || row.key === null ? [] : (await this.repo.chain(tx, row, false)).after
-      ).filter((d) => !run.has(d.id));
+      // Named only when this is the first of its ticket still dead: otherwise they wait behind that one.
+      const chain = row.cause === 'invalid' || row.key === null ? null : await this.repo.chain(tx, row, false);
+      const after = chain && !chain.before ? chain.after.filter((d) => !run.has(d.id)) : [];
       const held = after.length
         ? `; ${after.length} later event(s) of ticket ${row.key} stay dead: requeue ${after[0].id} to hand them to the handlers in their order`
         : '';
