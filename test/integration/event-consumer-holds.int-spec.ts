@@ -28,7 +28,7 @@ import {
   uniqueName,
 } from '../support/events-factory';
 import { deleteKitRows } from '../support/kit-example';
-import { kitOptions } from '../support/kit-options';
+import { kitMetric, kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
 
@@ -84,12 +84,6 @@ const deadLetters = async (ticketId: string) =>
       [groupId, ticketId],
     )
   ).rows;
-
-async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
 
 const send = (events: TicketEvent[]) =>
   fx.producer.send({ topic, acks: -1, messages: events.map((e) => toMessage(e, 0)) });
@@ -151,7 +145,7 @@ it('holds a ticket behind its dead letter while other tickets go on, and a reque
     [aCancels[1].id, 'held', head.id],
   ]);
   expect(Effects.tries.get(aCancels[1].id)).toBeUndefined();
-  expect(await metric('event_consumer_dead_lettered_total', 'cause="held"')).toBe(2);
+  expect(await kitMetric(server, 'event_consumer_dead_lettered_total', 'cause="held"')).toBe(2);
   expect(await applied(a.ticketId)).toEqual([]);
 
   // The cause fixed, the dead letter is requeued: its copy and the held events' copies are produced in one

@@ -9,15 +9,9 @@ import type { TicketEventsServer } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { EFFECTS_DDL, EffectsController, POISON_TITLE, startExample } from '../support/kit-example';
-import { kitOptions } from '../support/kit-options';
+import { kitMetric, kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
-
-async function metric(server: TicketEventsServer, name: string, labels = ''): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
 
 describe('event consumer kit', () => {
   const topic = uniqueName('kit');
@@ -66,8 +60,8 @@ describe('event consumer kit', () => {
       [groupId, e.id],
     );
     expect(inbox.rows).toEqual([{ duplicates: 2 }]);
-    expect(await metric(consumer.server, 'event_consumer_processed_total')).toBe(1);
-    expect(await metric(consumer.server, 'event_consumer_duplicates_skipped_total')).toBe(2);
+    expect(await kitMetric(consumer.server, 'event_consumer_processed_total')).toBe(1);
+    expect(await kitMetric(consumer.server, 'event_consumer_duplicates_skipped_total')).toBe(2);
   });
 
   it('dead-letters a poison message and a handler that fails every attempt, with the reason, and keeps processing the partition', async () => {
@@ -102,8 +96,8 @@ describe('event consumer kit', () => {
       },
     ]);
     expect(EffectsController.attempts.get(poison.id)).toBe(3);
-    expect(await metric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="handler_failed"')).toBe(1);
-    expect(await metric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="invalid"')).toBe(1);
+    expect(await kitMetric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="handler_failed"')).toBe(1);
+    expect(await kitMetric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="invalid"')).toBe(1);
     // The poison event left no inbox row: a replay would try it again rather than skip it.
     expect(
       (
@@ -130,7 +124,9 @@ describe('event consumer kit', () => {
     });
     await eventually(committed, (o) => o === before + 2, 30_000, 'offsets past the unknown event committed');
     expect((await effects()).map((r) => r.event_id)).toContain(after.id);
-    expect(await metric(consumer.server, 'event_consumer_unknown_skipped_total', 'type="ticket.archived.v9"')).toBe(1);
+    expect(await kitMetric(consumer.server, 'event_consumer_unknown_skipped_total', 'type="ticket.archived.v9"')).toBe(
+      1,
+    );
     expect(
       (
         await db.query('SELECT count(*)::int AS n FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [

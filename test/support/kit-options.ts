@@ -1,4 +1,4 @@
-import type { TicketEventsOptions } from '@tickets/event-consumer';
+import type { TicketEventsOptions, TicketEventsServer } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from './env';
 
 /** Kit options for tests: the test database and broker, small retry delays, /metrics on a free port. */
@@ -21,4 +21,11 @@ export function kitOptions(
     metrics: { port: 0 },
     ...over,
   };
+}
+
+/** A counter of a running kit consumer's /metrics, by name and a label filter (0 when absent). */
+export async function kitMetric(server: TicketEventsServer, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line ? Number(line.split(' ').pop()) : 0;
 }

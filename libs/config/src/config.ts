@@ -4,12 +4,9 @@ import { ConsoleEnvSchema, consoleConfig, type ConsoleConfig } from './console-c
 import { durationEnv as duration, statsGroupIdEnv } from './env-schemas';
 import { McpHttpEnvSchema, mcpHttpConfig, type McpHttpConfig } from './mcp-http-config';
 import { WebhookSecretKeysEnvSchema, webhookSecretKeyring, type WebhookSecretKeyring } from './webhook-secret-keys';
+import { longestKeptMs } from '@tickets/event-consumer/retention-floor';
 import { ConfigError } from './config-error';
 import { EdgeEnvSchema, edgeConfig, type EdgeConfig } from './edge-config';
-
-/** Kafka's default segment.ms (log.roll.hours=168) and log.retention.check.interval.ms: how long a record may outlive retention.ms. */
-const KAFKA_DEFAULT_SEGMENT_MS = 7 * 86_400_000;
-const KAFKA_RETENTION_CHECK_MS = 5 * 60_000;
 
 export { ConfigError, type EdgeConfig };
 
@@ -339,7 +336,8 @@ function crossFieldChecks(e: Env): void {
   if (e.ADMIN_TOKEN && e.ADMIN_PORT !== 0 && e.ADMIN_PORT === e.PORT && e.ADMIN_HOST === e.HOST) {
     fail('ADMIN_PORT must differ from PORT (the ops console has a listener of its own).');
   }
-  if (e.INBOX_RETENTION < e.TICKET_EVENTS_RETENTION + KAFKA_DEFAULT_SEGMENT_MS + KAFKA_RETENTION_CHECK_MS) {
+  // The kit's own start-up rule, with Kafka's default segment.ms (the consumer checks the topic's own).
+  if (e.INBOX_RETENTION < longestKeptMs(e.TICKET_EVENTS_RETENTION)) {
     fail(
       'INBOX_RETENTION must be at least TICKET_EVENTS_RETENTION + 7d5m: Kafka keeps a record until its segment, rolled after segment.ms (7 d by default), is past retention.ms, plus its 5 min retention check; a replay of the oldest retained events would otherwise find no inbox row and notify again.',
     );

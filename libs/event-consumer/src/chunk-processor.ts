@@ -7,10 +7,10 @@ import type { KitLogger as Logger } from './kit-logger';
 import { SpanKind, startItemSpans, type ItemSpans } from './tracing';
 import type { ConsumerMetrics } from './consumer-metrics';
 import type { BatchHandlerOptions } from './decorators';
-import { storableHeaders, type InvalidMessage, type ParsedEnvelope } from './envelope-parser';
+import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
 import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
 import type { KitInboxRepository, Place } from './inbox.repository';
-import { heldDeadLetters, idKey } from './held-events';
+import { eventDeadLetter, heldDeadLetters, idKey } from './held-events';
 import { backoffMs } from './backoff';
 import type { ChunkOffsets, ReplayCountersRepository } from './replay-counters.repository';
 import type { ReplayWatch } from './replay-watch';
@@ -183,21 +183,7 @@ export class ChunkProcessor {
       { partition: place.partition, offset: e.offset, eventId: e.event.id, reason },
       'event dead-lettered',
     );
-    await this.inbox.deadLetter(
-      this.pool,
-      place,
-      [
-        {
-          offset: e.offset,
-          reason,
-          key: e.event.ticketId,
-          value: e.value.toString('utf8'),
-          headers: storableHeaders(e.headers),
-          eventId: e.event.id,
-        },
-      ],
-      'handler_failed',
-    );
+    await this.inbox.deadLetter(this.pool, place, [eventDeadLetter(e, reason)], 'handler_failed');
     this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
     return [];
   }

@@ -10,6 +10,21 @@ export function idKey(id: string): string {
   return id.toLowerCase();
 }
 
+/** A valid event as the kit reads it: what its dead letter stores. */
+type ReadEvent = { offset: string; event: TicketEvent; value: Buffer; headers?: RawMessage['headers'] };
+
+/** The dead letter of a valid event (a handler's failure, or held): the message as read, and its event id. */
+export function eventDeadLetter(e: ReadEvent, reason: string): DeadLetterItem & { eventId: string } {
+  return {
+    offset: e.offset,
+    reason,
+    key: e.event.ticketId,
+    value: e.value.toString('utf8'),
+    headers: storableHeaders(e.headers),
+    eventId: e.event.id,
+  };
+}
+
 /**
  * The dead letters of the events a claim held (`held`: event id → the dead letter it waits behind):
  * their ticket has an earlier event dead, so handling them now would apply the ticket's events out of
@@ -17,22 +32,13 @@ export function idKey(id: string): string {
  * (ConsumerDeadLetters.requeue).
  */
 export function heldDeadLetters(
-  events: readonly { offset: string; event: TicketEvent; value: Buffer; headers?: RawMessage['headers'] }[],
+  events: readonly ReadEvent[],
   held: ReadonlyMap<string, string>,
 ): (DeadLetterItem & { eventId: string })[] {
   return events.flatMap((e) => {
     const head = held.get(idKey(e.event.id));
     if (!head) return [];
-    return [
-      {
-        offset: e.offset,
-        reason: `held behind dead letter ${head}, an earlier event of ticket ${e.event.ticketId} (${e.event.type} ${e.event.id} not handled): requeue that one, which brings this one back after it, or discard it and requeue this one`,
-        key: e.event.ticketId,
-        value: e.value.toString('utf8'),
-        headers: storableHeaders(e.headers),
-        held: head,
-        eventId: e.event.id,
-      },
-    ];
+    const reason = `held behind dead letter ${head}, an earlier event of ticket ${e.event.ticketId} (${e.event.type} ${e.event.id} not handled): requeue that one, which brings this one back after it, or discard it and requeue this one`;
+    return [{ ...eventDeadLetter(e, reason), held: head }];
   });
 }

@@ -1,10 +1,6 @@
 import { ConfigResourceTypes, type Kafka } from 'kafkajs';
 import type { KitLogger as Logger } from './kit-logger';
-
-/** Kafka's default log.retention.check.interval.ms: a segment past retention waits up to this long for deletion. */
-const RETENTION_CHECK_MS = 5 * 60_000;
-/** Kafka's default segment.ms (log.roll.hours=168). */
-const DEFAULT_SEGMENT_MS = 7 * 86_400_000;
+import { KAFKA_DEFAULT_SEGMENT_MS, KAFKA_RETENTION_CHECK_MS, longestKeptMs } from './retention-floor';
 
 /**
  * Waits for the topic (the outbox relay creates it), then refuses to start when the topic may keep a
@@ -56,12 +52,12 @@ export async function checkTopicRetention(
         "No inbox retention covers that: give the topic a retention.ms (the relay's TICKET_EVENTS_RETENTION, 7 d by default).",
       );
     // Not reported: Kafka's default (log.roll.hours=168).
-    const segmentMs = Number(config('segment.ms') ?? DEFAULT_SEGMENT_MS) || DEFAULT_SEGMENT_MS;
-    const keptMs = retentionMs + segmentMs + RETENTION_CHECK_MS;
+    const segmentMs = Number(config('segment.ms') ?? KAFKA_DEFAULT_SEGMENT_MS) || KAFKA_DEFAULT_SEGMENT_MS;
+    const keptMs = longestKeptMs(retentionMs, segmentMs);
     if (keptMs > inboxRetentionMs)
       throw refuse(
         `may keep a message for ${keptMs} ms (retention.ms ${retentionMs} + segment.ms ${segmentMs}: a segment goes ` +
-          `only once its newest record is past retention.ms; + ${RETENTION_CHECK_MS} ms for the broker's retention check)`,
+          `only once its newest record is past retention.ms; + ${KAFKA_RETENTION_CHECK_MS} ms for the broker's retention check)`,
         `Raise inbox.retentionMs (INBOX_RETENTION) to at least ${keptMs} ms, or lower the topic's retention.ms or segment.ms.`,
       );
   } finally {
