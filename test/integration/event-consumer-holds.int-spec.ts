@@ -2,7 +2,8 @@
 // fails every attempt on a ticket's event, the ticket's later events are dead-lettered as held (not
 // handled), other tickets go on, and a requeue of the dead letter produces it and the held events again
 // in their order, in one transaction whose locks the consumer's claim waits for, so the copies are
-// applied in order and never held again. A held event waits for its head; an invalid message holds nothing.
+// applied in order and never held again. An event read between a requeue and its copies waits for the
+// copies. A held event waits for its head; an invalid message holds nothing.
 import { randomUUID } from 'node:crypto';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -184,6 +185,74 @@ it('holds a ticket behind its dead letter while other tickets go on, and a reque
   );
   expect(await applied(a.ticketId)).toEqual([a.id, aCancels[0].id, aCancels[1].id]);
   expect((await deadLetters(a.ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', 'requeued']);
+});
+
+it('an event of the ticket read between a requeue and its copies waits for the copies, then is requeued after them', async () => {
+  const f = ticketCreated(tenantId);
+  const cancels = [ticketCancelled(f), ticketCancelled(f)];
+  Effects.failing.add(f.ticketId);
+  await send([f, cancels[0]]);
+  const [head, held] = await eventually(
+    () => deadLetters(f.ticketId),
+    (rows) => rows.length === 2,
+    30_000,
+    "f's create dead and its cancel held",
+  );
+  Effects.failing.delete(f.ticketId);
+
+  // Before the requeue's first copy, the ticket's next event is written (it lands before the copies) and the
+  // consumer reads it while the requeue holds the ticket's rows.
+  const kafka = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  let sends = 0;
+  const writing: MessageRepublisher = {
+    async send(m) {
+      if (++sends === 1) {
+        await send([cancels[1]]);
+        await claimWaitsOnLock();
+      }
+      return kafka.send(m);
+    },
+    close: () => kafka.close(),
+  };
+  const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher: writing });
+  const actor = { by: 'holds-test', note: null };
+  try {
+    const results = await dl.requeue({ filter: { id: head.id, limit: 1 }, actor, dryRun: false });
+    expect(results.map((r) => [r.id, r.outcome])).toEqual([
+      [head.id, 'requeued'],
+      [held.id, 'requeued'],
+    ]);
+    await eventually(
+      () => applied(f.ticketId),
+      (r) => r.length === 2,
+      30_000,
+      "the copies of f's create and first cancel applied",
+    );
+    // The second cancel was read first, and waited behind the requeued create instead of going ahead of it.
+    const rows = await deadLetters(f.ticketId);
+    expect(rows.map((r) => [r.eventId, r.cause, r.heldBy, r.resolution])).toEqual([
+      [f.id, 'handler_failed', null, 'requeued'],
+      [cancels[0].id, 'held', head.id, 'requeued'],
+      [cancels[1].id, 'held', head.id, null],
+    ]);
+    expect(Effects.tries.get(cancels[1].id)).toBeUndefined();
+    const [detail] = await dl.list({ id: rows[2].id, limit: 1 });
+    expect(detail.reason).toContain(`requeued and not yet handled again`);
+
+    // The copies handled, a requeue of the ticket brings it back last.
+    const again = await dl.requeue({ filter: { ticket: f.ticketId, limit: 10 }, actor, dryRun: false });
+    expect(again.map((r) => [r.id, r.outcome])).toEqual([[rows[2].id, 'requeued']]);
+  } finally {
+    await writing.close();
+    await dl.close();
+  }
+  await eventually(
+    () => applied(f.ticketId),
+    (r) => r.length === 3,
+    30_000,
+    "f's three events applied",
+  );
+  expect(await applied(f.ticketId)).toEqual([f.id, cancels[0].id, cancels[1].id]);
 });
 
 /** Waits until a statement on the kit's inbox waits for a lock: the consumer's claim, on the requeue's rows. */

@@ -2,7 +2,7 @@
 // on an empty database: two replicas migrating at once both succeed and every step is applied once,
 // a second run changes nothing, a step applied with another text is refused, and a consumer refuses to
 // start on an unmigrated schema, naming the command to run.
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import { KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
 import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf, migrate } from '@tickets/event-consumer/admin';
 import { TEST_KAFKA_BROKERS } from '../support/env';
@@ -77,23 +77,26 @@ it('refuses a schema whose recorded step has another checksum (migrated by a dif
 
 const EVENT = '5b0c1a8e-3f2d-4c6b-9a7e-1d2c3b4a5f60';
 
-it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keeps the text and checksum it shipped with', async () => {
+it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps the text and checksum it shipped with', async () => {
   // Step 1 as the first kit shipped it: a later kit never edits it (deployments recorded this checksum).
   expect(checksumOf(KIT_MIGRATIONS[0])).toBe('e3ad02dd431e2dfca039fb03341f571ee21f07c7cd05cf4b58a22d83e75dad37');
   expect(checksumOf(KIT_MIGRATIONS[1])).toBe('3d9495f4536b8932dbfabac0c0c5b33cc173b94451a843ba2bb841662b523a89');
+  expect(checksumOf(KIT_MIGRATIONS[2])).toBe('c535088b502792f2298060d1ff7c44532cff3389bd92c810a43a7b2cd8e2a3ef');
   expect(KIT_MIGRATIONS.map((m) => `${m.version} ${m.name}`)).toEqual([
     '1 kit_tables',
     '2 replay_pauses',
     '3 dead_letter_holds',
+    '4 requeued_holds',
   ]);
   await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
   // What the first kit left: step 1 only, with a handler's dead letter and an invalid message in it.
   await db.query('DROP TABLE earlier_kit.replay_pauses');
-  await db.query('DROP INDEX earlier_kit.consumer_dead_letters_holding_idx');
+  await db.query('DROP INDEX earlier_kit.consumer_dead_letters_holds_idx');
   await db.query('DROP TRIGGER consumer_dead_letters_cause ON earlier_kit.consumer_dead_letters');
   await db.query('DROP FUNCTION earlier_kit.consumer_dead_letter_cause()');
   await db.query(
-    'ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by, DROP COLUMN event_id',
+    `ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by, DROP COLUMN event_id,
+       DROP COLUMN origin_partition, DROP COLUMN origin_offset, DROP COLUMN copy_partition, DROP COLUMN copy_offset`,
   );
   await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version > 1');
   await db.query(
@@ -113,7 +116,7 @@ it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keep
   const refused = new TicketEventsServer(options);
   const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
   expect((err as Error).message).toContain(
-    'in schema earlier_kit are at version 1, this kit needs 3: run `npx ticket-events migrate --schema earlier_kit`',
+    'in schema earlier_kit are at version 1, this kit needs 4: run `npx ticket-events migrate --schema earlier_kit`',
   );
 
   const r = await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
@@ -122,14 +125,16 @@ it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keep
     applied: [
       { version: 2, name: 'replay_pauses' },
       { version: 3, name: 'dead_letter_holds' },
+      { version: 4, name: 'requeued_holds' },
     ],
-    version: 3,
+    version: 4,
   });
   expect(await tables('earlier_kit')).toContain('replay_pauses');
   const after = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations ORDER BY version');
   expect(after.rows[0]).toEqual(before.rows[0]);
   expect(after.rows[1]).toMatchObject({ version: 2, checksum: checksumOf(KIT_MIGRATIONS[1]) });
   expect(after.rows[2]).toMatchObject({ version: 3, checksum: checksumOf(KIT_MIGRATIONS[2]) });
+  expect(after.rows[3]).toMatchObject({ version: 4, checksum: checksumOf(KIT_MIGRATIONS[3]) });
   // The dead letters stored before step 3 get the cause their reason gives: the handler's holds its ticket.
   const causes = await db.query(
     'SELECT "offset"::int AS o, cause, held_by, event_id FROM earlier_kit.consumer_dead_letters ORDER BY "offset"',
@@ -154,6 +159,79 @@ it('a schema at version 1 (an earlier kit) gets steps 2 and 3 alone; step 1 keep
     { o: 4, cause: 'invalid' },
   ]);
 });
+
+it("a schema at version 3 gets step 4: requeued dead letters get their copy's place from the audit row, the claim's index covers them, and the step re-runs", async () => {
+  await migrate({ databaseUrl: database.url, schema: 'kit_v3' });
+  // What a kit of schema version 3 left: no places, the step 3 index.
+  await db.query('DROP INDEX kit_v3.consumer_dead_letters_holds_idx');
+  await db.query(
+    `ALTER TABLE kit_v3.consumer_dead_letters DROP COLUMN origin_partition, DROP COLUMN origin_offset,
+       DROP COLUMN copy_partition, DROP COLUMN copy_offset`,
+  );
+  await db.query(`CREATE INDEX consumer_dead_letters_holding_idx ON kit_v3.consumer_dead_letters
+    (group_id, topic, lower(key), partition, "offset") WHERE resolution IS NULL AND cause IN ('handler_failed', 'held')`);
+  await db.query('DELETE FROM kit_v3.kit_migrations WHERE version > 3');
+  // Two requeued dead letters (the second's copy place unknown to the broker's answer) and one still dead.
+  const rows = await db.query<{ id: string; o: number }>(
+    `INSERT INTO kit_v3.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason, cause, event_id, resolution)
+     VALUES ('g', 't', 0, 1, 'k', '{}', 'handler failed 2 times', 'handler_failed', $1, 'requeued'),
+            ('g', 't', 0, 2, 'k', '{}', 'held behind', 'held', gen_random_uuid(), 'requeued'),
+            ('g', 't', 0, 3, 'k', '{}', 'handler failed 2 times', 'handler_failed', gen_random_uuid(), NULL)
+     RETURNING id::text, "offset"::int AS o`,
+    [EVENT],
+  );
+  await db.query(
+    `INSERT INTO kit_v3.dead_letter_actions (dead_letter_id, group_id, action, dead_reason, actor, detail)
+     VALUES ($1::uuid, 'g', 'requeue', 'handler failed 2 times', 'ops', '{"topic": "t", "partition": 0, "offset": "42"}'),
+            ($2::uuid, 'g', 'requeue', 'held behind', 'ops', '{"topic": "t", "partition": 0, "offset": "?"}')`,
+    [rows.rows[0].id, rows.rows[1].id],
+  );
+
+  const r = await migrate({ databaseUrl: database.url, schema: 'kit_v3' });
+  expect(r.applied).toEqual([{ version: 4, name: 'requeued_holds' }]);
+  const places = await db.query(
+    `SELECT "offset"::int AS o, copy_partition, copy_offset::int AS copy_offset, origin_offset
+       FROM kit_v3.consumer_dead_letters ORDER BY "offset"`,
+  );
+  expect(places.rows).toEqual([
+    { o: 1, copy_partition: 0, copy_offset: 42, origin_offset: null },
+    { o: 2, copy_partition: null, copy_offset: null, origin_offset: null },
+    { o: 3, copy_partition: null, copy_offset: null, origin_offset: null },
+  ]);
+  const indexes = await db.query<{ name: string }>(
+    "SELECT indexname AS name FROM pg_indexes WHERE schemaname = 'kit_v3' AND tablename = 'consumer_dead_letters' ORDER BY 1",
+  );
+  expect(indexes.rows.map((i) => i.name)).toContain('consumer_dead_letters_holds_idx');
+  expect(indexes.rows.map((i) => i.name)).not.toContain('consumer_dead_letters_holding_idx');
+  // The claim of a kit at step 3 (open rows only) and this kit's (requeued ones whose copy is to come, too)
+  // both use the new index.
+  for (const resolution of [
+    'd.resolution IS NULL',
+    "(d.resolution IS NULL OR (d.resolution = 'requeued' AND d.copy_offset IS NOT NULL))",
+  ]) {
+    const plan = await inTransaction(async (c) => {
+      await c.query('SET LOCAL enable_seqscan = off');
+      return c.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT d.id FROM kit_v3.consumer_dead_letters d WHERE d.group_id = 'g' AND d.topic = 't'
+           AND ${resolution} AND d.cause IN ('handler_failed', 'held') AND lower(d.key) = ANY(ARRAY['k'])`,
+      );
+    });
+    expect(plan.rows.map((p) => p['QUERY PLAN']).join('\n')).toContain('consumer_dead_letters_holds_idx');
+  }
+  // Step 4's text runs again without error on a schema that has it.
+  await db.query(KIT_MIGRATIONS[3].sql.replaceAll('{{schema}}', '"kit_v3"').replaceAll('{{name}}', 'kit_v3'));
+});
+
+async function inTransaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+  const c = await db.connect();
+  try {
+    await c.query('BEGIN');
+    return await work(c);
+  } finally {
+    await c.query('ROLLBACK');
+    c.release();
+  }
+}
 
 it('a consumer on an unmigrated schema refuses to start and names the command; with migrate: true it migrates itself', async () => {
   const options = {

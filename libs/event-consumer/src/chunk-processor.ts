@@ -9,7 +9,7 @@ import type { ConsumerMetrics } from './consumer-metrics';
 import type { BatchHandlerOptions } from './decorators';
 import type { InvalidMessage, ParsedEnvelope } from './envelope-parser';
 import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from './event-context';
-import type { KitInboxRepository, Place } from './inbox.repository';
+import type { HeldBehind, KitInboxRepository, Place } from './inbox.repository';
 import { eventDeadLetter, heldDeadLetters, idKey } from './held-events';
 import { backoffMs } from './backoff';
 import type { ChunkOffsets, ReplayCountersRepository } from './replay-counters.repository';
@@ -58,7 +58,8 @@ const CONFLICT = new Set(['40P01' /* deadlock_detected */, '40001' /* serializat
  * messages dead-lettered, and the valid events handled in ONE transaction with their inbox rows. If
  * the handlers fail, the chunk's events are retried one per transaction with backoff, and an event
  * that fails `maxAttempts` times is dead-lettered with the error, so the partition moves on. A later
- * event of that ticket is held (dead-lettered behind it, not handled) until an operator requeues it.
+ * event of that ticket is held (dead-lettered behind it, not handled) until an operator requeues it, and so
+ * is one read after a requeue and before its copy (the copy is produced at the end of the partition).
  */
 export class ChunkProcessor {
   constructor(
@@ -351,7 +352,7 @@ export class ChunkProcessor {
   }
 
   /** Dead-letters, in the chunk's transaction, the events the claim held (held-events.ts). */
-  private async hold(client: PoolClient, place: Place, events: readonly Valid[], held: Map<string, string>) {
+  private async hold(client: PoolClient, place: Place, events: readonly Valid[], held: Map<string, HeldBehind>) {
     const items = heldDeadLetters(events, held);
     await this.inbox.deadLetter(client, place, items, 'held');
     return items;

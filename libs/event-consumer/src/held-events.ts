@@ -1,6 +1,6 @@
 import type { TicketEvent } from '@tickets/contracts';
 import { storableHeaders, type RawMessage } from './envelope-parser';
-import type { DeadLetterItem } from './inbox.repository';
+import type { DeadLetterItem, HeldBehind } from './inbox.repository';
 
 /**
  * An event id as PostgreSQL returns a uuid (lower case): the contracts accept either case, and the
@@ -27,18 +27,22 @@ export function eventDeadLetter(e: ReadEvent, reason: string): DeadLetterItem & 
 
 /**
  * The dead letters of the events a claim held (`held`: event id → the dead letter it waits behind):
- * their ticket has an earlier event dead, so handling them now would apply the ticket's events out of
- * order. A requeue of that dead letter produces them again after it, in their order
- * (ConsumerDeadLetters.requeue).
+ * their ticket has an earlier event dead, or requeued with its copy still to come, so handling them now
+ * would apply the ticket's events out of order. A requeue of the dead letter still dead produces them
+ * again after it, in their order (ConsumerDeadLetters.requeue); one held behind a requeued event is
+ * requeued once that event's copy is handled.
  */
 export function heldDeadLetters(
   events: readonly ReadEvent[],
-  held: ReadonlyMap<string, string>,
+  held: ReadonlyMap<string, HeldBehind>,
 ): (DeadLetterItem & { eventId: string })[] {
   return events.flatMap((e) => {
     const head = held.get(idKey(e.event.id));
     if (!head) return [];
-    const reason = `held behind dead letter ${head}, an earlier event of ticket ${e.event.ticketId} (${e.event.type} ${e.event.id} not handled): requeue that one, which brings this one back after it, or discard it and requeue this one`;
-    return [{ ...eventDeadLetter(e, reason), held: head }];
+    const what = `${e.event.type} ${e.event.id} not handled`;
+    const reason = head.pending
+      ? `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again (${what}): requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --ticket ${e.event.ticketId})`
+      : `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} (${what}): requeue that one, which brings this one back after it, or discard it and requeue this one`;
+    return [{ ...eventDeadLetter(e, reason), held: head.id }];
   });
 }

@@ -17,10 +17,19 @@ export interface InboxEntry {
   repeats: number;
 }
 
-/** What a claim found: the ids handled for the first time now, and those held behind a dead letter (id → its id). */
+/**
+ * The dead letter an event is held behind: its id, and `pending` when it was requeued and the group has not
+ * handled its copy yet (the event waits for the copy; otherwise for an operator's requeue or discard).
+ */
+export interface HeldBehind {
+  id: string;
+  pending: boolean;
+}
+
+/** What a claim found: the ids handled for the first time now, and those held behind a dead letter (id → it). */
 export interface Claimed {
   fresh: Set<string>;
-  held: Map<string, string>;
+  held: Map<string, HeldBehind>;
 }
 
 export interface Place {
@@ -44,27 +53,41 @@ export class KitInboxRepository {
 
   constructor(private readonly t: KitTables) {
     this.claimName = `kit-inbox-claim-${t.schema}`.slice(0, 63);
-    // The chunk's tickets' open dead letters (open) are read FOR SHARE, so that a requeue in flight (it
-    // holds them FOR UPDATE while it produces a ticket's chain) is waited for and then seen resolved. An
-    // event with an open dead letter of its ticket before it, and not yet in the inbox, is held (not
-    // claimed, not handled); the others are claimed as before. The join starts from `open` (usually
-    // empty) and `behind` is materialized, so the inbox is probed only for events behind a dead letter.
-    // A dead letter whose event was handled after all (a redelivery after a crash, a replay) holds nothing.
+    // The chunk's tickets' dead letters that hold (open) are read FOR SHARE, so that a requeue in flight (it
+    // holds them FOR UPDATE while it produces a ticket's chain) is waited for and then seen as it committed.
+    // They are those nobody has acted on, and the requeued ones whose copy the group has not handled yet.
+    // Each stands at its event's place in the ticket's order (origin_*: a copy dead again, or held, keeps
+    // the place of the event as first read; an event's own dead letters, a copy's included, never hold it).
+    // An event not yet in the inbox is held (not claimed, not handled) behind one before its place: an
+    // unresolved one, or a requeued one whose copy comes later in this partition (the events read between
+    // a requeue and its copies wait for the copies). The join starts from `open` (usually empty) and
+    // `behind` is materialized, so the inbox is probed only for events behind a dead letter. A dead letter
+    // whose event was handled after all (a redelivery after a crash, a replay, its copy) holds nothing.
+    // A requeued dead letter whose copy this claim takes forgets the copy's place (copied): it holds nothing
+    // from then on, and leaves the partial index the lookup reads, which stays as small as what holds.
     // A dead letter's key is the ticket id as the event spelled it, matched in lower case as a uuid prints.
     this.claimSql = `
       WITH open AS (
-        SELECT d.id, lower(d.key) AS key, d.partition, d."offset" FROM ${t.deadLetters} d
-         WHERE d.group_id = $1 AND d.topic = $2 AND d.resolution IS NULL AND d.cause IN ('handler_failed', 'held')
+        SELECT d.id, lower(d.key) AS key, d.event_id, d.resolution IS NULL AS dead, d.copy_partition, d.copy_offset,
+               COALESCE(d.origin_partition, d.partition) AS place_p, COALESCE(d.origin_offset, d."offset") AS place_o
+          FROM ${t.deadLetters} d
+         WHERE d.group_id = $1 AND d.topic = $2 AND d.cause IN ('handler_failed', 'held')
+           AND (d.resolution IS NULL OR (d.resolution = 'requeued' AND d.copy_offset IS NOT NULL))
            AND lower(d.key) = ANY($6::uuid[]::text[])
            AND NOT EXISTS (SELECT 1 FROM ${t.inbox} h WHERE h.event_id = d.event_id AND h.group_id = $1)
          FOR SHARE
       ), behind AS MATERIALIZED (
-        SELECT DISTINCT ON (x.id) x.id, o.id AS head
+        SELECT DISTINCT ON (x.id) x.id, o.id AS head, NOT o.dead AS pending
           FROM open o JOIN unnest($4::uuid[], $6::uuid[], $7::int8[]) AS x(id, ticket, o)
-            ON x.ticket::text = o.key AND NOT (o.partition = $3 AND o."offset" >= x.o)
-         ORDER BY x.id, o.partition, o."offset"
+            ON x.ticket::text = o.key AND o.event_id IS DISTINCT FROM x.id
+          LEFT JOIN LATERAL (
+            SELECT s.place_p, s.place_o FROM open s WHERE s.event_id = x.id ORDER BY s.place_p, s.place_o LIMIT 1
+          ) AS own ON true
+         WHERE NOT (o.place_p = COALESCE(own.place_p, $3) AND o.place_o >= COALESCE(own.place_o, x.o))
+           AND (o.dead OR (o.copy_partition = $3 AND x.o < o.copy_offset))
+         ORDER BY x.id, o.place_p, o.place_o, o.dead DESC
       ), held AS (
-        SELECT b.id, b.head FROM behind b
+        SELECT b.id, b.head, b.pending FROM behind b
          WHERE NOT EXISTS (SELECT 1 FROM ${t.inbox} s WHERE s.event_id = b.id AND s.group_id = $1)
       ), claimed AS (
         INSERT INTO ${t.inbox} AS i (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
@@ -74,13 +97,26 @@ export class KitInboxRepository {
         ORDER BY x.n
         ON CONFLICT (event_id, group_id) DO UPDATE SET duplicates = i.duplicates + 1 + EXCLUDED.duplicates, last_duplicate_at = now()
         RETURNING i.event_id, (i.xmax = 0) AS inserted
+      ), copied AS (
+        UPDATE ${t.deadLetters} d SET copy_partition = NULL, copy_offset = NULL
+          FROM open o WHERE d.id = o.id AND NOT o.dead AND o.event_id IN (SELECT c.event_id FROM claimed c WHERE c.inserted)
       )
-      SELECT event_id, inserted, NULL::text AS held_by FROM claimed
-      UNION ALL SELECT id, false, head::text FROM held`;
+      SELECT event_id, inserted, NULL::text AS held_by, false AS pending FROM claimed
+      UNION ALL SELECT id, false, head::text, pending FROM held`;
+    // A copy dead-lettered again (or held) keeps the place of its event's first dead letter in the group.
     this.deadLetterSql = `
-      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by, event_id)
-      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held, x."eventId"
+      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by, event_id,
+                                    origin_partition, origin_offset)
+      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held, x."eventId", f.p, f.o
       FROM jsonb_to_recordset($4::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb, held uuid, "eventId" uuid)
+      LEFT JOIN LATERAL (
+        SELECT COALESCE(e.origin_partition, e.partition) AS p, COALESCE(e.origin_offset, e."offset") AS o
+          FROM ${t.deadLetters} e
+         WHERE x."eventId" IS NOT NULL AND e.group_id = $1 AND e.topic = $2 AND lower(e.key) = lower(x.key)
+           AND e.cause IN ('handler_failed', 'held') AND (e.resolution IS NULL OR e.resolution = 'requeued')
+           AND e.event_id = x."eventId"
+         ORDER BY 1, 2 LIMIT 1
+      ) AS f ON true
       ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING`;
     this.purgeSql = `
       DELETE FROM ${t.inbox} WHERE (event_id, group_id) IN (
@@ -97,16 +133,16 @@ export class KitInboxRepository {
   /**
    * Must run inside the caller's transaction. Inserts each event id not yet seen by the group, bumps
    * the duplicate counter of the others, and returns the ids inserted now (`fresh`). An event not yet
-   * seen whose ticket has an open dead letter of the group before it (an earlier offset of the partition)
-   * is not inserted: it is in `held`, with the id of the first such dead letter, for the caller to
-   * dead-letter behind it. `entries` must hold distinct ids; they are written in id order so that two
+   * seen whose ticket has a dead letter of the group before it that holds (one nobody acted on, or one
+   * requeued whose copy is still to come: see the statement) is not inserted: it is in `held`, with the
+   * first such dead letter, for the caller to dead-letter behind it. `entries` must hold distinct ids; they are written in id order so that two
    * members racing on the same events (a rebalance) wait on each other's rows in one order and never
    * deadlock.
    */
   async claim(tx: PoolClient, place: Place, entries: readonly InboxEntry[]): Promise<Claimed> {
     if (entries.length === 0) return { fresh: new Set(), held: new Map() };
     const sorted = [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const res = await tx.query<{ event_id: string; inserted: boolean; held_by: string | null }>({
+    const res = await tx.query<{ event_id: string; inserted: boolean; held_by: string | null; pending: boolean }>({
       name: this.claimName,
       text: this.claimSql,
       values: [
@@ -121,9 +157,9 @@ export class KitInboxRepository {
       ],
     });
     const fresh = new Set<string>();
-    const held = new Map<string, string>();
+    const held = new Map<string, HeldBehind>();
     for (const r of res.rows) {
-      if (r.held_by) held.set(r.event_id, r.held_by);
+      if (r.held_by) held.set(r.event_id, { id: r.held_by, pending: r.pending });
       else if (r.inserted) fresh.add(r.event_id);
     }
     return { fresh, held };

@@ -195,11 +195,37 @@ CREATE INDEX IF NOT EXISTS consumer_dead_letters_holding_idx
   WHERE resolution IS NULL AND cause IN ('handler_failed', 'held');
 `;
 
+const REQUEUED_HOLDS = `
+-- A requeue's copies go to the end of their partition. Until the group has handled a requeued event's
+-- copy, the ticket's events read before that copy (written while the requeue ran, or not yet read when it
+-- ran) are held behind it too, so none goes ahead of the copies (inbox.repository.ts). copy_*: where the
+-- requeue produced the copy; origin_*: where the event was first read, for a copy that is dead-lettered
+-- again or held, so that it keeps its place in the ticket's order (NULL: the row's own place). Rows
+-- requeued before this step whose event the group has not handled get their copy's place from the
+-- requeue's audit row. The claim that takes a copy clears its row's copy_* (it holds nothing from then on).
+ALTER TABLE {{schema}}.consumer_dead_letters ADD COLUMN IF NOT EXISTS origin_partition integer,
+  ADD COLUMN IF NOT EXISTS origin_offset bigint, ADD COLUMN IF NOT EXISTS copy_partition integer,
+  ADD COLUMN IF NOT EXISTS copy_offset bigint;
+UPDATE {{schema}}.consumer_dead_letters d
+   SET copy_partition = (a.detail->>'partition')::integer, copy_offset = (a.detail->>'offset')::bigint
+  FROM {{schema}}.dead_letter_actions a
+ WHERE a.dead_letter_id = d.id AND a.action = 'requeue' AND d.resolution = 'requeued' AND d.copy_offset IS NULL
+   AND a.detail->>'partition' ~ '^[0-9]{1,9}$' AND a.detail->>'offset' ~ '^[0-9]{1,18}$'
+   AND NOT EXISTS (SELECT 1 FROM {{schema}}.inbox_events i WHERE i.event_id = d.event_id AND i.group_id = d.group_id);
+-- The claim looks a chunk's tickets up among the dead letters that hold: those nobody has acted on and
+-- the requeued ones whose copy the group has not taken yet.
+CREATE INDEX IF NOT EXISTS consumer_dead_letters_holds_idx
+  ON {{schema}}.consumer_dead_letters (group_id, topic, lower(key), partition, "offset")
+  WHERE cause IN ('handler_failed', 'held') AND (resolution IS NULL OR (resolution = 'requeued' AND copy_offset IS NOT NULL));
+DROP INDEX IF EXISTS {{schema}}.consumer_dead_letters_holding_idx;
+`;
+
 /** Every step of the kit's schema, in order. Append only: an applied step's text is never edited (its checksum is checked). */
 export const KIT_MIGRATIONS: readonly KitMigration[] = [
   { version: 1, name: 'kit_tables', sql: TABLES },
   { version: 2, name: 'replay_pauses', sql: PAUSES },
   { version: 3, name: 'dead_letter_holds', sql: HOLDS },
+  { version: 4, name: 'requeued_holds', sql: REQUEUED_HOLDS },
 ];
 
 /** The schema version this build of the kit needs (the last step). */

@@ -8,7 +8,14 @@ import type {
 } from './consumer-dead-letters.types';
 
 const ROW = `id::text AS id, group_id AS "groupId", topic, partition, "offset"::text AS "offset", key, value, headers,
-  reason, cause, held_by::text AS "heldBy"`;
+  reason, cause, held_by::text AS "heldBy", COALESCE(origin_partition, partition) AS "originPartition",
+  COALESCE(origin_offset, "offset")::text AS "originOffset"`;
+
+/**
+ * A dead letter's place in its ticket's order: where its event was first read (a requeued copy dead again,
+ * or held, keeps its original's place), then where this row was read.
+ */
+const PLACE = `COALESCE(d.origin_partition, d.partition), COALESCE(d.origin_offset, d."offset"), d.partition, d."offset"`;
 
 const UUID_RE = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
@@ -25,6 +32,9 @@ export interface ConsumerDeadRow {
   /** invalid, handler_failed, or held (behind `heldBy`, an earlier dead letter of its ticket). */
   cause: 'invalid' | 'handler_failed' | 'held';
   heldBy: string | null;
+  /** Where its event was first read (its own place unless it is a requeued copy dead-lettered again or held). */
+  originPartition: number;
+  originOffset: string;
 }
 
 export interface CurrentState {
@@ -64,8 +74,8 @@ export class ConsumerDeadLettersRepository {
 
   /**
    * The ids a requeue acts on: up to `limit` still dead matching the filter, in the order
-   * the messages had in Kafka (topic, partition, offset ascending; then group, for the same message
-   * dead-lettered by several groups). A requeue produces them again in this order, so the copies of
+   * the messages had in Kafka (topic, partition, offset ascending, a requeued copy at its original's place;
+   * then group, for the same message dead-lettered by several groups). A requeue produces them again in this order, so the copies of
    * one partition (one ticket: the key is the ticket id) keep their order. The limit takes the first in
    * that order (all of a lower partition before a higher one, whatever their age): of each partition a
    * prefix of the matching dead letters, so a partial requeue never sends a later event of a ticket while
@@ -79,7 +89,7 @@ export class ConsumerDeadLettersRepository {
     const r = await this.pool.query<{ id: string }>(
       `SELECT c.id::text AS id FROM ${this.t.deadLetters} c
         ${where}
-        ORDER BY c.topic, c.partition, c."offset", c.group_id LIMIT ${limit}::int`,
+        ORDER BY c.topic, ${PLACE.replaceAll('d.', 'c.')}, c.group_id LIMIT ${limit}::int`,
       values,
     );
     return r.rows.map((row) => row.id);
@@ -130,34 +140,39 @@ export class ConsumerDeadLettersRepository {
 
   /**
    * The dead letters of `row`'s ticket in its group and topic that hold the ticket's events (a handler's
-   * failure, or held), still dead, in Kafka order: `before` it (the first of them is what `row` waits
-   * behind) and `after` it (what waits behind `row`, locked with `lock`, as a requeue produces them).
-   * The consumer's claim reads them FOR SHARE, so it waits for a requeue that holds them and then sees
-   * them resolved (inbox.repository.ts).
+   * failure, or held), still dead, in the ticket's order (PLACE): `before` it (the first of them is what
+   * `row` waits behind) and `after` it (what waits behind `row`, locked with `lock`, as a requeue produces
+   * them). The consumer's claim reads them FOR SHARE, so it waits for a requeue that holds them and then
+   * sees them resolved (inbox.repository.ts).
    */
   async chain(
     tx: PoolClient,
     row: ConsumerDeadRow,
     lock: boolean,
   ): Promise<{ before: ConsumerDeadRow | null; after: ConsumerDeadRow[] }> {
-    // ROW names "offset" as text: the order is the column's (d."offset"), a number.
+    // ROW names "offset" as text: the order is the columns' (PLACE), numbers.
     const where = `d.group_id = $1 AND d.topic = $2 AND lower(d.key) = lower($3) AND d.resolution IS NULL
       AND d.cause IN ('handler_failed', 'held')`;
-    const values = [row.groupId, row.topic, row.key, row.partition, row.offset];
+    const at = `(COALESCE(d.origin_partition, d.partition), COALESCE(d.origin_offset, d."offset"))`;
+    const values = [row.groupId, row.topic, row.key, row.originPartition, row.originOffset, row.partition, row.offset];
     const before = await tx.query<ConsumerDeadRow>(
-      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND (d.partition, d."offset") < ($4, $5::bigint)
-        ORDER BY d.partition, d."offset" LIMIT 1`,
-      values,
+      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND ${at} < ($4, $5::bigint)
+        ORDER BY ${PLACE} LIMIT 1`,
+      values.slice(0, 5),
     );
     const after = await tx.query<ConsumerDeadRow>(
-      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND (d.partition, d."offset") > ($4, $5::bigint)
-        ORDER BY d.partition, d."offset" ${lock ? 'FOR UPDATE' : ''}`,
+      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where}
+        AND (${at} > ($4, $5::bigint) OR (${at} = ($4, $5::bigint) AND (d.partition, d."offset") > ($6, $7::bigint)))
+        ORDER BY ${PLACE} ${lock ? 'FOR UPDATE' : ''}`,
       values,
     );
     return { before: before.rows[0] ?? null, after: after.rows };
   }
 
-  /** Marks a dead letter requeued or discarded and audits it, inside the caller's transaction. */
+  /**
+   * Marks a dead letter requeued or discarded and audits it, inside the caller's transaction. `copy`: where a
+   * requeue produced it; until the group handles that copy, the row holds the ticket's events read before it.
+   */
   async resolve(
     tx: PoolClient,
     row: ConsumerDeadRow,
@@ -165,10 +180,12 @@ export class ConsumerDeadLettersRepository {
     actor: KitActor,
     eventId: string | null,
     detail: object,
+    copy?: { partition: number; offset: string },
   ): Promise<void> {
+    const at = copy && /^[0-9]{1,18}$/.test(copy.offset) ? copy : null;
     await tx.query(
       `WITH resolved AS (
-         UPDATE ${this.t.deadLetters} SET resolution = $2, resolved_at = now()
+         UPDATE ${this.t.deadLetters} SET resolution = $2, resolved_at = now(), copy_partition = $9, copy_offset = $10::bigint
           WHERE id = $1::uuid AND resolution IS NULL
          RETURNING id, group_id, key, reason
        )
@@ -184,6 +201,8 @@ export class ConsumerDeadLettersRepository {
         actor.by,
         actor.note,
         JSON.stringify(detail),
+        at?.partition ?? null,
+        at?.offset ?? null,
       ],
     );
   }

@@ -181,7 +181,7 @@ export class ConsumerDeadLetters {
       offset: at.offset,
       from: { groupId: row.groupId, partition: row.partition, offset: row.offset },
     };
-    await this.repo.resolve(tx, row, 'requeue', req.actor, eventIdOf(value), detail);
+    await this.repo.resolve(tx, row, 'requeue', req.actor, eventIdOf(value), detail, at);
     return `produced the stored message (event ${eventIdOf(value)}) to ${row.topic}[${at.partition}]@${at.offset} with key ${row.key ?? '(none)'}; every group reads it, and one that already processed the event skips it`;
   }
 
