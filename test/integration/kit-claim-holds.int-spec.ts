@@ -2,7 +2,8 @@
 // kit's schema migrated: a requeued dead letter holds its ticket's events read before its copy until the
 // group has handled the copy, the copies themselves are not held behind one another, and a copy that is
 // dead-lettered again keeps its original's place in the ticket's order (also for a replay of the
-// originals). The dead letters are written as the kit writes them (KitInboxRepository.deadLetter) or, for
+// originals), also when the original was stored without its event id or the copy's dead letter by an earlier
+// kit. The dead letters are written as the kit writes them (KitInboxRepository.deadLetter) or, for
 // the requeue's mark, as ConsumerDeadLettersRepository.resolve leaves them; the whole path on the broker is
 // in event-consumer-holds.int-spec.ts.
 import { randomUUID } from 'node:crypto';
@@ -64,8 +65,17 @@ const claim = (read: [Event, number][]): Promise<Claimed> =>
     ),
   );
 
-/** The event's dead letter at `offset`, as the kit writes it; returns its id. */
-async function deadLetter(e: Event, offset: number, cause: 'handler_failed' | 'held', held?: string): Promise<string> {
+/**
+ * The event's dead letter at `offset`, as the kit writes it (without its event id: as a kit before schema step 3
+ * stored a message without the `event-id` header); returns its id.
+ */
+async function deadLetter(
+  e: Event,
+  offset: number,
+  cause: 'handler_failed' | 'held',
+  held?: string,
+  withEventId = true,
+): Promise<string> {
   await inbox.deadLetter(
     db,
     place,
@@ -76,7 +86,7 @@ async function deadLetter(e: Event, offset: number, cause: 'handler_failed' | 'h
         key: e.ticketId,
         value: JSON.stringify(e),
         headers: {},
-        eventId: e.id,
+        eventId: withEventId ? e.id : undefined,
         held,
       },
     ],
@@ -138,7 +148,7 @@ it("a requeued dead letter holds its ticket's events read before its copy, not i
     'fresh',
   ]);
 
-  // The claim that took the copies cleared their rows' copy place: they leave the claim's index.
+  // The claim that read the copies cleared their rows' copy place: they leave the claim's index.
   const places = await db.query(
     'SELECT copy_offset FROM ticket_events.consumer_dead_letters WHERE id = ANY($1::uuid[]) ORDER BY "offset"',
     [[head, behind]],
@@ -179,6 +189,38 @@ it("a copy dead-lettered again keeps its original's place: it holds the copies a
     [cancel1, 301],
   ]);
   expect([outcome(replay, before), outcome(replay, cancel1)]).toEqual(['fresh', { heldBy: again, pending: false }]);
+});
+
+it('a copy is known by its place as well as by its event id: an original stored without the event id still puts its copy ahead of what waited for it', async () => {
+  const t = randomUUID();
+  const [create, cancel, next] = [event(t), event(t), event(t)];
+  const head = await deadLetter(create, 600, 'handler_failed', undefined, false);
+  await requeued(head, 900);
+  // The cancel, read between the requeue and the copy, waits for it.
+  expect(outcome(await claim([[cancel, 700]]), cancel)).toEqual({ heldBy: head, pending: true });
+  await deadLetter(cancel, 700, 'held', head);
+  // The copy stands at the create's place (600), ahead of the held cancel (700): not held behind it.
+  expect(outcome(await claim([[create, 900]]), create)).toBe('fresh');
+  // A later event still waits behind the held cancel.
+  expect(outcome(await claim([[next, 950]]), next)).toEqual({ heldBy: expect.any(String), pending: false });
+});
+
+it("a dead letter written at a copy's place without its original's place (a replica of the earlier kit) gets it from the trigger", async () => {
+  const t = randomUUID();
+  const [create, cancel] = [event(t), event(t)];
+  const head = await deadLetter(create, 1000, 'handler_failed');
+  const behind = await deadLetter(cancel, 1001, 'held', head);
+  await requeued(head, 1100);
+  await requeued(behind, 1101);
+  // The create's copy dead again, stored as a kit at schema step 3 stores it: no origin columns.
+  const r = await db.query<{ id: string; o: string }>(
+    `INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason, cause, event_id)
+     VALUES ($1, $2, 0, 1100, $3, '{}', 'handler failed 2 times', 'handler_failed', $4) RETURNING id::text, origin_offset::text AS o`,
+    [place.groupId, place.topic, t, create.id],
+  );
+  expect(r.rows[0].o).toBe('1000');
+  // So the cancel's copy waits behind it.
+  expect(outcome(await claim([[cancel, 1101]]), cancel)).toEqual({ heldBy: r.rows[0].id, pending: false });
 });
 
 it('a requeued dead letter without the place of its copy (requeued by an earlier kit) holds nothing', async () => {

@@ -93,6 +93,8 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
   await db.query('DROP TABLE earlier_kit.replay_pauses');
   await db.query('DROP INDEX earlier_kit.consumer_dead_letters_holds_idx');
   await db.query('DROP TRIGGER consumer_dead_letters_cause ON earlier_kit.consumer_dead_letters');
+  await db.query('DROP TRIGGER consumer_dead_letters_origin ON earlier_kit.consumer_dead_letters');
+  await db.query('DROP FUNCTION earlier_kit.consumer_dead_letter_origin()');
   await db.query('DROP FUNCTION earlier_kit.consumer_dead_letter_cause()');
   await db.query(
     `ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by, DROP COLUMN event_id,
@@ -160,10 +162,12 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
   ]);
 });
 
-it("a schema at version 3 gets step 4: requeued dead letters get their copy's place from the audit row, the claim's index covers them, and the step re-runs", async () => {
+it("a schema at version 3 gets step 4: requeued dead letters get their copy's place from the audit row, a dead letter at that place its original's, the claim's index covers them, and the step re-runs", async () => {
   await migrate({ databaseUrl: database.url, schema: 'kit_v3' });
   // What a kit of schema version 3 left: no places, the step 3 index.
   await db.query('DROP INDEX kit_v3.consumer_dead_letters_holds_idx');
+  await db.query('DROP TRIGGER consumer_dead_letters_origin ON kit_v3.consumer_dead_letters');
+  await db.query('DROP FUNCTION kit_v3.consumer_dead_letter_origin()');
   await db.query(
     `ALTER TABLE kit_v3.consumer_dead_letters DROP COLUMN origin_partition, DROP COLUMN origin_offset,
        DROP COLUMN copy_partition, DROP COLUMN copy_offset`,
@@ -171,12 +175,14 @@ it("a schema at version 3 gets step 4: requeued dead letters get their copy's pl
   await db.query(`CREATE INDEX consumer_dead_letters_holding_idx ON kit_v3.consumer_dead_letters
     (group_id, topic, lower(key), partition, "offset") WHERE resolution IS NULL AND cause IN ('handler_failed', 'held')`);
   await db.query('DELETE FROM kit_v3.kit_migrations WHERE version > 3');
-  // Two requeued dead letters (the second's copy place unknown to the broker's answer) and one still dead.
+  // Two requeued dead letters (the second's copy place unknown to the broker's answer), one still dead, and the
+  // first one's copy dead again at 42.
   const rows = await db.query<{ id: string; o: number }>(
     `INSERT INTO kit_v3.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason, cause, event_id, resolution)
      VALUES ('g', 't', 0, 1, 'k', '{}', 'handler failed 2 times', 'handler_failed', $1, 'requeued'),
             ('g', 't', 0, 2, 'k', '{}', 'held behind', 'held', gen_random_uuid(), 'requeued'),
-            ('g', 't', 0, 3, 'k', '{}', 'handler failed 2 times', 'handler_failed', gen_random_uuid(), NULL)
+            ('g', 't', 0, 3, 'k', '{}', 'handler failed 2 times', 'handler_failed', gen_random_uuid(), NULL),
+            ('g', 't', 0, 42, 'k', '{}', 'handler failed 2 times', 'handler_failed', $1, NULL)
      RETURNING id::text, "offset"::int AS o`,
     [EVENT],
   );
@@ -190,13 +196,14 @@ it("a schema at version 3 gets step 4: requeued dead letters get their copy's pl
   const r = await migrate({ databaseUrl: database.url, schema: 'kit_v3' });
   expect(r.applied).toEqual([{ version: 4, name: 'requeued_holds' }]);
   const places = await db.query(
-    `SELECT "offset"::int AS o, copy_partition, copy_offset::int AS copy_offset, origin_offset
+    `SELECT "offset"::int AS o, copy_partition, copy_offset::int AS copy_offset, origin_offset::text AS origin_offset
        FROM kit_v3.consumer_dead_letters ORDER BY "offset"`,
   );
   expect(places.rows).toEqual([
     { o: 1, copy_partition: 0, copy_offset: 42, origin_offset: null },
     { o: 2, copy_partition: null, copy_offset: null, origin_offset: null },
     { o: 3, copy_partition: null, copy_offset: null, origin_offset: null },
+    { o: 42, copy_partition: null, copy_offset: null, origin_offset: '1' },
   ]);
   const indexes = await db.query<{ name: string }>(
     "SELECT indexname AS name FROM pg_indexes WHERE schemaname = 'kit_v3' AND tablename = 'consumer_dead_letters' ORDER BY 1",

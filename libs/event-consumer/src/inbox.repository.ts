@@ -55,16 +55,19 @@ export class KitInboxRepository {
     this.claimName = `kit-inbox-claim-${t.schema}`.slice(0, 63);
     // The chunk's tickets' dead letters that hold (open) are read FOR SHARE, so that a requeue in flight (it
     // holds them FOR UPDATE while it produces a ticket's chain) is waited for and then seen as it committed.
-    // They are those nobody has acted on, and the requeued ones whose copy the group has not handled yet.
-    // Each stands at its event's place in the ticket's order (origin_*: a copy dead again, or held, keeps
-    // the place of the event as first read; an event's own dead letters, a copy's included, never hold it).
-    // An event not yet in the inbox is held (not claimed, not handled) behind one before its place: an
-    // unresolved one, or a requeued one whose copy comes later in this partition (the events read between
-    // a requeue and its copies wait for the copies). The join starts from `open` (usually empty) and
-    // `behind` is materialized, so the inbox is probed only for events behind a dead letter. A dead letter
-    // whose event was handled after all (a redelivery after a crash, a replay, its copy) holds nothing.
-    // A requeued dead letter whose copy this claim takes forgets the copy's place (copied): it holds nothing
-    // from then on, and leaves the partial index the lookup reads, which stays as small as what holds.
+    // They are those nobody has acted on, and the requeued ones whose copy the group has not read yet.
+    // Each stands at its event's place in the ticket's order (origin_*: a dead letter of a copy keeps the
+    // place where the event was first read). A chunk's event stands at the place of its own dead letters
+    // (by event id, or as the copy produced at its offset), or at its offset. An event not yet in the inbox
+    // is held (not claimed, not handled) behind a dead letter before its place: one nobody acted on, or one
+    // requeued whose copy comes later in this partition (the events read between a requeue and its copies
+    // wait for the copies); the head named is the first one nobody acted on, else the first requeued one.
+    // The join starts from `open` (usually empty) and `behind` is materialized, so the inbox is probed only
+    // for events behind a dead letter. A dead letter whose event was handled after all (a redelivery after a
+    // crash, a replay, its copy) holds nothing. A requeued dead letter whose copy's offset this chunk reaches
+    // forgets the copy's place (copied): from then on the copy's own dead letter, if any, holds in its stead,
+    // and the row leaves the partial index the lookup reads. One whose copy is held now keeps it until a
+    // later chunk, so that the held copy's dead letter finds its original's place (the trigger of step 4).
     // A dead letter's key is the ticket id as the event spelled it, matched in lower case as a uuid prints.
     this.claimSql = `
       WITH open AS (
@@ -77,17 +80,19 @@ export class KitInboxRepository {
            AND NOT EXISTS (SELECT 1 FROM ${t.inbox} h WHERE h.event_id = d.event_id AND h.group_id = $1)
          FOR SHARE
       ), behind AS MATERIALIZED (
-        SELECT DISTINCT ON (x.id) x.id, o.id AS head, NOT o.dead AS pending
+        SELECT DISTINCT ON (x.id) x.id, x.o, o.id AS head, NOT o.dead AS pending
           FROM open o JOIN unnest($4::uuid[], $6::uuid[], $7::int8[]) AS x(id, ticket, o)
             ON x.ticket::text = o.key AND o.event_id IS DISTINCT FROM x.id
           LEFT JOIN LATERAL (
-            SELECT s.place_p, s.place_o FROM open s WHERE s.event_id = x.id ORDER BY s.place_p, s.place_o LIMIT 1
+            SELECT s.place_p, s.place_o FROM open s
+             WHERE s.event_id = x.id OR (s.copy_partition = $3 AND s.copy_offset = x.o)
+             ORDER BY s.place_p, s.place_o LIMIT 1
           ) AS own ON true
          WHERE NOT (o.place_p = COALESCE(own.place_p, $3) AND o.place_o >= COALESCE(own.place_o, x.o))
            AND (o.dead OR (o.copy_partition = $3 AND x.o < o.copy_offset))
-         ORDER BY x.id, o.place_p, o.place_o, o.dead DESC
+         ORDER BY x.id, o.dead DESC, o.place_p, o.place_o
       ), held AS (
-        SELECT b.id, b.head, b.pending FROM behind b
+        SELECT b.id, b.o, b.head, b.pending FROM behind b
          WHERE NOT EXISTS (SELECT 1 FROM ${t.inbox} s WHERE s.event_id = b.id AND s.group_id = $1)
       ), claimed AS (
         INSERT INTO ${t.inbox} AS i (group_id, event_id, event_type, ticket_id, topic, partition, "offset", duplicates)
@@ -99,24 +104,18 @@ export class KitInboxRepository {
         RETURNING i.event_id, (i.xmax = 0) AS inserted
       ), copied AS (
         UPDATE ${t.deadLetters} d SET copy_partition = NULL, copy_offset = NULL
-          FROM open o WHERE d.id = o.id AND NOT o.dead AND o.event_id IN (SELECT c.event_id FROM claimed c WHERE c.inserted)
+          FROM open o
+         WHERE d.id = o.id AND NOT o.dead AND o.copy_partition = $3
+           AND o.copy_offset <= (SELECT max(x) FROM unnest($7::int8[]) AS x)
+           AND o.copy_offset NOT IN (SELECT held.o FROM held)
       )
       SELECT event_id, inserted, NULL::text AS held_by, false AS pending FROM claimed
       UNION ALL SELECT id, false, head::text, pending FROM held`;
-    // A copy dead-lettered again (or held) keeps the place of its event's first dead letter in the group.
+    // origin_* of a row written at a copy's place: the trigger of kit schema step 4.
     this.deadLetterSql = `
-      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by, event_id,
-                                    origin_partition, origin_offset)
-      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held, x."eventId", f.p, f.o
+      INSERT INTO ${t.deadLetters} (group_id, topic, partition, "offset", key, value, headers, reason, cause, held_by, event_id)
+      SELECT $1, $2, $3, x.o, x.key, x.value, COALESCE(x.headers, '{}'::jsonb), x.reason, $5, x.held, x."eventId"
       FROM jsonb_to_recordset($4::jsonb) AS x(o bigint, reason text, key text, value text, headers jsonb, held uuid, "eventId" uuid)
-      LEFT JOIN LATERAL (
-        SELECT COALESCE(e.origin_partition, e.partition) AS p, COALESCE(e.origin_offset, e."offset") AS o
-          FROM ${t.deadLetters} e
-         WHERE x."eventId" IS NOT NULL AND e.group_id = $1 AND e.topic = $2 AND lower(e.key) = lower(x.key)
-           AND e.cause IN ('handler_failed', 'held') AND (e.resolution IS NULL OR e.resolution = 'requeued')
-           AND e.event_id = x."eventId"
-         ORDER BY 1, 2 LIMIT 1
-      ) AS f ON true
       ON CONFLICT (group_id, topic, partition, "offset") DO NOTHING`;
     this.purgeSql = `
       DELETE FROM ${t.inbox} WHERE (event_id, group_id) IN (

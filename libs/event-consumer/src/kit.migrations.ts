@@ -196,24 +196,53 @@ CREATE INDEX IF NOT EXISTS consumer_dead_letters_holding_idx
 `;
 
 const REQUEUED_HOLDS = `
--- A requeue's copies go to the end of their partition. Until the group has handled a requeued event's
--- copy, the ticket's events read before that copy (written while the requeue ran, or not yet read when it
--- ran) are held behind it too, so none goes ahead of the copies (inbox.repository.ts). copy_*: where the
--- requeue produced the copy; origin_*: where the event was first read, for a copy that is dead-lettered
--- again or held, so that it keeps its place in the ticket's order (NULL: the row's own place). Rows
--- requeued before this step whose event the group has not handled get their copy's place from the
--- requeue's audit row. The claim that takes a copy clears its row's copy_* (it holds nothing from then on).
+-- A requeue's copies go to the end of their partition. Until the group has read a requeued event's copy,
+-- the ticket's events read before it (written while the requeue ran, or not yet read when it ran) are held
+-- behind it too, so none goes ahead of the copies (inbox.repository.ts). copy_*: where the requeue produced
+-- the copy (the claim that reads past it clears them). origin_*: for a dead letter of a copy (dead again, or
+-- held), where the event was first read, so that it keeps its place in the ticket's order (NULL: the row's
+-- own place); a trigger sets them for every row written at a copy's place, by this kit or an earlier one.
 ALTER TABLE {{schema}}.consumer_dead_letters ADD COLUMN IF NOT EXISTS origin_partition integer,
   ADD COLUMN IF NOT EXISTS origin_offset bigint, ADD COLUMN IF NOT EXISTS copy_partition integer,
   ADD COLUMN IF NOT EXISTS copy_offset bigint;
+-- Rows requeued before this step whose event the group has not handled: the copy's place from the audit row.
 UPDATE {{schema}}.consumer_dead_letters d
    SET copy_partition = (a.detail->>'partition')::integer, copy_offset = (a.detail->>'offset')::bigint
   FROM {{schema}}.dead_letter_actions a
  WHERE a.dead_letter_id = d.id AND a.action = 'requeue' AND d.resolution = 'requeued' AND d.copy_offset IS NULL
    AND a.detail->>'partition' ~ '^[0-9]{1,9}$' AND a.detail->>'offset' ~ '^[0-9]{1,18}$'
    AND NOT EXISTS (SELECT 1 FROM {{schema}}.inbox_events i WHERE i.event_id = d.event_id AND i.group_id = d.group_id);
+CREATE INDEX IF NOT EXISTS consumer_dead_letters_copy_idx
+  ON {{schema}}.consumer_dead_letters (group_id, topic, copy_partition, copy_offset) WHERE copy_offset IS NOT NULL;
+-- Rows already written at a copy's place take the original's place, through every requeue of a requeue.
+DO $kit$
+BEGIN
+  FOR i IN 1..100 LOOP
+    UPDATE {{schema}}.consumer_dead_letters r
+       SET origin_partition = COALESCE(s.origin_partition, s.partition), origin_offset = COALESCE(s.origin_offset, s."offset")
+      FROM {{schema}}.consumer_dead_letters s
+     WHERE s.group_id = r.group_id AND s.topic = r.topic AND s.copy_partition = r.partition AND s.copy_offset = r."offset"
+       AND (r.origin_partition, r.origin_offset) IS DISTINCT FROM (COALESCE(s.origin_partition, s.partition), COALESCE(s.origin_offset, s."offset"));
+    EXIT WHEN NOT FOUND;
+  END LOOP;
+END
+$kit$;
+CREATE OR REPLACE FUNCTION {{schema}}.consumer_dead_letter_origin() RETURNS trigger LANGUAGE plpgsql AS $kit$
+BEGIN
+  SELECT COALESCE(s.origin_partition, s.partition), COALESCE(s.origin_offset, s."offset")
+    INTO NEW.origin_partition, NEW.origin_offset
+    FROM {{schema}}.consumer_dead_letters s
+   WHERE s.group_id = NEW.group_id AND s.topic = NEW.topic AND s.copy_offset = NEW."offset"
+     AND s.copy_partition = NEW.partition
+   LIMIT 1;
+  RETURN NEW;
+END
+$kit$;
+DROP TRIGGER IF EXISTS consumer_dead_letters_origin ON {{schema}}.consumer_dead_letters;
+CREATE TRIGGER consumer_dead_letters_origin BEFORE INSERT ON {{schema}}.consumer_dead_letters
+  FOR EACH ROW WHEN (NEW.origin_offset IS NULL) EXECUTE FUNCTION {{schema}}.consumer_dead_letter_origin();
 -- The claim looks a chunk's tickets up among the dead letters that hold: those nobody has acted on and
--- the requeued ones whose copy the group has not taken yet.
+-- the requeued ones whose copy the group has not read yet.
 CREATE INDEX IF NOT EXISTS consumer_dead_letters_holds_idx
   ON {{schema}}.consumer_dead_letters (group_id, topic, lower(key), partition, "offset")
   WHERE cause IN ('handler_failed', 'held') AND (resolution IS NULL OR (resolution = 'requeued' AND copy_offset IS NOT NULL));

@@ -171,7 +171,8 @@ export class ConsumerDeadLettersRepository {
 
   /**
    * Marks a dead letter requeued or discarded and audits it, inside the caller's transaction. `copy`: where a
-   * requeue produced it; until the group handles that copy, the row holds the ticket's events read before it.
+   * requeue produced it; until the group reads that copy, the row holds the ticket's events read before it
+   * (not recorded when the group's inbox has the event already: the copy will be skipped).
    */
   async resolve(
     tx: PoolClient,
@@ -183,11 +184,15 @@ export class ConsumerDeadLettersRepository {
     copy?: { partition: number; offset: string },
   ): Promise<void> {
     const at = copy && /^[0-9]{1,18}$/.test(copy.offset) ? copy : null;
+    // The group has the event already: its copy will be skipped, and holds nothing.
+    const handled = `EXISTS (SELECT 1 FROM ${this.t.inbox} i WHERE i.event_id = d.event_id AND i.group_id = d.group_id)`;
     await tx.query(
       `WITH resolved AS (
-         UPDATE ${this.t.deadLetters} SET resolution = $2, resolved_at = now(), copy_partition = $9, copy_offset = $10::bigint
-          WHERE id = $1::uuid AND resolution IS NULL
-         RETURNING id, group_id, key, reason
+         UPDATE ${this.t.deadLetters} d SET resolution = $2, resolved_at = now(),
+                copy_partition = CASE WHEN ${handled} THEN NULL ELSE $9::int END,
+                copy_offset = CASE WHEN ${handled} THEN NULL ELSE $10::bigint END
+          WHERE d.id = $1::uuid AND d.resolution IS NULL
+         RETURNING d.id, d.group_id, d.key, d.reason
        )
        INSERT INTO ${this.t.actions} (dead_letter_id, group_id, action, ticket_id, event_id, dead_reason, actor, note, detail)
        SELECT r.id, r.group_id, $3, CASE WHEN r.key ~* $4 THEN r.key::uuid END, $5::uuid, r.reason, $6, $7, $8::jsonb
