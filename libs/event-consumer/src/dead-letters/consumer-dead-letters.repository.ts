@@ -12,10 +12,13 @@ const ROW = `id::text AS id, group_id AS "groupId", topic, partition, "offset"::
   COALESCE(origin_offset, "offset")::text AS "originOffset"`;
 
 /**
- * A dead letter's place in its ticket's order: where its event was first read (a requeued copy dead again,
- * or held, keeps its original's place), then where this row was read.
+ * A dead letter's place in its ticket's order, for the row aliased `a`: where its event was first read (a
+ * requeued copy dead again, or held, keeps its original's place).
  */
-const PLACE = `COALESCE(d.origin_partition, d.partition), COALESCE(d.origin_offset, d."offset"), d.partition, d."offset"`;
+const origin = (a: string) =>
+  `(COALESCE(${a}.origin_partition, ${a}.partition), COALESCE(${a}.origin_offset, ${a}."offset"))`;
+/** The order of a ticket's dead letters: their place, then where each row was read. */
+const inOrder = (a: string) => `${origin(a)}, ${a}.partition, ${a}."offset"`;
 
 const UUID_RE = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
@@ -75,8 +78,8 @@ export class ConsumerDeadLettersRepository {
   /**
    * The ids a requeue acts on: up to `limit` still dead matching the filter, in the order
    * the messages had in Kafka (topic, partition, offset ascending, a requeued copy at its original's place;
-   * then group, for the same message dead-lettered by several groups). A requeue produces them again in this order, so the copies of
-   * one partition (one ticket: the key is the ticket id) keep their order. The limit takes the first in
+   * then group, for the same message dead-lettered by several groups). A requeue produces them again in
+   * this order, so the copies of one partition (one ticket: the key is the ticket id) keep their order. The limit takes the first in
    * that order (all of a lower partition before a higher one, whatever their age): of each partition a
    * prefix of the matching dead letters, so a partial requeue never sends a later event of a ticket while
    * an earlier matching one of the same ticket stays dead (the handler would get them out of order, or
@@ -89,7 +92,7 @@ export class ConsumerDeadLettersRepository {
     const r = await this.pool.query<{ id: string }>(
       `SELECT c.id::text AS id FROM ${this.t.deadLetters} c
         ${where}
-        ORDER BY c.topic, ${PLACE.replaceAll('d.', 'c.')}, c.group_id LIMIT ${limit}::int`,
+        ORDER BY c.topic, ${inOrder('c')}, c.group_id LIMIT ${limit}::int`,
       values,
     );
     return r.rows.map((row) => row.id);
@@ -140,7 +143,7 @@ export class ConsumerDeadLettersRepository {
 
   /**
    * The dead letters of `row`'s ticket in its group and topic that hold the ticket's events (a handler's
-   * failure, or held), still dead, in the ticket's order (PLACE): `before` it (the first of them is what
+   * failure, or held), still dead, in the ticket's order (inOrder): `before` it (the first of them is what
    * `row` waits behind) and `after` it (what waits behind `row`, locked with `lock`, as a requeue produces
    * them). The consumer's claim reads them FOR SHARE, so it waits for a requeue that holds them and then
    * sees them resolved (inbox.repository.ts).
@@ -150,20 +153,19 @@ export class ConsumerDeadLettersRepository {
     row: ConsumerDeadRow,
     lock: boolean,
   ): Promise<{ before: ConsumerDeadRow | null; after: ConsumerDeadRow[] }> {
-    // ROW names "offset" as text: the order is the columns' (PLACE), numbers.
+    // ROW names "offset" as text: the order is the columns' (inOrder), numbers.
     const where = `d.group_id = $1 AND d.topic = $2 AND lower(d.key) = lower($3) AND d.resolution IS NULL
       AND d.cause IN ('handler_failed', 'held')`;
-    const at = `(COALESCE(d.origin_partition, d.partition), COALESCE(d.origin_offset, d."offset"))`;
     const values = [row.groupId, row.topic, row.key, row.originPartition, row.originOffset, row.partition, row.offset];
     const before = await tx.query<ConsumerDeadRow>(
-      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND ${at} < ($4, $5::bigint)
-        ORDER BY ${PLACE} LIMIT 1`,
+      `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where} AND ${origin('d')} < ($4, $5::bigint)
+        ORDER BY ${inOrder('d')} LIMIT 1`,
       values.slice(0, 5),
     );
     const after = await tx.query<ConsumerDeadRow>(
       `SELECT ${ROW} FROM ${this.t.deadLetters} d WHERE ${where}
-        AND (${at} > ($4, $5::bigint) OR (${at} = ($4, $5::bigint) AND (d.partition, d."offset") > ($6, $7::bigint)))
-        ORDER BY ${PLACE} ${lock ? 'FOR UPDATE' : ''}`,
+        AND (${origin('d')} > ($4, $5::bigint) OR (${origin('d')} = ($4, $5::bigint) AND (d.partition, d."offset") > ($6, $7::bigint)))
+        ORDER BY ${inOrder('d')} ${lock ? 'FOR UPDATE' : ''}`,
       values,
     );
     return { before: before.rows[0] ?? null, after: after.rows };
