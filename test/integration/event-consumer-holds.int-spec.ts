@@ -190,30 +190,8 @@ it('holds a ticket behind its dead letter while other tickets go on, and a reque
 it('an event of the ticket read between a requeue and its copies waits for the copies, then is requeued after them', async () => {
   const f = ticketCreated(tenantId);
   const cancels = [ticketCancelled(f), ticketCancelled(f)];
-  Effects.failing.add(f.ticketId);
-  await send([f, cancels[0]]);
-  const [head, held] = await eventually(
-    () => deadLetters(f.ticketId),
-    (rows) => rows.length === 2,
-    30_000,
-    "f's create dead and its cancel held",
-  );
-  Effects.failing.delete(f.ticketId);
-
-  // Before the requeue's first copy, the ticket's next event is written (it lands before the copies) and the
-  // consumer reads it while the requeue holds the ticket's rows.
-  const kafka = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
-  let sends = 0;
-  const writing: MessageRepublisher = {
-    async send(m) {
-      if (++sends === 1) {
-        await send([cancels[1]]);
-        await claimWaitsOnLock();
-      }
-      return kafka.send(m);
-    },
-    close: () => kafka.close(),
-  };
+  const [head, held] = await deadWithItsCancelHeld(f, cancels[0]);
+  const writing = writingBeforeFirstCopy(cancels[1]);
   const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher: writing });
   const actor = { by: 'holds-test', note: null };
   try {
@@ -254,6 +232,172 @@ it('an event of the ticket read between a requeue and its copies waits for the c
   );
   expect(await applied(f.ticketId)).toEqual([f.id, cancels[0].id, cancels[1].id]);
 });
+
+it("follow waits until the group has handled a requeue's copies, then requeues the events held behind them, after them", async () => {
+  const g = ticketCreated(tenantId);
+  const cancels = [ticketCancelled(g), ticketCancelled(g)];
+  const [head, held] = await deadWithItsCancelHeld(g, cancels[0]);
+  const writing = writingBeforeFirstCopy(cancels[1]);
+  const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher: writing });
+  const actor = { by: 'holds-test', note: 'follow' };
+  const progress: string[] = [];
+  try {
+    const results = await dl.requeue({ filter: { id: head.id, limit: 1 }, actor, dryRun: false });
+    expect(results.map((r) => [r.id, r.outcome])).toEqual([
+      [head.id, 'requeued'],
+      [held.id, 'requeued'],
+    ]);
+    const followed = await dl.follow(results, {
+      timeoutMs: 60_000,
+      pollMs: 100,
+      actor,
+      progress: (l) => progress.push(l),
+    });
+    const third = (await deadLetters(g.ticketId))[2];
+    expect([third.eventId, third.cause, third.heldBy]).toEqual([cancels[1].id, 'held', head.id]);
+    expect(followed.outcome).toBe('handled');
+    expect(followed.requeued.map((r) => [r.id, r.outcome])).toEqual([[third.id, 'requeued']]);
+    expect(followed.copies.map((c) => [c.id, c.eventId, c.state])).toEqual([
+      [head.id, g.id, 'handled'],
+      [held.id, cancels[0].id, 'handled'],
+      [third.id, cancels[1].id, 'handled'],
+    ]);
+    expect(progress.at(-1)).toMatch(
+      /^follow: 3 of 3 copies handled by the group, 0 dead-lettered again, 0 not read yet \(\d+ s\)$/,
+    );
+    expect(progress).toContainEqual(expect.stringMatching(new RegExp(`^requeued: .*event ${cancels[1].id}`)));
+  } finally {
+    await writing.close();
+    await dl.close();
+  }
+  // follow returned when the group had handled the third copy: no waiting here.
+  expect(await applied(g.ticketId)).toEqual([g.id, cancels[0].id, cancels[1].id]);
+  expect((await deadLetters(g.ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', 'requeued']);
+});
+
+it('follow names the dead letter of a copy that failed again, and leaves the events behind it dead', async () => {
+  const h = ticketCreated(tenantId);
+  const cancel = ticketCancelled(h);
+  Effects.failing.add(h.ticketId);
+  await send([h, cancel]);
+  const [head, held] = await eventually(
+    () => deadLetters(h.ticketId),
+    (rows) => rows.length === 2,
+    30_000,
+    "h's create dead and its cancel held",
+  );
+  // Requeued before the cause is fixed: the copy of the create fails every attempt again.
+  const republisher = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher });
+  const actor = { by: 'holds-test', note: null };
+  try {
+    const results = await dl.requeue({ filter: { id: head.id, limit: 1 }, actor, dryRun: false });
+    const followed = await dl.follow(results, { timeoutMs: 60_000, pollMs: 100, actor });
+    const rows = await deadLetters(h.ticketId);
+    expect(rows.map((r) => [r.eventId, r.cause, r.resolution])).toEqual([
+      [h.id, 'handler_failed', 'requeued'],
+      [cancel.id, 'held', 'requeued'],
+      [h.id, 'handler_failed', null],
+      [cancel.id, 'held', null],
+    ]);
+    expect(followed.outcome).toBe('dead-again');
+    expect(followed.requeued).toEqual([]);
+    expect(followed.copies).toEqual([
+      {
+        id: head.id,
+        groupId,
+        eventId: h.id,
+        ticketId: h.ticketId,
+        state: 'dead-again',
+        deadLetter: rows[2].id,
+        reason: expect.stringContaining('cannot be taken yet'),
+      },
+      {
+        id: held.id,
+        groupId,
+        eventId: cancel.id,
+        ticketId: h.ticketId,
+        state: 'dead-again',
+        deadLetter: rows[3].id,
+        reason: expect.stringContaining(rows[2].id),
+      },
+    ]);
+  } finally {
+    await republisher.close();
+    await dl.close();
+  }
+  expect(await applied(h.ticketId)).toEqual([]);
+  Effects.failing.delete(h.ticketId);
+});
+
+it('follow times out on copies no member of the group reads, and says so', async () => {
+  const k = ticketCreated(tenantId);
+  const lonely = uniqueName('kit-holds-nobody');
+  const [{ id }] = (
+    await db.query<{ id: string }>(
+      `INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, reason, cause, event_id)
+       VALUES ($1, $2, 0, 0, $3, $4, 'handler failed 2 times (ticket.created.v1): boom', 'handler_failed', $5) RETURNING id::text`,
+      [lonely, topic, k.ticketId, JSON.stringify(k), k.id],
+    )
+  ).rows;
+  const republisher = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher });
+  const actor = { by: 'holds-test', note: null };
+  try {
+    const results = await dl.requeue({ filter: { id, limit: 1 }, actor, dryRun: false });
+    expect(results.map((r) => r.outcome)).toEqual(['requeued']);
+    const followed = await dl.follow(results, { timeoutMs: 1_500, pollMs: 100, actor });
+    expect(followed).toEqual({
+      outcome: 'timeout',
+      copies: [{ id, groupId: lonely, eventId: k.id, ticketId: k.ticketId, state: 'not-read' }],
+      requeued: [],
+    });
+  } finally {
+    await republisher.close();
+    await dl.close();
+    await deleteKitRows(db, lonely);
+  }
+  // The running group read the copy: a ticket's event like any other.
+  await eventually(
+    () => applied(k.ticketId),
+    (r) => r.length === 1,
+    30_000,
+    "k's create applied by the running group",
+  );
+});
+
+/** A ticket's create that fails every attempt, and its cancel held behind it; the cause then fixed. */
+async function deadWithItsCancelHeld(create: TicketCreatedV1, cancel: TicketCancelledV1) {
+  Effects.failing.add(create.ticketId);
+  await send([create, cancel]);
+  const rows = await eventually(
+    () => deadLetters(create.ticketId),
+    (r) => r.length === 2,
+    30_000,
+    'the create dead and its cancel held',
+  );
+  Effects.failing.delete(create.ticketId);
+  return rows;
+}
+
+/**
+ * A republisher that, before the requeue's first copy, writes the ticket's next event (it lands before the
+ * copies) and waits until the consumer reads it while the requeue holds the ticket's rows.
+ */
+function writingBeforeFirstCopy(next: TicketEvent): MessageRepublisher {
+  const kafka = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  let sends = 0;
+  return {
+    async send(m) {
+      if (++sends === 1) {
+        await send([next]);
+        await claimWaitsOnLock();
+      }
+      return kafka.send(m);
+    },
+    close: () => kafka.close(),
+  };
+}
 
 /** Waits until a statement on the kit's inbox waits for a lock: the consumer's claim, on the requeue's rows. */
 async function claimWaitsOnLock(): Promise<void> {

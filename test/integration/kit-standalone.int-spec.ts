@@ -2,6 +2,7 @@
 // schema, created by the compiled `ticket-events` bin (run as a child process), a consumer applying
 // each event once through duplicate publishes and a replay, and the bin's replay and dead-letters
 // commands on that database. Also the kit's own error for a taken metrics port.
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'pg';
@@ -79,6 +80,19 @@ it('the bin: --help on itself and on each command; a missing database says how t
   const unknown = await runKitBin(['replay', '--group', 'g', '--from', 'yesterday']);
   expect(unknown.code).toBe(2);
   expect(unknown.err).toContain('--from must be "earliest" or an ISO-8601 time');
+  const id = randomUUID();
+  for (const [args, says] of [
+    [['discard', '--id', id, '--follow'], '--follow goes only with requeue'],
+    [
+      ['requeue', '--id', id, '--follow', '--dry-run'],
+      '--follow follows copies a requeue produced: not with --dry-run',
+    ],
+    [['requeue', '--id', id, '--timeout', '5m'], '--timeout goes only with requeue --follow'],
+    [['requeue', '--id', id, '--follow', '--timeout', 'soon'], '--timeout "soon" is not a duration'],
+  ] as [string[], string][]) {
+    const wrong = await runKitBin(['dead-letters', ...args, '--group', 'g'], { DATABASE_URL: database.url });
+    expect({ code: wrong.code, err: wrong.err }).toEqual({ code: 2, err: expect.stringContaining(says) });
+  }
 });
 
 it('migrates a database of its own that then holds only the kit schema, and a consumer applies each event once', async () => {

@@ -32,10 +32,14 @@ export type {
   ConsumerDeadLetterFilter,
   ConsumerDeadLetterItem,
   ConsumerDeadLetterState,
+  FollowedCopy,
+  FollowOptions,
+  FollowResult,
   KitActionOutcome,
   KitActionResult,
   KitActor,
 } from './dead-letters/consumer-dead-letters.types';
+export { followReport, type FollowCommands } from './dead-letters/follow-report';
 export { kafkaRepublisher, type MessageRepublisher, type RawMessageOut } from './dead-letters/message-republisher';
 export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message';
 export { isDatabaseUnavailable, sqlState } from './database-errors';

@@ -5,8 +5,9 @@ import type {
   ConsumerDeadLetterItem,
   KitActionResult,
 } from '../dead-letters/consumer-dead-letters.types';
+import { followReport } from '../dead-letters/follow-report';
 import { kafkaRepublisher } from '../dead-letters/message-republisher';
-import { BIN, EXIT, Usage, target, timeBound, type Command } from './bin-support';
+import { BIN, EXIT, Usage, duration, target, timeBound, type Command } from './bin-support';
 
 const ACTIONS = ['list', 'show', 'requeue', 'discard'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -38,7 +39,7 @@ export const deadLettersCommand: Command = {
   help: [
     'ticket-events dead-letters list --group <group> [--ticket <id>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
     'ticket-events dead-letters show --id <id> [--json]',
-    'ticket-events dead-letters requeue --group <group> (--id <id> | <filters>) [--dry-run] [--note "<why>"] [--by <who>] [--json]',
+    'ticket-events dead-letters requeue --group <group> (--id <id> | <filters>) [--dry-run | --follow [--timeout 30m]] [--note "<why>"] [--by <who>] [--json]',
     'ticket-events dead-letters discard --group <group> (--id <id> | <filters>) [--dry-run] [--note "<why>"] [--by <who>] [--json]',
     '',
     "The group's dead letters: messages that did not parse as a ticket event, events whose handler",
@@ -50,7 +51,8 @@ export const deadLettersCommand: Command = {
     "           in Kafka (topic, partition, offset), so a ticket's events keep their order: a failed event",
     '           takes the events held behind it along, and a held event whose event ahead is still dead',
     "           is refused, naming that one. Until the group has handled the copies, the ticket's events it",
-    '           reads before them are held behind them too: requeue the ticket again once they are handled.',
+    '           reads before them are held behind them too: requeue the ticket again once they are handled,',
+    '           or pass --follow, which does that.',
     '  discard  gives up on it; the row is kept, marked, and listed only with --all. The events held',
     '           behind it stay dead: requeue the first of them (the discard names it).',
     'Both act only on what is still dead (a second run says so) and write an audit row',
@@ -66,9 +68,14 @@ export const deadLettersCommand: Command = {
     '                         with the events held behind it',
     '  --all                  with list: also those already requeued or discarded',
     '  --dry-run              with requeue or discard: say what would happen',
+    '  --follow               with requeue: wait until the group has handled each copy (or dead-lettered it again),',
+    "                         showing progress; then requeue the ticket's events it held behind the copies meanwhile",
+    '                         and follow those too. Exit 0 when every copy is handled, 1 when one is dead again',
+    '  --timeout <duration>   with --follow: give up after this long (default 30m, exit 4); the requeue stands',
     '  --note <why>, --by <who>  recorded in the audit row (default --by: the OS user)',
     '  --json                 print JSON',
-    'Exit codes: 0 done or nothing to do, 1 a dead letter was refused or something failed, 2 wrong usage.',
+    'Exit codes: 0 done or nothing to do, 1 a dead letter was refused, dead again or something failed, 2 wrong usage,',
+    '4 --follow timed out.',
   ],
   options: {
     group: { type: 'string' },
@@ -80,6 +87,8 @@ export const deadLettersCommand: Command = {
     limit: { type: 'string' },
     all: { type: 'boolean' },
     'dry-run': { type: 'boolean' },
+    follow: { type: 'boolean' },
+    timeout: { type: 'string' },
     note: { type: 'string' },
     by: { type: 'string' },
     json: { type: 'boolean' },
@@ -103,6 +112,12 @@ export const deadLettersCommand: Command = {
       throw new Usage(
         `${action} needs --id <id>, or at least one of --ticket, --reason, --since, --until to choose the dead letters`,
       );
+    const follow = values.follow === true;
+    if (follow && action !== 'requeue') throw new Usage('--follow goes only with requeue');
+    if (follow && values['dry-run'] === true)
+      throw new Usage('--follow follows copies a requeue produced: not with --dry-run');
+    if (values.timeout !== undefined && !follow) throw new Usage('--timeout goes only with requeue --follow');
+    const timeoutMs = follow ? duration((values.timeout as string | undefined) ?? '30m', '--timeout') : 0;
     const limit = values.limit === undefined ? 50 : Number(values.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
       throw new Usage(`--limit must be a whole number from 1 to 1000, got "${values.limit}"`);
@@ -151,10 +166,25 @@ export const deadLettersCommand: Command = {
         dryRun: values['dry-run'] === true,
       };
       const results: KitActionResult[] = action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
-      if (json) io.out(JSON.stringify({ dryRun: req.dryRun, results }));
-      else if (!results.length) io.out('dead-letters: none match; nothing done');
-      else for (const r of results) io.out(`${r.outcome}: ${r.message}`);
-      return results.some((r) => r.outcome === 'refused') ? EXIT.failed : EXIT.ok;
+      if (!json && !results.length) io.out('dead-letters: none match; nothing done');
+      else if (!json) for (const r of results) io.out(`${r.outcome}: ${r.message}`);
+      const refused = results.some((r) => r.outcome === 'refused');
+      if (!follow || !results.some((r) => r.outcome === 'requeued')) {
+        if (json) io.out(JSON.stringify({ dryRun: req.dryRun, results }));
+        return refused ? EXIT.failed : EXIT.ok;
+      }
+      // With --json the progress goes to stderr, so that stdout stays one JSON document.
+      const progress = json ? io.err : io.out;
+      const followed = await dl.follow(results, { timeoutMs, actor: req.actor, progress });
+      if (json) io.out(JSON.stringify({ dryRun: false, results, follow: followed }));
+      else
+        for (const l of followReport(followed, timeoutMs, {
+          requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow`,
+          list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
+        }))
+          io.out(l);
+      if (followed.outcome === 'timeout') return EXIT.timeout;
+      return refused || followed.outcome !== 'handled' ? EXIT.failed : EXIT.ok;
     } finally {
       await republisher?.close();
       await dl.close();

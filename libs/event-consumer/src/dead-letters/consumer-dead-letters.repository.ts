@@ -40,6 +40,19 @@ export interface ConsumerDeadRow {
   originOffset: string;
 }
 
+/** A requeued dead letter and where its copy is (ConsumerDeadLettersRepository.copies). */
+export interface CopyRow {
+  id: string;
+  groupId: string;
+  topic: string;
+  /** The ticket id (the message key), lower case. */
+  key: string | null;
+  eventId: string | null;
+  handled: boolean;
+  deadAgain: string | null;
+  deadAgainReason: string | null;
+}
+
 export interface CurrentState {
   state: string;
   lastAction?: { action: string; actor: string; at: Date };
@@ -212,6 +225,49 @@ export class ConsumerDeadLettersRepository {
         at?.offset ?? null,
       ],
     );
+  }
+
+  /**
+   * Where the copies of requeued dead letters are, one row per id: the event id the requeue produced (from its
+   * audit row), whether the group's inbox has that event (handled: applied, or skipped as applied before), and
+   * the dead letter the group wrote for it since the requeue (`deadAgain`: its handler failed again, or it was
+   * held behind another dead letter), if any. Neither: the group has not read the copy yet, or is still trying it.
+   */
+  async copies(ids: readonly string[]): Promise<CopyRow[]> {
+    const r = await this.pool.query<CopyRow>(
+      `SELECT d.id::text AS id, d.group_id AS "groupId", d.topic, lower(d.key) AS key, e.event_id::text AS "eventId",
+              EXISTS (SELECT 1 FROM ${this.t.inbox} i WHERE i.group_id = d.group_id AND i.event_id = e.event_id) AS handled,
+              n.id::text AS "deadAgain", n.reason AS "deadAgainReason"
+         FROM ${this.t.deadLetters} d
+         LEFT JOIN LATERAL (
+           SELECT a.event_id FROM ${this.t.actions} a
+            WHERE a.dead_letter_id = d.id AND a.action = 'requeue' ORDER BY a.created_at DESC, a.id DESC LIMIT 1
+         ) e ON true
+         LEFT JOIN LATERAL (
+           SELECT n.id, n.reason FROM ${this.t.deadLetters} n
+            WHERE n.group_id = d.group_id AND n.event_id = e.event_id AND n.id <> d.id AND n.created_at >= d.resolved_at
+            ORDER BY n.created_at LIMIT 1
+         ) n ON true
+        WHERE d.id = ANY($1::uuid[]) AND d.resolution = 'requeued'`,
+      [ids],
+    );
+    return r.rows;
+  }
+
+  /**
+   * Of the dead letters held behind any of `heads` (held_by) and still dead, the first of each ticket in its
+   * order: a requeue of it takes the rest of the ticket's along.
+   */
+  async firstHeldBehind(heads: readonly string[]): Promise<string[]> {
+    if (!heads.length) return [];
+    const r = await this.pool.query<{ id: string }>(
+      `SELECT DISTINCT ON (d.group_id, d.topic, lower(d.key)) d.id::text AS id
+         FROM ${this.t.deadLetters} d
+        WHERE d.held_by = ANY($1::uuid[]) AND d.resolution IS NULL AND d.cause = 'held'
+        ORDER BY d.group_id, d.topic, lower(d.key), ${inOrder('d')}`,
+      [heads],
+    );
+    return r.rows.map((row) => row.id);
   }
 
   /** A dead letter's resolution and last action (reads only); null when there is no such row. */

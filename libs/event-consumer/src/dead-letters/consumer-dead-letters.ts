@@ -3,6 +3,7 @@ import { KitTables } from '../kit-schema';
 import {
   ConsumerDeadLettersRepository,
   type ConsumerDeadRow,
+  type CopyRow,
   type CurrentState,
 } from './consumer-dead-letters.repository';
 import type {
@@ -10,6 +11,9 @@ import type {
   ConsumerDeadLetterDetail,
   ConsumerDeadLetterFilter,
   ConsumerDeadLetterItem,
+  FollowedCopy,
+  FollowOptions,
+  FollowResult,
   KitActionResult,
 } from './consumer-dead-letters.types';
 import type { MessageRepublisher } from './message-republisher';
@@ -18,6 +22,22 @@ import { eventIdOf, stillInvalid, storedBytes } from './raw-message';
 /** For the rows of a requeued chain after its first: which dead letter it was held behind. */
 const behind = (rows: readonly ConsumerDeadRow[], i: number) =>
   i === 0 ? '' : ` (held behind ${rows[0].id}, an earlier event of its ticket: produced after it)`;
+
+/** Where a requeued dead letter's copy is, from its row in ConsumerDeadLettersRepository.copies. */
+const followed = (row: CopyRow): FollowedCopy => ({
+  id: row.id,
+  groupId: row.groupId,
+  eventId: row.eventId,
+  ticketId: row.key,
+  state: row.handled ? 'handled' : row.deadAgain ? 'dead-again' : 'not-read',
+  ...(row.deadAgain && !row.handled ? { deadLetter: row.deadAgain, reason: row.deadAgainReason ?? '' } : {}),
+});
+
+/** The ticket of a followed copy (group, topic and key), or its own id when its row is not read yet. */
+const ticketOf = (rows: readonly CopyRow[], id: string) => {
+  const r = rows.find((x) => x.id === id);
+  return r ? `${r.groupId}\u0000${r.topic}\u0000${r.key ?? r.id}` : id;
+};
 
 const since = (s: CurrentState) =>
   s.lastAction ? ` (last ${s.lastAction.action} by ${s.lastAction.actor} at ${s.lastAction.at.toISOString()})` : '';
@@ -90,6 +110,64 @@ export class ConsumerDeadLetters {
       results.push(...(await this.requeueOne(id, req)));
     }
     return results;
+  }
+
+  /**
+   * Follows the copies of a requeue (the `requeued` ones of `results`) until the group has read each: handled
+   * (applied, or skipped as applied before) or dead-lettered again. The events of a ticket the group read
+   * between the requeue and its copies were held behind them (not handled: inbox.repository.ts); once every
+   * copy of that ticket is handled, they are requeued (the first of them, which takes the rest along, with the
+   * same actor) and followed in turn. A ticket with a copy dead again is left as it is: its new dead letter
+   * holds the rest, and a requeue of it takes them along. Polls every `pollMs` (default 500) until `timeoutMs`.
+   */
+  async follow(results: readonly KitActionResult[], o: FollowOptions): Promise<FollowResult> {
+    const copies = new Map<string, FollowedCopy>();
+    const track = (rs: readonly KitActionResult[]) => {
+      for (const r of rs)
+        if (r.outcome === 'requeued')
+          copies.set(r.id, { id: r.id, groupId: '', eventId: null, ticketId: null, state: 'not-read' });
+    };
+    track(results);
+    const requeued: KitActionResult[] = [];
+    const tried = new Set<string>(); // a refused one is not tried again on every look
+    const started = Date.now();
+    const deadline = started + o.timeoutMs;
+    const pollMs = o.pollMs ?? 500;
+    let said = '';
+    let saidAt = 0;
+    for (;;) {
+      const rows = await this.repo.copies([...copies.keys()]);
+      for (const row of rows) copies.set(row.id, followed(row));
+      // A ticket whose copies are all handled: what the group held behind them meanwhile goes after them.
+      const open = new Set([...copies.values()].filter((c) => c.state !== 'handled').map((c) => ticketOf(rows, c.id)));
+      const heads = [...copies.values()].filter((c) => !open.has(ticketOf(rows, c.id))).map((c) => c.id);
+      for (const id of await this.repo.firstHeldBehind(heads)) {
+        if (tried.has(id)) continue;
+        tried.add(id);
+        const out = await this.requeueOne(id, { filter: { id, limit: 1 }, actor: o.actor, dryRun: false });
+        requeued.push(...out);
+        track(out);
+        for (const r of out) o.progress?.(`${r.outcome}: ${r.message}`);
+      }
+      const all = [...copies.values()];
+      const count = (s: FollowedCopy['state']) => all.filter((c) => c.state === s).length;
+      const [handled, dead, notRead] = [count('handled'), count('dead-again'), count('not-read')];
+      const line = `follow: ${handled} of ${all.length} copies handled by the group, ${dead} dead-lettered again, ${notRead} not read yet`;
+      const elapsed = Date.now() - started;
+      if (line !== said || elapsed - saidAt >= 10_000) {
+        o.progress?.(`${line} (${Math.round(elapsed / 1000)} s)`);
+        [said, saidAt] = [line, elapsed];
+      }
+      const refused = requeued.some((r) => r.outcome === 'refused');
+      const settled = notRead === 0; // a requeue just made is counted as not read
+      if (settled || Date.now() >= deadline)
+        return {
+          outcome: !settled ? 'timeout' : dead ? 'dead-again' : refused ? 'refused' : 'handled',
+          copies: all,
+          requeued,
+        };
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
   }
 
   /** Discards the selected dead letters; with a limit, the newest, as `list` shows them (their order does not matter). */

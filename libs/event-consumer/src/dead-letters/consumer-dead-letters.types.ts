@@ -71,3 +71,40 @@ export interface ConsumerActionRequest {
   /** Report what would happen; change nothing, audit nothing. */
   dryRun: boolean;
 }
+
+/** How to follow a requeue's copies (ConsumerDeadLetters.follow). */
+export interface FollowOptions {
+  /** Give up after this long: the outcome is then `timeout`. */
+  timeoutMs: number;
+  /** How often to look (default 500 ms). */
+  pollMs?: number;
+  /** Who requeues the events held behind the copies (recorded in their audit rows). */
+  actor: KitActor;
+  /** Progress, a line at a time: on every change and at least every 10 s. */
+  progress?: (line: string) => void;
+}
+
+/** A requeued dead letter and where its copy is. */
+export interface FollowedCopy {
+  /** The requeued dead letter, and its group. */
+  id: string;
+  groupId: string;
+  eventId: string | null;
+  ticketId: string | null;
+  /** handled: the group applied the copy (or skipped it, applied before); dead-again: the group dead-lettered it again (`deadLetter`, with its reason); not-read: neither yet. */
+  state: 'handled' | 'dead-again' | 'not-read';
+  deadLetter?: string;
+  reason?: string;
+}
+
+export interface FollowResult {
+  /**
+   * handled: every copy handled; dead-again: one was dead-lettered again; refused: the requeue of events held
+   * behind the copies was refused (an earlier event of the ticket is still dead: `requeued` names it); timeout:
+   * some copy not read in time.
+   */
+  outcome: 'handled' | 'dead-again' | 'refused' | 'timeout';
+  copies: FollowedCopy[];
+  /** The requeues of the events the group held behind the copies meanwhile. */
+  requeued: KitActionResult[];
+}

@@ -1,0 +1,37 @@
+import type { FollowResult } from './consumer-dead-letters.types';
+
+/** How a CLI spells its commands, for the advice in a follow's report. */
+export interface FollowCommands {
+  /** Requeue one dead letter of the group and follow it. */
+  requeue(id: string, groupId: string): string;
+  /** List the group's dead letters (of one ticket when known). */
+  list(groupId: string, ticketId: string | null): string;
+}
+
+/**
+ * What ConsumerDeadLetters.follow found, a line each, with what to do next: each copy dead again (its new dead
+ * letter and reason), each refused requeue of the events held behind the copies, then the outcome.
+ */
+export function followReport(f: FollowResult, timeoutMs: number, cmd: FollowCommands): string[] {
+  const lines: string[] = [];
+  for (const c of f.copies)
+    if (c.state === 'dead-again')
+      lines.push(
+        `dead again: the copy of ${c.id} (event ${c.eventId ?? '?'}) is consumer dead letter ${c.deadLetter} of group ${c.groupId} (${c.reason}); fix the cause, then: ${cmd.requeue(c.deadLetter!, c.groupId)}`,
+      );
+  for (const r of f.requeued) if (r.outcome === 'refused') lines.push(`refused: ${r.message}`);
+  const handled = f.copies.filter((c) => c.state === 'handled').length;
+  const notRead = f.copies.filter((c) => c.state === 'not-read');
+  const groups = [...new Set(f.copies.map((c) => c.groupId))].join(', ');
+  const heldAfter = f.requeued.filter((r) => r.outcome === 'requeued').length;
+  if (f.outcome === 'timeout') {
+    const first = notRead[0];
+    lines.push(
+      `timed out after ${Math.round(timeoutMs / 1000)} s: ${notRead.length} of ${f.copies.length} copies not yet handled by group ${groups} (the requeue stands: the group handles them when it reads them). Is a consumer of the group running? See: ${first ? cmd.list(first.groupId, first.ticketId) : ''}`,
+    );
+  } else
+    lines.push(
+      `followed: group ${groups} handled ${handled} of ${f.copies.length} copies${heldAfter ? ` (${heldAfter} of them of events it had held behind the first copies, requeued after them)` : ''}`,
+    );
+  return lines;
+}
