@@ -229,3 +229,45 @@ it("--group takes one group's dead letters: a requeue of one group's copy leaves
     await db.query('DELETE FROM ticket_events.consumer_dead_letters WHERE group_id = $1', [otherGroup]);
   }
 });
+
+it('requeue --follow returns once the group has handled the copy; with --json the progress is on stderr and the copy state in the result', async () => {
+  const event = ticketCreated(tenantId);
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO ticket_events.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
+     VALUES ($1, $2, 0, 9998, $3, $4, $5, 'not a TicketEvent: type: Invalid input (an older consumer)') RETURNING id`,
+    [
+      groupId,
+      topic,
+      event.ticketId,
+      JSON.stringify(event),
+      JSON.stringify({ 'event-id': event.id, 'event-type': event.type }),
+    ],
+  );
+  const id = rows[0].id;
+  const wrong = await cli('requeue', '--kind', 'outbox', '--id', randomUUID(), '--follow');
+  expect({ code: wrong.code, err: wrong.err }).toEqual({
+    code: 2,
+    err: expect.stringContaining('--follow goes only with requeue --kind consumer'),
+  });
+
+  const done = await cli('requeue', '--kind', 'consumer', '--id', id, '--follow', '--timeout', '1m', '--json');
+  expect(done.code).toBe(0);
+  expect(done.err).toMatch(
+    /^follow: 1 of 1 copies handled by the group, 0 dead-lettered again, 0 not read yet \(\d+ s\)$/m,
+  );
+  expect(done.json()).toEqual({
+    dryRun: false,
+    results: [expect.objectContaining({ id, outcome: 'requeued' })],
+    follow: {
+      outcome: 'handled',
+      copies: [{ id, groupId, eventId: event.id, ticketId: event.ticketId, state: 'handled' }],
+      requeued: [],
+    },
+  });
+  // Handled when the command returned: the group's inbox has the event.
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = $2',
+    [groupId, event.id],
+  );
+  expect(rowCount).toBe(1);
+});

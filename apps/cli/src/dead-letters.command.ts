@@ -2,6 +2,7 @@ import {
   ConsumerDeadLetters,
   DEAD_LETTER_KINDS,
   DeadLetters,
+  followReport,
   kafkaRepublisher,
   parseTimeBound,
   type ActionResult,
@@ -9,6 +10,7 @@ import {
   type DeadLetterItem,
   type DeadLetterKind,
 } from '@tickets/dead-letters';
+import { parseDuration } from '@tickets/config';
 import { urlProblem } from '@tickets/webhook-targets';
 import { osUser } from './actor';
 import { UsageProblem, type CliCommand, type Values } from './command-line';
@@ -25,6 +27,8 @@ export interface DeadLettersArgs {
   by?: string;
   /** Requeue of one notification: to this URL, once. */
   url?: string;
+  /** Requeue of consumer dead letters: follow the copies for at most this long (ConsumerDeadLetters.follow). */
+  followMs?: number;
 }
 
 const ACTIONS: Action[] = ['list', 'show', 'requeue', 'discard'];
@@ -108,6 +112,19 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
     const bad = urlProblem(url);
     if (bad) return new UsageProblem(`--url ${bad}`);
   }
+  let followMs: number | undefined;
+  if (values.follow === true) {
+    if (action !== 'requeue' || kind !== 'consumer')
+      return new UsageProblem('--follow goes only with requeue --kind consumer');
+    if (values['dry-run'] === true)
+      return new UsageProblem('--follow follows copies a requeue produced: not with --dry-run');
+    try {
+      followMs = parseDuration((values.timeout as string | undefined) ?? '30m');
+    } catch {
+      return new UsageProblem(`--timeout "${values.timeout}" is not a duration (30s, 10m, 1h)`);
+    }
+  } else if (values.timeout !== undefined)
+    return new UsageProblem('--timeout goes only with requeue --kind consumer --follow');
   return {
     action,
     filter,
@@ -116,6 +133,7 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
     note: (values['reason-note'] as string | undefined) ?? null,
     ...(by ? { by } : {}),
     ...(url ? { url } : {}),
+    ...(followMs !== undefined ? { followMs } : {}),
   };
 }
 
@@ -141,6 +159,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     'dead-letters list [--kind <kind>] [--tenant <slug>] [--ticket <id>] [--group <group>] [--reason <text>] [--since 24h] [--until <time>] [--limit 50] [--all] [--json]',
     'dead-letters show --id <id> [--kind <kind>] [--json]',
     'dead-letters requeue --kind <kind> (--id <id> | <filters>) [--dry-run] [--reason-note "<why>"] [--by <who>] [--json]',
+    'dead-letters requeue --kind consumer (--id <id> | <filters>) --follow [--timeout 30m] [--reason-note "<why>"] [--by <who>] [--json]',
     'dead-letters requeue --kind notification --id <id> --url <url> [--dry-run] [--reason-note "<why>"] [--by <who>]',
     'dead-letters discard --kind <kind> (--id <id> | <filters>) [--dry-run] [--reason-note "<why>"] [--by <who>] [--json]',
   ],
@@ -155,7 +174,10 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     '  consumer: produces the stored message bytes again to its topic with the same key and headers; refused while they',
     '    still do not parse as a TicketEvent. Every consumer group reads it; a group that already has the event skips it.',
     "    Several go one at a time in the order they had in Kafka (topic, partition, offset), so a ticket's events keep",
-    '    their order; with --limit, the first in that order.',
+    '    their order; with --limit, the first in that order. A ticket stays held until its group has handled the',
+    '    copies: its events read before them are held behind them. --follow waits until the group has handled each copy',
+    "    (or dead-lettered it again), showing progress, then requeues the ticket's events held behind the copies and",
+    '    follows those too (exit 0 all handled, 1 one dead again, 4 --timeout passed; the requeue stands).',
     '  notification: back to pending, due now, same notification id (the webhook-id receivers dedup by); the attempt count',
     '    continues, so a requeue is one more attempt, and a retryable failure at NOTIFY_MAX_ATTEMPTS makes it dead again.',
     'discard keeps the row (outbox: in its audit row) and stops it from being sent; list hides it unless --all.',
@@ -223,6 +245,17 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
       description: 'with requeue or discard: say what would happen, change and record nothing',
       default: 'off',
     },
+    follow: {
+      type: 'boolean',
+      description: 'with requeue --kind consumer: wait until the group has handled the copies (see above)',
+      default: 'off',
+    },
+    timeout: {
+      type: 'string',
+      value: '<duration>',
+      description: 'with --follow: give up waiting after this long (exit 4)',
+      default: '30m',
+    },
     url: {
       type: 'string',
       value: '<url>',
@@ -238,7 +271,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     },
   },
   validate,
-  async run(args, { prisma, config, out }) {
+  async run(args, { prisma, config, out, err }) {
     const republisher =
       args.action === 'requeue' && args.filter.kind === 'consumer'
         ? kafkaRepublisher(config.kafka.brokers, `${config.kafka.clientId}-dead-letters`)
@@ -284,10 +317,29 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
         url: args.url,
       };
       const results: ActionResult[] = args.action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
-      if (args.json) out(JSON.stringify({ dryRun: args.dryRun, results }));
-      else if (!results.length) out('dead-letters: none match; nothing done');
-      else for (const r of results) out(`${r.outcome}: ${r.message}`);
-      return results.some((r) => r.outcome === 'refused') ? 1 : 0;
+      if (!args.json && !results.length) out('dead-letters: none match; nothing done');
+      else if (!args.json) for (const r of results) out(`${r.outcome}: ${r.message}`);
+      const refused = results.some((r) => r.outcome === 'refused');
+      if (args.followMs === undefined || !results.some((r) => r.outcome === 'requeued')) {
+        if (args.json) out(JSON.stringify({ dryRun: args.dryRun, results }));
+        return refused ? 1 : 0;
+      }
+      // With --json the progress goes to stderr, so that stdout stays one JSON document.
+      const followed = await consumer.follow(results, {
+        timeoutMs: args.followMs,
+        actor: req.actor,
+        progress: args.json ? (l) => err(`${l}\n`) : out,
+      });
+      if (args.json) out(JSON.stringify({ dryRun: false, results, follow: followed }));
+      else
+        for (const l of followReport(followed, args.followMs, {
+          requeue: (id) => `npm run cli -- dead-letters requeue --kind consumer --id ${id} --follow`,
+          list: (g, ticket) =>
+            `npm run cli -- dead-letters list --kind consumer --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
+        }))
+          out(l);
+      if (followed.outcome === 'timeout') return 4;
+      return refused || followed.outcome !== 'handled' ? 1 : 0;
     } finally {
       await republisher?.close();
       await consumer.close();

@@ -16,6 +16,8 @@ export type {
 export {
   kafkaRepublisher,
   ConsumerDeadLetters,
+  followReport,
+  type FollowResult,
   type MessageRepublisher,
   type RawMessageOut,
 } from '@tickets/event-consumer/admin';
