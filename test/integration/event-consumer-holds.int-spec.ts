@@ -18,7 +18,12 @@ import {
   type TicketCreatedV1,
   type TicketEvent,
 } from '@tickets/event-consumer';
-import { ConsumerDeadLetters, kafkaRepublisher, type MessageRepublisher } from '@tickets/event-consumer/admin';
+import {
+  ConsumerDeadLetters,
+  followReport,
+  kafkaRepublisher,
+  type MessageRepublisher,
+} from '@tickets/event-consumer/admin';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import {
   eventually,
@@ -236,6 +241,9 @@ it('an event of the ticket read between a requeue and its copies waits for the c
 it("follow waits until the group has handled a requeue's copies, then requeues the events held behind them, after them", async () => {
   const g = ticketCreated(tenantId);
   const cancels = [ticketCancelled(g), ticketCancelled(g)];
+  // Another ticket with a dead create and a held cancel: not followed, so left dead.
+  const other = ticketCreated(tenantId);
+  const otherRows = await deadWithItsCancelHeld(other, ticketCancelled(other));
   const [head, held] = await deadWithItsCancelHeld(g, cancels[0]);
   const writing = writingBeforeFirstCopy(cancels[1]);
   const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher: writing });
@@ -273,33 +281,37 @@ it("follow waits until the group has handled a requeue's copies, then requeues t
   // follow returned when the group had handled the third copy: no waiting here.
   expect(await applied(g.ticketId)).toEqual([g.id, cancels[0].id, cancels[1].id]);
   expect((await deadLetters(g.ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', 'requeued']);
+  expect(await deadLetters(other.ticketId)).toEqual(otherRows);
 });
 
-it('follow names the dead letter of a copy that failed again, and leaves the events behind it dead', async () => {
+it('follow names the dead letter of a copy that failed again and leaves what waits behind it dead; a requeue of that one, as the advice says, brings the ticket back in order', async () => {
   const h = ticketCreated(tenantId);
-  const cancel = ticketCancelled(h);
+  const cancels = [ticketCancelled(h), ticketCancelled(h)];
   Effects.failing.add(h.ticketId);
-  await send([h, cancel]);
+  await send([h, cancels[0]]);
   const [head, held] = await eventually(
     () => deadLetters(h.ticketId),
     (rows) => rows.length === 2,
     30_000,
     "h's create dead and its cancel held",
   );
-  // Requeued before the cause is fixed: the copy of the create fails every attempt again.
-  const republisher = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  // Requeued before the cause is fixed: the copy of the create fails every attempt again. The ticket's second
+  // cancel is read between the requeue and its copies, so it waits behind the requeued create.
+  const republisher = writingBeforeFirstCopy(cancels[1]);
   const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher });
   const actor = { by: 'holds-test', note: null };
   try {
     const results = await dl.requeue({ filter: { id: head.id, limit: 1 }, actor, dryRun: false });
     const followed = await dl.follow(results, { timeoutMs: 60_000, pollMs: 100, actor });
     const rows = await deadLetters(h.ticketId);
-    expect(rows.map((r) => [r.eventId, r.cause, r.resolution])).toEqual([
-      [h.id, 'handler_failed', 'requeued'],
-      [cancel.id, 'held', 'requeued'],
-      [h.id, 'handler_failed', null],
-      [cancel.id, 'held', null],
+    expect(rows.map((r) => [r.eventId, r.cause, r.heldBy, r.resolution])).toEqual([
+      [h.id, 'handler_failed', null, 'requeued'],
+      [cancels[0].id, 'held', head.id, 'requeued'],
+      [cancels[1].id, 'held', head.id, null],
+      [h.id, 'handler_failed', null, null],
+      [cancels[0].id, 'held', rows[3].id, null],
     ]);
+    // The second cancel waited behind a copy that is dead again: it is not requeued.
     expect(followed.outcome).toBe('dead-again');
     expect(followed.requeued).toEqual([]);
     expect(followed.copies).toEqual([
@@ -309,25 +321,47 @@ it('follow names the dead letter of a copy that failed again, and leaves the eve
         eventId: h.id,
         ticketId: h.ticketId,
         state: 'dead-again',
-        deadLetter: rows[2].id,
+        deadLetter: rows[3].id,
         reason: expect.stringContaining('cannot be taken yet'),
+        cause: 'handler_failed',
       },
       {
         id: held.id,
         groupId,
-        eventId: cancel.id,
+        eventId: cancels[0].id,
         ticketId: h.ticketId,
         state: 'dead-again',
-        deadLetter: rows[3].id,
-        reason: expect.stringContaining(rows[2].id),
+        deadLetter: rows[4].id,
+        reason: expect.stringContaining(rows[3].id),
+        cause: 'held',
+        heldBy: rows[3].id,
       },
     ]);
+    const cmd = { requeue: (id: string) => `requeue ${id}`, list: () => 'list' };
+    expect(followReport(followed, 60_000, cmd)).toEqual([
+      expect.stringMatching(
+        new RegExp(`^dead again: the copy of ${head.id} .* fix the cause, then: requeue ${rows[3].id}$`),
+      ),
+      expect.stringMatching(new RegExp(`held behind ${rows[3].id}: it comes back with that one$`)),
+      `followed: group ${groupId} handled 0 of 2 copies`,
+    ]);
+    expect(await applied(h.ticketId)).toEqual([]);
+
+    // As the advice says: the cause fixed, the create's new dead letter requeued takes the rest along, in order.
+    Effects.failing.delete(h.ticketId);
+    const again = await dl.requeue({ filter: { id: rows[3].id, limit: 1 }, actor, dryRun: false });
+    expect(again.map((r) => [r.id, r.outcome])).toEqual([
+      [rows[3].id, 'requeued'],
+      [rows[4].id, 'requeued'],
+      [rows[2].id, 'requeued'],
+    ]);
+    const done = await dl.follow(again, { timeoutMs: 60_000, pollMs: 100, actor });
+    expect([done.outcome, done.requeued]).toEqual(['handled', []]);
   } finally {
     await republisher.close();
     await dl.close();
   }
-  expect(await applied(h.ticketId)).toEqual([]);
-  Effects.failing.delete(h.ticketId);
+  expect(await applied(h.ticketId)).toEqual([h.id, cancels[0].id, cancels[1].id]);
 });
 
 it('follow times out on copies no member of the group reads, and says so', async () => {

@@ -71,6 +71,7 @@ export const deadLettersCommand: Command = {
     '  --follow               with requeue: wait until the group has handled each copy (or dead-lettered it again),',
     "                         showing progress; then requeue the ticket's events it held behind the copies meanwhile",
     '                         and follow those too. Exit 0 when every copy is handled, 1 when one is dead again',
+    '                         or a requeue of the held events is refused',
     '  --timeout <duration>   with --follow: give up after this long (default 30m, exit 4); the requeue stands',
     '  --note <why>, --by <who>  recorded in the audit row (default --by: the OS user)',
     '  --json                 print JSON',

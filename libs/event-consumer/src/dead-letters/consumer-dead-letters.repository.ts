@@ -45,12 +45,15 @@ export interface CopyRow {
   id: string;
   groupId: string;
   topic: string;
-  /** The ticket id (the message key), lower case. */
+  /** The ticket id (the message key) in lower case, to compare; `ticketId` as the key spells it. */
   key: string | null;
+  ticketId: string | null;
   eventId: string | null;
   handled: boolean;
   deadAgain: string | null;
   deadAgainReason: string | null;
+  deadAgainCause: 'invalid' | 'handler_failed' | 'held' | null;
+  deadAgainHeldBy: string | null;
 }
 
 export interface CurrentState {
@@ -230,25 +233,43 @@ export class ConsumerDeadLettersRepository {
   /**
    * Where the copies of requeued dead letters are, one row per id: the event id the requeue produced (from its
    * audit row), whether the group's inbox has that event (handled: applied, or skipped as applied before), and
-   * the dead letter the group wrote for it since the requeue (`deadAgain`: its handler failed again, or it was
-   * held behind another dead letter), if any. Neither: the group has not read the copy yet, or is still trying it.
+   * the dead letter the group wrote for it since the requeue (`deadAgain`: its handler failed again, it was
+   * held behind another dead letter, or it did not parse there), found by the event id or at the copy's place
+   * (an invalid one has no event id). Neither: the group has not read the copy yet, or is still trying it.
    */
   async copies(ids: readonly string[]): Promise<CopyRow[]> {
+    // The dead letters written for the copies since, by event id or at the copy's place: `cand` reads
+    // consumer_dead_letters once, each row probed against hashes of the followed copies' event ids and places
+    // (no index covers event_id), whatever the number of copies; then matched to the copies in memory.
     const r = await this.pool.query<CopyRow>(
-      `SELECT d.id::text AS id, d.group_id AS "groupId", d.topic, lower(d.key) AS key, e.event_id::text AS "eventId",
-              EXISTS (SELECT 1 FROM ${this.t.inbox} i WHERE i.group_id = d.group_id AND i.event_id = e.event_id) AS handled,
-              n.id::text AS "deadAgain", n.reason AS "deadAgainReason"
-         FROM ${this.t.deadLetters} d
-         LEFT JOIN LATERAL (
-           SELECT a.event_id FROM ${this.t.actions} a
-            WHERE a.dead_letter_id = d.id AND a.action = 'requeue' ORDER BY a.created_at DESC, a.id DESC LIMIT 1
-         ) e ON true
-         LEFT JOIN LATERAL (
-           SELECT n.id, n.reason FROM ${this.t.deadLetters} n
-            WHERE n.group_id = d.group_id AND n.event_id = e.event_id AND n.id <> d.id AND n.created_at >= d.resolved_at
-            ORDER BY n.created_at LIMIT 1
-         ) n ON true
-        WHERE d.id = ANY($1::uuid[]) AND d.resolution = 'requeued'`,
+      `WITH f AS MATERIALIZED (
+         SELECT d.id, d.group_id, d.topic, d.key, d.resolved_at, e.event_id, e.copy_p, e.copy_o
+           FROM ${this.t.deadLetters} d
+           LEFT JOIN LATERAL (
+             SELECT a.event_id, (a.detail->>'partition')::int AS copy_p,
+                    CASE WHEN a.detail->>'offset' ~ '^[0-9]{1,18}$' THEN (a.detail->>'offset')::bigint END AS copy_o
+               FROM ${this.t.actions} a
+              WHERE a.dead_letter_id = d.id AND a.action = 'requeue' ORDER BY a.created_at DESC, a.id DESC LIMIT 1
+           ) e ON true
+          WHERE d.id = ANY($1::uuid[]) AND d.resolution = 'requeued'
+       ), cand AS MATERIALIZED (
+         SELECT n.id, n.group_id, n.topic, n.partition, n."offset", n.event_id, n.reason, n.cause, n.held_by, n.created_at
+           FROM ${this.t.deadLetters} n
+          WHERE n.created_at >= (SELECT min(f.resolved_at) FROM f)
+            AND (n.event_id IN (SELECT f.event_id FROM f)
+              OR (n.topic, n.partition, n."offset") IN (SELECT f.topic, f.copy_p, f.copy_o FROM f))
+       ), again AS (
+         SELECT DISTINCT ON (f.id) f.id AS fid, c.id, c.reason, c.cause, c.held_by
+           FROM f JOIN cand c ON c.group_id = f.group_id AND c.id <> f.id AND c.created_at >= f.resolved_at
+            AND (c.event_id = f.event_id OR (c.topic = f.topic AND c.partition = f.copy_p AND c."offset" = f.copy_o))
+          ORDER BY f.id, c.created_at
+       )
+       SELECT f.id::text AS id, f.group_id AS "groupId", f.topic, lower(f.key) AS key, f.key AS "ticketId",
+              f.event_id::text AS "eventId",
+              EXISTS (SELECT 1 FROM ${this.t.inbox} i WHERE i.group_id = f.group_id AND i.event_id = f.event_id) AS handled,
+              g.id::text AS "deadAgain", g.reason AS "deadAgainReason", g.cause AS "deadAgainCause",
+              g.held_by::text AS "deadAgainHeldBy"
+         FROM f LEFT JOIN again g ON g.fid = f.id`,
       [ids],
     );
     return r.rows;

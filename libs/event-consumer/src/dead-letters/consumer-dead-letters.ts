@@ -28,9 +28,16 @@ const followed = (row: CopyRow): FollowedCopy => ({
   id: row.id,
   groupId: row.groupId,
   eventId: row.eventId,
-  ticketId: row.key,
+  ticketId: row.ticketId,
   state: row.handled ? 'handled' : row.deadAgain ? 'dead-again' : 'not-read',
-  ...(row.deadAgain && !row.handled ? { deadLetter: row.deadAgain, reason: row.deadAgainReason ?? '' } : {}),
+  ...(row.deadAgain && !row.handled
+    ? {
+        deadLetter: row.deadAgain,
+        reason: row.deadAgainReason ?? '',
+        cause: row.deadAgainCause ?? 'handler_failed',
+        ...(row.deadAgainHeldBy ? { heldBy: row.deadAgainHeldBy } : {}),
+      }
+    : {}),
 });
 
 /** The ticket of a followed copy (group, topic and key), or its own id when its row is not read yet. */
@@ -122,12 +129,14 @@ export class ConsumerDeadLetters {
    */
   async follow(results: readonly KitActionResult[], o: FollowOptions): Promise<FollowResult> {
     const copies = new Map<string, FollowedCopy>();
+    // A held event another operator requeued meanwhile (not-dead) is followed too: its copy is just as
+    // unread. One discarded instead has no copy, and drops out at the next look.
     const track = (rs: readonly KitActionResult[]) => {
       for (const r of rs)
-        if (r.outcome === 'requeued')
+        if (r.outcome === 'requeued' || r.outcome === 'not-dead')
           copies.set(r.id, { id: r.id, groupId: '', eventId: null, ticketId: null, state: 'not-read' });
     };
-    track(results);
+    track(results.filter((r) => r.outcome === 'requeued'));
     const requeued: KitActionResult[] = [];
     const tried = new Set<string>(); // a refused one is not tried again on every look
     const started = Date.now();
@@ -137,6 +146,7 @@ export class ConsumerDeadLetters {
     let saidAt = 0;
     for (;;) {
       const rows = await this.repo.copies([...copies.keys()]);
+      for (const id of copies.keys()) if (!rows.some((r) => r.id === id)) copies.delete(id);
       for (const row of rows) copies.set(row.id, followed(row));
       // A ticket whose copies are all handled: what the group held behind them meanwhile goes after them.
       const open = new Set([...copies.values()].filter((c) => c.state !== 'handled').map((c) => ticketOf(rows, c.id)));

@@ -93,8 +93,11 @@ export interface FollowedCopy {
   ticketId: string | null;
   /** handled: the group applied the copy (or skipped it, applied before); dead-again: the group dead-lettered it again (`deadLetter`, with its reason); not-read: neither yet. */
   state: 'handled' | 'dead-again' | 'not-read';
+  /** With dead-again: the copy's dead letter, its reason and cause, and for a held one what it waits behind. */
   deadLetter?: string;
   reason?: string;
+  cause?: 'invalid' | 'handler_failed' | 'held';
+  heldBy?: string;
 }
 
 export interface FollowResult {

@@ -14,11 +14,19 @@ export interface FollowCommands {
  */
 export function followReport(f: FollowResult, timeoutMs: number, cmd: FollowCommands): string[] {
   const lines: string[] = [];
-  for (const c of f.copies)
-    if (c.state === 'dead-again')
+  const deadAgain = f.copies.filter((c) => c.state === 'dead-again');
+  for (const c of deadAgain) {
+    const what = `the copy of ${c.id} (event ${c.eventId ?? '?'}) is consumer dead letter ${c.deadLetter} of group ${c.groupId}`;
+    if (c.cause === 'held' && c.heldBy) {
+      // Held behind another copy's dead letter: a requeue of that one takes it along.
+      const behind = deadAgain.some((o) => o.deadLetter === c.heldBy);
       lines.push(
-        `dead again: the copy of ${c.id} (event ${c.eventId ?? '?'}) is consumer dead letter ${c.deadLetter} of group ${c.groupId} (${c.reason}); fix the cause, then: ${cmd.requeue(c.deadLetter!, c.groupId)}`,
+        `dead again: ${what}, held behind ${c.heldBy}: ${behind ? 'it comes back with that one' : `requeue that one (it takes this along): ${cmd.requeue(c.heldBy, c.groupId)}`}`,
       );
+    } else if (c.cause === 'invalid')
+      lines.push(`dead again: ${what}, which did not parse there (${c.reason}): that consumer cannot take it`);
+    else lines.push(`dead again: ${what} (${c.reason}); fix the cause, then: ${cmd.requeue(c.deadLetter!, c.groupId)}`);
+  }
   for (const r of f.requeued) if (r.outcome === 'refused') lines.push(`refused: ${r.message}`);
   const handled = f.copies.filter((c) => c.state === 'handled').length;
   const notRead = f.copies.filter((c) => c.state === 'not-read');

@@ -1,0 +1,60 @@
+import type { FollowResult } from './consumer-dead-letters.types';
+import { followReport } from './follow-report';
+
+const cmd = {
+  requeue: (id: string, g: string) => `requeue --group ${g} --id ${id} --follow`,
+  list: (g: string, ticket: string | null) => `list --group ${g}${ticket ? ` --ticket ${ticket}` : ''}`,
+};
+const copy = (id: string, more: Partial<FollowResult['copies'][number]> = {}) => ({
+  id,
+  groupId: 'g',
+  eventId: `e-${id}`,
+  ticketId: 'T',
+  state: 'handled' as const,
+  ...more,
+});
+
+describe('followReport', () => {
+  it('says how many copies the group handled, and how many of them were held events requeued after them', () => {
+    const f: FollowResult = {
+      outcome: 'handled',
+      copies: [copy('a'), copy('b'), copy('c')],
+      requeued: [{ id: 'c', outcome: 'requeued', message: '...' }],
+    };
+    expect(followReport(f, 60_000, cmd)).toEqual([
+      'followed: group g handled 3 of 3 copies (1 of them of events it had held behind the first copies, requeued after them)',
+    ]);
+  });
+
+  it('gives the command for a copy that failed again, and for one held behind it says it comes back with it', () => {
+    const f: FollowResult = {
+      outcome: 'dead-again',
+      copies: [
+        copy('a', { state: 'dead-again', deadLetter: 'A2', reason: 'boom', cause: 'handler_failed' }),
+        copy('b', { state: 'dead-again', deadLetter: 'B2', reason: 'held', cause: 'held', heldBy: 'A2' }),
+        copy('c', { state: 'dead-again', deadLetter: 'C2', reason: 'held', cause: 'held', heldBy: 'X' }),
+        copy('d', { state: 'dead-again', deadLetter: 'D2', reason: 'not JSON', cause: 'invalid' }),
+      ],
+      requeued: [],
+    };
+    expect(followReport(f, 60_000, cmd)).toEqual([
+      'dead again: the copy of a (event e-a) is consumer dead letter A2 of group g (boom); fix the cause, then: requeue --group g --id A2 --follow',
+      'dead again: the copy of b (event e-b) is consumer dead letter B2 of group g, held behind A2: it comes back with that one',
+      'dead again: the copy of c (event e-c) is consumer dead letter C2 of group g, held behind X: requeue that one (it takes this along): requeue --group g --id X --follow',
+      'dead again: the copy of d (event e-d) is consumer dead letter D2 of group g, which did not parse there (not JSON): that consumer cannot take it',
+      'followed: group g handled 0 of 4 copies',
+    ]);
+  });
+
+  it('names a refused requeue of the held events, and on a timeout what is still unread and where to look', () => {
+    const f: FollowResult = {
+      outcome: 'timeout',
+      copies: [copy('a'), copy('b', { state: 'not-read' })],
+      requeued: [{ id: 'h', outcome: 'refused', message: 'consumer dead letter h waits behind z' }],
+    };
+    expect(followReport(f, 90_000, cmd)).toEqual([
+      'refused: consumer dead letter h waits behind z',
+      'timed out after 90 s: 1 of 2 copies not yet handled by group g (the requeue stands: the group handles them when it reads them). Is a consumer of the group running? See: list --group g --ticket T',
+    ]);
+  });
+});
