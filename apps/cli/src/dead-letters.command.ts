@@ -118,11 +118,11 @@ function validate(values: Values, positionals: string[]): DeadLettersArgs | Usag
       return new UsageProblem('--follow goes only with requeue --kind consumer');
     if (values['dry-run'] === true)
       return new UsageProblem('--follow follows copies a requeue produced: not with --dry-run');
-    try {
-      followMs = parseDuration((values.timeout as string | undefined) ?? '30m');
-    } catch {
-      return new UsageProblem(`--timeout "${values.timeout}" is not a duration (30s, 10m, 1h)`);
-    }
+    const timeout = (values.timeout as string | undefined) ?? '30m';
+    // A unit is required: a bare number would be milliseconds.
+    if (!/^\d+(\.\d+)?(s|m|h)$/.test(timeout))
+      return new UsageProblem(`--timeout "${timeout}" is not a duration (30s, 10m, 1h)`);
+    followMs = parseDuration(timeout);
   } else if (values.timeout !== undefined)
     return new UsageProblem('--timeout goes only with requeue --kind consumer --follow');
   return {
@@ -177,7 +177,8 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
     '    their order; with --limit, the first in that order. A ticket stays held until its group has handled the',
     '    copies: its events read before them are held behind them. --follow waits until the group has handled each copy',
     "    (or dead-lettered it again), showing progress, then requeues the ticket's events held behind the copies and",
-    '    follows those too (exit 0 all handled, 1 one dead again, 4 --timeout passed; the requeue stands).',
+    '    follows those too (exit 0 all handled, 1 one dead again or a requeue of the held events refused, 4 --timeout',
+    '    passed; the requeue stands).',
     '  notification: back to pending, due now, same notification id (the webhook-id receivers dedup by); the attempt count',
     '    continues, so a requeue is one more attempt, and a retryable failure at NOTIFY_MAX_ATTEMPTS makes it dead again.',
     'discard keeps the row (outbox: in its audit row) and stops it from being sent; list hides it unless --all.',
