@@ -221,6 +221,7 @@ it('an event of the ticket read between a requeue and its copies waits for the c
     expect(Effects.tries.get(cancels[1].id)).toBeUndefined();
     const [detail] = await dl.list({ id: rows[2].id, limit: 1 });
     expect(detail.reason).toContain(`requeued and not yet handled again`);
+    expect(detail.reason).toContain(`(ticket-events dead-letters requeue --group ${groupId} --ticket ${f.ticketId};`);
 
     // The copies handled, a requeue of the ticket brings it back last.
     const again = await dl.requeue({ filter: { ticket: f.ticketId, limit: 10 }, actor, dryRun: false });

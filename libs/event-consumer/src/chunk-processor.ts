@@ -353,7 +353,7 @@ export class ChunkProcessor {
 
   /** Dead-letters, in the chunk's transaction, the events the claim held (held-events.ts). */
   private async hold(client: PoolClient, place: Place, events: readonly Valid[], held: Map<string, HeldBehind>) {
-    const items = heldDeadLetters(events, held);
+    const items = heldDeadLetters(events, held, place.groupId);
     await this.inbox.deadLetter(client, place, items, 'held');
     return items;
   }

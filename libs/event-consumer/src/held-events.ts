@@ -35,13 +35,14 @@ export function eventDeadLetter(e: ReadEvent, reason: string): DeadLetterItem & 
 export function heldDeadLetters(
   events: readonly ReadEvent[],
   held: ReadonlyMap<string, HeldBehind>,
+  groupId: string,
 ): (DeadLetterItem & { eventId: string })[] {
   return events.flatMap((e) => {
     const head = held.get(idKey(e.event.id));
     if (!head) return [];
     const what = `${e.event.type} ${e.event.id} not handled`;
     const reason = head.pending
-      ? `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again (${what}): requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --ticket ${e.event.ticketId})`
+      ? `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again (${what}): requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --group ${groupId} --ticket ${e.event.ticketId}; requeue --follow does this by itself)`
       : `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} (${what}): requeue that one, which brings this one back after it, or discard it and requeue this one`;
     return [{ ...eventDeadLetter(e, reason), held: head.id }];
   });
