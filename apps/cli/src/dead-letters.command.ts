@@ -2,7 +2,7 @@ import {
   ConsumerDeadLetters,
   DEAD_LETTER_KINDS,
   DeadLetters,
-  followReport,
+  followRequeue,
   kafkaRepublisher,
   parseTimeBound,
   type ActionResult,
@@ -320,27 +320,22 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
       const results: ActionResult[] = args.action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
       if (!args.json && !results.length) out('dead-letters: none match; nothing done');
       else if (!args.json) for (const r of results) out(`${r.outcome}: ${r.message}`);
-      const refused = results.some((r) => r.outcome === 'refused');
       if (args.followMs === undefined || !results.some((r) => r.outcome === 'requeued')) {
         if (args.json) out(JSON.stringify({ dryRun: args.dryRun, results }));
-        return refused ? 1 : 0;
+        return results.some((r) => r.outcome === 'refused') ? 1 : 0;
       }
-      // With --json the progress goes to stderr, so that stdout stays one JSON document.
-      const followed = await consumer.follow(results, {
+      return await followRequeue(consumer, results, {
         timeoutMs: args.followMs,
         actor: req.actor,
+        json: args.json,
+        out,
         progress: args.json ? (l) => err(`${l}\n`) : out,
-      });
-      if (args.json) out(JSON.stringify({ dryRun: false, results, follow: followed }));
-      else
-        for (const l of followReport(followed, args.followMs, {
+        commands: {
           requeue: (id) => `npm run cli -- dead-letters requeue --kind consumer --id ${id} --follow`,
           list: (g, ticket) =>
             `npm run cli -- dead-letters list --kind consumer --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
-        }))
-          out(l);
-      if (followed.outcome === 'timeout') return 4;
-      return refused || followed.outcome !== 'handled' ? 1 : 0;
+        },
+      });
     } finally {
       await republisher?.close();
       await consumer.close();

@@ -17,6 +17,7 @@ export {
   kafkaRepublisher,
   ConsumerDeadLetters,
   followReport,
+  followRequeue,
   type FollowResult,
   type MessageRepublisher,
   type RawMessageOut,

@@ -39,7 +39,12 @@ export type {
   KitActionResult,
   KitActor,
 } from './dead-letters/consumer-dead-letters.types';
-export { followReport, type FollowCommands } from './dead-letters/follow-report';
+export {
+  followReport,
+  followRequeue,
+  type FollowCommands,
+  type FollowRequeueOptions,
+} from './dead-letters/follow-report';
 export { kafkaRepublisher, type MessageRepublisher, type RawMessageOut } from './dead-letters/message-republisher';
 export { storedBytes, stillInvalid, eventIdOf } from './dead-letters/raw-message';
 export { isDatabaseUnavailable, sqlState } from './database-errors';

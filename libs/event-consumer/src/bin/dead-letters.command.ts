@@ -5,7 +5,7 @@ import type {
   ConsumerDeadLetterItem,
   KitActionResult,
 } from '../dead-letters/consumer-dead-letters.types';
-import { followReport } from '../dead-letters/follow-report';
+import { followRequeue } from '../dead-letters/follow-report';
 import { kafkaRepublisher } from '../dead-letters/message-republisher';
 import { BIN, EXIT, Usage, duration, target, timeBound, type Command } from './bin-support';
 
@@ -169,23 +169,21 @@ export const deadLettersCommand: Command = {
       const results: KitActionResult[] = action === 'requeue' ? await dl.requeue(req) : await dl.discard(req);
       if (!json && !results.length) io.out('dead-letters: none match; nothing done');
       else if (!json) for (const r of results) io.out(`${r.outcome}: ${r.message}`);
-      const refused = results.some((r) => r.outcome === 'refused');
       if (!follow || !results.some((r) => r.outcome === 'requeued')) {
         if (json) io.out(JSON.stringify({ dryRun: req.dryRun, results }));
-        return refused ? EXIT.failed : EXIT.ok;
+        return results.some((r) => r.outcome === 'refused') ? EXIT.failed : EXIT.ok;
       }
-      // With --json the progress goes to stderr, so that stdout stays one JSON document.
-      const progress = json ? io.err : io.out;
-      const followed = await dl.follow(results, { timeoutMs, actor: req.actor, progress });
-      if (json) io.out(JSON.stringify({ dryRun: false, results, follow: followed }));
-      else
-        for (const l of followReport(followed, timeoutMs, {
+      return await followRequeue(dl, results, {
+        timeoutMs,
+        actor: req.actor,
+        json,
+        out: io.out,
+        progress: json ? io.err : io.out,
+        commands: {
           requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow`,
           list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
-        }))
-          io.out(l);
-      if (followed.outcome === 'timeout') return EXIT.timeout;
-      return refused || followed.outcome !== 'handled' ? EXIT.failed : EXIT.ok;
+        },
+      });
     } finally {
       await republisher?.close();
       await dl.close();

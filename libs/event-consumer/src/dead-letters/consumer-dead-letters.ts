@@ -41,8 +41,8 @@ const followed = (row: CopyRow): FollowedCopy => ({
 });
 
 /** The ticket of a followed copy (group, topic and key), or its own id when its row is not read yet. */
-const ticketOf = (rows: readonly CopyRow[], id: string) => {
-  const r = rows.find((x) => x.id === id);
+const ticketOf = (rows: ReadonlyMap<string, CopyRow>, id: string) => {
+  const r = rows.get(id);
   return r ? `${r.groupId}\u0000${r.topic}\u0000${r.key ?? r.id}` : id;
 };
 
@@ -139,18 +139,24 @@ export class ConsumerDeadLetters {
     track(results.filter((r) => r.outcome === 'requeued'));
     const requeued: KitActionResult[] = [];
     const tried = new Set<string>(); // a refused one is not tried again on every look
+    const asked = new Set<string>(); // copies whose held events were looked up
     const started = Date.now();
     const deadline = started + o.timeoutMs;
     const pollMs = o.pollMs ?? 500;
     let said = '';
     let saidAt = 0;
     for (;;) {
-      const rows = await this.repo.copies([...copies.keys()]);
-      for (const id of copies.keys()) if (!rows.some((r) => r.id === id)) copies.delete(id);
-      for (const row of rows) copies.set(row.id, followed(row));
+      const rows = new Map((await this.repo.copies([...copies.keys()])).map((r) => [r.id, r]));
+      for (const id of copies.keys()) if (!rows.has(id)) copies.delete(id);
+      for (const row of rows.values()) copies.set(row.id, followed(row));
       // A ticket whose copies are all handled: what the group held behind them meanwhile goes after them.
+      // Asked once a copy: the group holds an event of the ticket only while a copy is unread (it reads the
+      // partition in order), and the held dead letter commits no later than the copy's inbox row.
       const open = new Set([...copies.values()].filter((c) => c.state !== 'handled').map((c) => ticketOf(rows, c.id)));
-      const heads = [...copies.values()].filter((c) => !open.has(ticketOf(rows, c.id))).map((c) => c.id);
+      const heads = [...copies.values()]
+        .filter((c) => !asked.has(c.id) && !open.has(ticketOf(rows, c.id)))
+        .map((c) => c.id);
+      for (const id of heads) asked.add(id);
       for (const id of await this.repo.firstHeldBehind(heads)) {
         if (tried.has(id)) continue;
         tried.add(id);

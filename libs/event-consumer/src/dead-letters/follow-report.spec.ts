@@ -1,5 +1,5 @@
-import type { FollowResult } from './consumer-dead-letters.types';
-import { followReport } from './follow-report';
+import type { FollowOptions, FollowResult, KitActionResult } from './consumer-dead-letters.types';
+import { followReport, followRequeue } from './follow-report';
 
 const cmd = {
   requeue: (id: string, g: string) => `requeue --group ${g} --id ${id} --follow`,
@@ -56,5 +56,57 @@ describe('followReport', () => {
       'refused: consumer dead letter h waits behind z',
       'timed out after 90 s: 1 of 2 copies not yet handled by group g (the requeue stands: the group handles them when it reads them). Is a consumer of the group running? See: list --group g --ticket T',
     ]);
+  });
+});
+
+describe('followRequeue', () => {
+  const requeued: KitActionResult[] = [{ id: 'a', outcome: 'requeued', message: 'requeued a' }];
+  const run = async (f: FollowResult, results = requeued, json = false) => {
+    const out: string[] = [];
+    const progress: string[] = [];
+    const seen: FollowOptions[] = [];
+    const dl = {
+      follow: async (_: readonly KitActionResult[], o: FollowOptions) => {
+        seen.push(o);
+        o.progress?.('follow: 1 of 1');
+        return f;
+      },
+    };
+    const code = await followRequeue(dl, results, {
+      timeoutMs: 5_000,
+      actor: { by: 'op', note: 'why' },
+      json,
+      out: (l) => out.push(l),
+      progress: (l) => progress.push(l),
+      commands: cmd,
+    });
+    return { code, out, progress, seen };
+  };
+  const handled: FollowResult = { outcome: 'handled', copies: [copy('a')], requeued: [] };
+
+  it('exits 0 when every copy is handled, with the report on out and the progress on progress', async () => {
+    const r = await run(handled);
+    expect(r).toMatchObject({
+      code: 0,
+      out: ['followed: group g handled 1 of 1 copies'],
+      progress: ['follow: 1 of 1'],
+    });
+    expect(r.seen[0]).toMatchObject({ timeoutMs: 5_000, actor: { by: 'op', note: 'why' } });
+  });
+
+  it('exits 1 when a copy is dead again, the held events refused, or a requeue of the command itself refused', async () => {
+    expect((await run({ ...handled, outcome: 'dead-again' })).code).toBe(1);
+    expect((await run({ ...handled, outcome: 'refused' })).code).toBe(1);
+    const alsoRefused = [...requeued, { id: 'b', outcome: 'refused' as const, message: 'waits behind a' }];
+    expect((await run(handled, alsoRefused)).code).toBe(1);
+  });
+
+  it('exits 4 on a timeout', async () => {
+    expect((await run({ outcome: 'timeout', copies: [copy('a', { state: 'not-read' })], requeued: [] })).code).toBe(4);
+  });
+
+  it('with json prints one document of the results and what follow found', async () => {
+    const r = await run(handled, requeued, true);
+    expect(r.out.map((l) => JSON.parse(l) as unknown)).toEqual([{ dryRun: false, results: requeued, follow: handled }]);
   });
 });

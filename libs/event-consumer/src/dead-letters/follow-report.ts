@@ -1,4 +1,5 @@
-import type { FollowResult } from './consumer-dead-letters.types';
+import type { ConsumerDeadLetters } from './consumer-dead-letters';
+import type { FollowResult, KitActionResult, KitActor } from './consumer-dead-letters.types';
 
 /** How a CLI spells its commands, for the advice in a follow's report. */
 export interface FollowCommands {
@@ -42,4 +43,35 @@ export function followReport(f: FollowResult, timeoutMs: number, cmd: FollowComm
       `followed: group ${groups} handled ${handled} of ${f.copies.length} copies${heldAfter ? ` (${heldAfter} of them of events it had held behind the first copies, requeued after them)` : ''}`,
     );
   return lines;
+}
+
+/** How a CLI runs `requeue --follow` after its requeue: followRequeue. */
+export interface FollowRequeueOptions {
+  /** Give up after this long (the requeue stands). */
+  timeoutMs: number;
+  /** Who requeues the events held behind the copies. */
+  actor: KitActor;
+  /** One JSON document on `out` (`{ dryRun: false, results, follow }`); else the report's lines. */
+  json: boolean;
+  out(line: string): void;
+  /** Follow's progress lines: on stderr with `json`, so that stdout stays one document. */
+  progress(line: string): void;
+  commands: FollowCommands;
+}
+
+/**
+ * Follows the copies of a requeue (ConsumerDeadLetters.follow), prints what it found (followReport, or JSON)
+ * and returns the exit code: 0 every copy handled, 1 one dead again or a requeue refused (by the requeue
+ * itself or of the events held behind the copies), 4 timed out.
+ */
+export async function followRequeue(
+  dl: Pick<ConsumerDeadLetters, 'follow'>,
+  results: readonly KitActionResult[],
+  o: FollowRequeueOptions,
+): Promise<0 | 1 | 4> {
+  const followed = await dl.follow(results, { timeoutMs: o.timeoutMs, actor: o.actor, progress: o.progress });
+  if (o.json) o.out(JSON.stringify({ dryRun: false, results, follow: followed }));
+  else for (const l of followReport(followed, o.timeoutMs, o.commands)) o.out(l);
+  if (followed.outcome === 'timeout') return 4;
+  return results.some((r) => r.outcome === 'refused') || followed.outcome !== 'handled' ? 1 : 0;
 }
