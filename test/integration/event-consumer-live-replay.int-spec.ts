@@ -184,7 +184,7 @@ describe('event consumer kit: replay of a live group (pause, move, rejoin)', () 
     const env = { DATABASE_URL: own.url, KAFKA_BROKERS: TEST_KAFKA_BROKERS.join(',') };
     expect(await runKitBin(['migrate'], env)).toMatchObject({
       code: 0,
-      out: 'migrated schema ticket_events to version 4: applied 1 kit_tables, 2 replay_pauses, 3 dead_letter_holds, 4 requeued_holds\n',
+      out: 'migrated schema ticket_events to version 5: applied 1 kit_tables, 2 replay_pauses, 3 dead_letter_holds, 4 requeued_holds, 5 replay_dead_letters\n',
     });
     await ownDb.query(EFFECTS_DDL);
     const help = await runKitBin(['replay', '--help']);

@@ -1,12 +1,13 @@
 // Replay of a group built on the kit (the kit's replayTopic, what `ticket-events replay` and `npm run cli -- replay`
 // run): one partition from earliest, the kit counts what it re-reads in the chunk's transaction, the
-// report says re-read vs skipped, the other partition keeps its offset, and no effect happens twice.
+// report says re-read vs skipped vs dead-lettered (a handler that fails again, an event held behind it), the
+// other partition keeps its offset, and no effect happens twice.
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { replayTopic } from '@tickets/event-consumer/admin';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
-import { EFFECTS_DDL, startExample } from '../support/kit-example';
+import { EFFECTS_DDL, POISON_TITLE, startExample } from '../support/kit-example';
 import { kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
@@ -45,10 +46,21 @@ describe('event consumer kit: replay of a kit group', () => {
     await Promise.allSettled([fx?.close(), db.end()]);
   });
 
-  it('replays one partition from earliest: every message re-read and skipped, no second effect, the other partition untouched', async () => {
+  const deadLetters = async () =>
+    (
+      await db.query<{ o: number; cause: string }>(
+        'SELECT "offset"::int AS o, cause FROM ticket_events.consumer_dead_letters WHERE group_id = $1 ORDER BY "offset"',
+        [groupId],
+      )
+    ).rows;
+
+  it('replays one partition from earliest: every message re-read and skipped or dead-lettered again, no second effect, the other partition untouched', async () => {
     const tenant = randomUUID();
     const p0 = Array.from({ length: 5 }, () => ticketCreated(tenant));
     const p1 = Array.from({ length: 7 }, () => ticketCreated(tenant));
+    // A create whose handler always fails, and a later event of its ticket (the example handles creates only)
+    // held behind its dead letter.
+    const poison = ticketCreated(tenant, { title: POISON_TITLE });
     await fx.producer.send({
       topic,
       acks: -1,
@@ -57,11 +69,19 @@ describe('event consumer kit: replay of a kit group', () => {
         ...p1.map((e) => toMessage(e, 1)),
         { partition: 1, value: '{"broken":' },
         { partition: 1, value: JSON.stringify({ ...ticketCreated(tenant), type: 'ticket.archived.v9' }) },
+        toMessage(poison, 1),
+        toMessage(ticketCreated(tenant, { ticketId: poison.ticketId }), 1),
       ],
     });
     example = await startExample(kitOptions(topic, groupId));
-    await eventually(committed, (o) => o.join() === '5,9', 30_000, 'offsets 5 and 9');
+    await eventually(committed, (o) => o.join() === '5,11', 30_000, 'offsets 5 and 11');
     expect(await effects()).toBe(12);
+    const dead = await deadLetters();
+    expect(dead).toEqual([
+      { o: 7, cause: 'invalid' },
+      { o: 9, cause: 'handler_failed' },
+      { o: 10, cause: 'held' },
+    ]);
     await example.app.close();
     example = undefined;
 
@@ -81,6 +101,7 @@ describe('event consumer kit: replay of a kit group', () => {
         databaseUrl: TEST_DATABASE_URL,
         kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' },
         out: (l) => out.push(l),
+        deadLetters: (g, since) => `dead-letters list --group ${g} --since ${since.toISOString()}`,
       },
     );
     await eventually(
@@ -94,14 +115,25 @@ describe('event consumer kit: replay of a kit group', () => {
 
     expect(await outcome).toMatchObject({ outcome: 'completed' });
     const text = out.join('\n');
-    expect(text).toContain(`group ${groupId} on topic ${topic} partition 1 moved to earliest; 9 message(s) to re-read`);
-    expect(text).toMatch(/re-read\s+9 of 9\n/);
-    // 7 events already in the inbox and the unknown type; the invalid message is counted apart.
+    expect(text).toContain(
+      `group ${groupId} on topic ${topic} partition 1 moved to earliest; 11 message(s) to re-read`,
+    );
+    expect(text).toMatch(/re-read\s+11 of 11\n/);
+    // 7 events already in the inbox and the unknown type; the poison create failed again and its cancel was
+    // held again (dead-lettered, not skipped); the invalid message is counted apart.
     expect(text).toMatch(/skipped \(already processed\)\s+8\n/);
     expect(text).toMatch(/processed as new\s+0\n/);
-    expect(text).toMatch(/dead-lettered \(invalid\)\s+1/);
-    expect(await committed()).toEqual(['5', '9']);
+    expect(text).toMatch(/dead-lettered \(failed, held\)\s+2\n/);
+    expect(text).toMatch(/dead-lettered \(invalid\)\s+1\n/);
+    expect(text).toMatch(
+      new RegExp(
+        `see the dead letters written since the replay started: dead-letters list --group ${groupId} --since \\d{4}-`,
+      ),
+    );
+    expect(await committed()).toEqual(['5', '11']);
     expect(await effects()).toBe(12);
+    // Each place keeps its one dead letter: the replay wrote no second row.
+    expect(await deadLetters()).toEqual(dead);
   });
 
   it('refuses an unknown partition without moving anything', async () => {

@@ -77,16 +77,18 @@ it('refuses a schema whose recorded step has another checksum (migrated by a dif
 
 const EVENT = '5b0c1a8e-3f2d-4c6b-9a7e-1d2c3b4a5f60';
 
-it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps the text and checksum it shipped with', async () => {
+it('a schema at version 1 (an earlier kit) gets steps 2 to 5 alone; step 1 keeps the text and checksum it shipped with', async () => {
   // Step 1 as the first kit shipped it: a later kit never edits it (deployments recorded this checksum).
   expect(checksumOf(KIT_MIGRATIONS[0])).toBe('e3ad02dd431e2dfca039fb03341f571ee21f07c7cd05cf4b58a22d83e75dad37');
   expect(checksumOf(KIT_MIGRATIONS[1])).toBe('3d9495f4536b8932dbfabac0c0c5b33cc173b94451a843ba2bb841662b523a89');
   expect(checksumOf(KIT_MIGRATIONS[2])).toBe('c535088b502792f2298060d1ff7c44532cff3389bd92c810a43a7b2cd8e2a3ef');
+  expect(checksumOf(KIT_MIGRATIONS[3])).toBe('29aaf9234fd652ddcb8bfae04bf949bf30bbc6c1c1efa4892fdec986cd267dae');
   expect(KIT_MIGRATIONS.map((m) => `${m.version} ${m.name}`)).toEqual([
     '1 kit_tables',
     '2 replay_pauses',
     '3 dead_letter_holds',
     '4 requeued_holds',
+    '5 replay_dead_letters',
   ]);
   await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
   // What the first kit left: step 1 only, with a handler's dead letter and an invalid message in it.
@@ -100,6 +102,7 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
     `ALTER TABLE earlier_kit.consumer_dead_letters DROP COLUMN cause, DROP COLUMN held_by, DROP COLUMN event_id,
        DROP COLUMN origin_partition, DROP COLUMN origin_offset, DROP COLUMN copy_partition, DROP COLUMN copy_offset`,
   );
+  await db.query('ALTER TABLE earlier_kit.replay_partitions DROP COLUMN dead_lettered');
   await db.query('DELETE FROM earlier_kit.kit_migrations WHERE version > 1');
   await db.query(
     `INSERT INTO earlier_kit.consumer_dead_letters (group_id, topic, partition, "offset", key, value, headers, reason)
@@ -118,7 +121,7 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
   const refused = new TicketEventsServer(options);
   const err = await new Promise<unknown>((resolve) => void refused.listen((e) => resolve(e)));
   expect((err as Error).message).toContain(
-    'in schema earlier_kit are at version 1, this kit needs 4: run `npx ticket-events migrate --schema earlier_kit`',
+    'in schema earlier_kit are at version 1, this kit needs 5: run `npx ticket-events migrate --schema earlier_kit`',
   );
 
   const r = await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
@@ -128,8 +131,9 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
       { version: 2, name: 'replay_pauses' },
       { version: 3, name: 'dead_letter_holds' },
       { version: 4, name: 'requeued_holds' },
+      { version: 5, name: 'replay_dead_letters' },
     ],
-    version: 4,
+    version: 5,
   });
   expect(await tables('earlier_kit')).toContain('replay_pauses');
   const after = await db.query('SELECT version, checksum, applied_at FROM earlier_kit.kit_migrations ORDER BY version');
@@ -137,6 +141,12 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
   expect(after.rows[1]).toMatchObject({ version: 2, checksum: checksumOf(KIT_MIGRATIONS[1]) });
   expect(after.rows[2]).toMatchObject({ version: 3, checksum: checksumOf(KIT_MIGRATIONS[2]) });
   expect(after.rows[3]).toMatchObject({ version: 4, checksum: checksumOf(KIT_MIGRATIONS[3]) });
+  expect(after.rows[4]).toMatchObject({ version: 5, checksum: checksumOf(KIT_MIGRATIONS[4]) });
+  // Step 5: a replay's count of the events it dead-lettered, 0 on rows from before it.
+  const counter = await db.query(
+    "SELECT column_default, is_nullable FROM information_schema.columns WHERE table_schema = 'earlier_kit' AND table_name = 'replay_partitions' AND column_name = 'dead_lettered'",
+  );
+  expect(counter.rows).toEqual([{ column_default: '0', is_nullable: 'NO' }]);
   // The dead letters stored before step 3 get the cause their reason gives: the handler's holds its ticket.
   const causes = await db.query(
     'SELECT "offset"::int AS o, cause, held_by, event_id FROM earlier_kit.consumer_dead_letters ORDER BY "offset"',
@@ -162,7 +172,7 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 4 alone; step 1 keeps
   ]);
 });
 
-it("a schema at version 3 gets step 4: requeued dead letters get their copy's place from the audit row, a dead letter at that place its original's, the claim's index covers them, and the step re-runs", async () => {
+it("a schema at version 3 gets steps 4 and 5: requeued dead letters get their copy's place from the audit row, a dead letter at that place its original's, the claim's index covers them, and the step re-runs", async () => {
   await migrate({ databaseUrl: database.url, schema: 'kit_v3' });
   // What a kit of schema version 3 left: no places, the step 3 index.
   await db.query('DROP INDEX kit_v3.consumer_dead_letters_holds_idx');
@@ -194,7 +204,10 @@ it("a schema at version 3 gets step 4: requeued dead letters get their copy's pl
   );
 
   const r = await migrate({ databaseUrl: database.url, schema: 'kit_v3' });
-  expect(r.applied).toEqual([{ version: 4, name: 'requeued_holds' }]);
+  expect(r.applied).toEqual([
+    { version: 4, name: 'requeued_holds' },
+    { version: 5, name: 'replay_dead_letters' },
+  ]);
   const places = await db.query(
     `SELECT "offset"::int AS o, copy_partition, copy_offset::int AS copy_offset, origin_offset::text AS origin_offset
        FROM kit_v3.consumer_dead_letters ORDER BY "offset"`,

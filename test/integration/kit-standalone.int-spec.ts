@@ -99,13 +99,13 @@ it('migrates a database of its own that then holds only the kit schema, and a co
   const first = await bin('migrate');
   expect(first).toMatchObject({
     code: 0,
-    out: 'migrated schema ticket_events to version 4: applied 1 kit_tables, 2 replay_pauses, 3 dead_letter_holds, 4 requeued_holds\n',
+    out: 'migrated schema ticket_events to version 5: applied 1 kit_tables, 2 replay_pauses, 3 dead_letter_holds, 4 requeued_holds, 5 replay_dead_letters\n',
   });
   // The --database-url flag wins over DATABASE_URL.
   const again = await runKitBin(['migrate', '--database-url', database.url], {
     DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/nothing',
   });
-  expect(again).toMatchObject({ code: 0, out: 'schema ticket_events is up to date (version 4); nothing to do\n' });
+  expect(again).toMatchObject({ code: 0, out: 'schema ticket_events is up to date (version 5); nothing to do\n' });
   const schemas = await db.query<{ s: string; t: string }>(
     "SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2",
   );

@@ -77,13 +77,14 @@ afterAll(async () => {
 it('moves the kit tables into ticket_events with every row, and a replay from earliest sends nothing again', async () => {
   const out = serviceMigrate(database.url);
   expect(out).toContain(
-    'consumer kit schema ticket_events: applied 1 kit_tables, 2 replay_pauses, 3 dead_letter_holds, 4 requeued_holds',
+    'consumer kit schema ticket_events: applied 1 kit_tables, 2 replay_pauses, 3 dead_letter_holds, 4 requeued_holds, 5 replay_dead_letters',
   );
   expect((await db.query('SELECT version, name FROM ticket_events.kit_migrations ORDER BY version')).rows).toEqual([
     { version: 1, name: 'kit_tables' },
     { version: 2, name: 'replay_pauses' },
     { version: 3, name: 'dead_letter_holds' },
     { version: 4, name: 'requeued_holds' },
+    { version: 5, name: 'replay_dead_letters' },
   ]);
   expect(
     await count(
@@ -106,7 +107,7 @@ it('moves the kit tables into ticket_events with every row, and a replay from ea
     { actor: 'ops', note: 'before the upgrade', group_id: notifierGroup },
   ]);
   expect((await db.query('SELECT kind FROM public.dead_letter_actions')).rows).toEqual([{ kind: 'notification' }]);
-  expect(serviceMigrate(database.url)).toContain('consumer kit schema ticket_events is up to date (version 4)');
+  expect(serviceMigrate(database.url)).toContain('consumer kit schema ticket_events is up to date (version 5)');
 
   // Both groups have no committed offset: they read the whole topic from earliest, as a replay would.
   const config = loadConfig({

@@ -45,8 +45,14 @@ export class Abandoned extends Error {
   override name = 'Abandoned';
 }
 
-/** What a running replay counts of a chunk; `fresh` is filled in by the transaction that claims the events. */
-type Counting = Omit<ChunkOffsets, 'fresh'> & { fresh?: readonly string[] };
+/** What a running replay counts of a chunk; `fresh` and `dead` are filled in by the transaction that claims the events. */
+type Counting = Omit<ChunkOffsets, 'fresh' | 'dead'> & { fresh?: readonly string[]; dead?: readonly string[] };
+
+/** The offsets of a transaction's events handled for the first time, and of those it dead-lettered instead. */
+interface Outcome {
+  fresh: string[];
+  dead: string[];
+}
 
 /** A valid event, with the number of further copies of it in the chunk. */
 type Valid = Extract<ParsedEnvelope, { kind: 'event' }> & { repeats: number };
@@ -124,12 +130,17 @@ export class ChunkProcessor {
     }
     if (invalid.length > 0) await this.transaction(place, [], invalid, 1, watched);
     const fresh: string[] = [];
+    const dead: string[] = [];
     // The chunk's error is an event's own only when the chunk held that event alone.
     const own = events.length === 1 ? { err: chunkError } : undefined;
-    for (const e of events) fresh.push(...(await this.single(place, e, watched, own)));
+    for (const e of events) {
+      const done = await this.single(place, e, watched, own);
+      fresh.push(...done.fresh);
+      dead.push(...done.dead);
+    }
     // Counted after the events' own transactions: a crash in between makes the redelivered events
-    // count as skipped rather than new (this slow path only; the totals re-read stay exact).
-    if (count) await this.transaction(place, [], [], 1, watched, { ...count, fresh });
+    // count as skipped rather than new or dead-lettered (this slow path only; the totals re-read stay exact).
+    if (count) await this.transaction(place, [], [], 1, watched, { ...count, fresh, dead });
   }
 
   /**
@@ -158,11 +169,12 @@ export class ChunkProcessor {
   }
 
   /**
-   * Returns the event's offset when this transaction was the first to handle it. `own`: the chunk's error,
+   * Returns the event's offset in `fresh` when this transaction was the first to handle it, in `dead` when it
+   * was held or failed every attempt. `own`: the chunk's error,
    * when the chunk held this event alone (its first attempt); otherwise the event is tried alone at least
    * once, so a dead letter carries its own error and never another event's.
    */
-  private async single(place: Place, e: Valid, control: ChunkControl, own?: { err: unknown }): Promise<string[]> {
+  private async single(place: Place, e: Valid, control: ChunkControl, own?: { err: unknown }): Promise<Outcome> {
     const { maxAttempts } = this.retry;
     const lastAttempt = own ? maxAttempts : Math.max(2, maxAttempts);
     let last = own?.err;
@@ -186,7 +198,7 @@ export class ChunkProcessor {
     );
     await this.inbox.deadLetter(this.pool, place, [eventDeadLetter(e, reason)], 'handler_failed');
     this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
-    return [];
+    return { fresh: [], dead: [e.offset] };
   }
 
   /** Sleeps in slices, heartbeating, so a long backoff neither loses the partition nor delays a stop. */
@@ -200,7 +212,7 @@ export class ChunkProcessor {
     if (control.abandoned()) throw new Abandoned('partition revoked or consumer stopping during a retry backoff');
   }
 
-  /** Returns the offsets of the events handled for the first time. */
+  /** Returns the offsets of the events handled for the first time, and of those held. */
   private async transaction(
     place: Place,
     events: readonly Valid[],
@@ -208,7 +220,7 @@ export class ChunkProcessor {
     attempt: number,
     control: ChunkControl,
     count?: Counting,
-  ): Promise<string[]> {
+  ): Promise<Outcome> {
     for (let conflicts = 0; ; conflicts++) {
       const client = await this.pool.connect();
       let broken = false;
@@ -232,7 +244,7 @@ export class ChunkProcessor {
     attempt: number,
     control: ChunkControl,
     count?: Counting,
-  ): Promise<string[]> {
+  ): Promise<Outcome> {
     const spans = startItemSpans(`process ${place.topic}`, SpanKind.CONSUMER, events, {
       traceparent: (e) => e.traceparent,
       attributes: (e) => ({
@@ -265,7 +277,7 @@ export class ChunkProcessor {
     control: ChunkControl,
     spans: ItemSpans,
     count?: Counting,
-  ): Promise<string[]> {
+  ): Promise<Outcome> {
     const group = { group: place.groupId };
     const batch = this.handlers.batch;
     const where = { ...place, attempt };
@@ -289,7 +301,7 @@ export class ChunkProcessor {
       stop();
       if (r) this.countDone(place, r.processed, r.duplicates, 0);
       if (invalid.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid.length);
-      return [];
+      return { fresh: [], dead: [] };
     }
     await client.query('BEGIN');
     await this.inbox.deadLetter(client, place, invalid);
@@ -338,7 +350,11 @@ export class ChunkProcessor {
     }
     if (todo.length > 0) stop();
     if (count)
-      await this.replays.counters.count(client, place, { ...count, fresh: count.fresh ?? todo.map((e) => e.offset) });
+      await this.replays.counters.count(client, place, {
+        ...count,
+        fresh: count.fresh ?? todo.map((e) => e.offset),
+        dead: count.dead ?? holds.map((h) => h.offset),
+      });
     const done = await client.query('COMMIT');
     if (done.command !== 'COMMIT') throw new TransactionAborted();
     this.countDone(place, todo.length, events.length - todo.length - held.size, invalid.length);
@@ -348,7 +364,7 @@ export class ChunkProcessor {
         { partition: place.partition, offset: h.offset, eventId: h.eventId, ticketId: h.key, heldBy: h.held },
         'event held behind an earlier dead letter of its ticket',
       );
-    return todo.map((e) => e.offset);
+    return { fresh: todo.map((e) => e.offset), dead: holds.map((h) => h.offset) };
   }
 
   /** Dead-letters, in the chunk's transaction, the events the claim held (held-events.ts). */

@@ -249,12 +249,20 @@ CREATE INDEX IF NOT EXISTS consumer_dead_letters_holds_idx
 DROP INDEX IF EXISTS {{schema}}.consumer_dead_letters_holding_idx;
 `;
 
+const REPLAY_DEAD_LETTERS = `
+-- A replay counts the valid events it re-read and dead-lettered (a handler that failed every attempt, or
+-- held behind an earlier dead letter of the ticket) apart from those skipped as already processed.
+-- Replicas of an earlier kit leave it at 0 and count those as skipped, as before.
+ALTER TABLE {{schema}}.replay_partitions ADD COLUMN IF NOT EXISTS dead_lettered integer NOT NULL DEFAULT 0;
+`;
+
 /** Every step of the kit's schema, in order. Append only: an applied step's text is never edited (its checksum is checked). */
 export const KIT_MIGRATIONS: readonly KitMigration[] = [
   { version: 1, name: 'kit_tables', sql: TABLES },
   { version: 2, name: 'replay_pauses', sql: PAUSES },
   { version: 3, name: 'dead_letter_holds', sql: HOLDS },
   { version: 4, name: 'requeued_holds', sql: REQUEUED_HOLDS },
+  { version: 5, name: 'replay_dead_letters', sql: REPLAY_DEAD_LETTERS },
 ];
 
 /** The schema version this build of the kit needs (the last step). */

@@ -10,6 +10,8 @@ export interface ChunkOffsets {
   invalid: readonly string[];
   /** Offsets of the events handled for the first time (inbox row written now). */
   fresh: readonly string[];
+  /** Offsets of the events dead-lettered instead (held behind an earlier dead letter, or failed every attempt). */
+  dead: readonly string[];
 }
 
 /**
@@ -34,6 +36,7 @@ export class ReplayCountersRepository {
                count(*) FILTER (WHERE m.ok)::int AS valid,
                count(*) FILTER (WHERE NOT m.ok)::int AS bad,
                (SELECT count(*) FROM unnest($3::int8[]) AS f WHERE f > rp.last_offset AND f < rp.end_offset)::int AS new,
+               (SELECT count(*) FROM unnest($7::int8[]) AS d WHERE d > rp.last_offset AND d < rp.end_offset)::int AS dead,
                max(m.o) AS top
         FROM ${t.replayPartitions} rp
         JOIN ${t.replays} r ON r.id = rp.replay_id AND r.group_id = $4 AND r.topic = $5 AND r.status = 'running'
@@ -42,7 +45,8 @@ export class ReplayCountersRepository {
         GROUP BY rp.replay_id, rp.last_offset, rp.end_offset
       )
       UPDATE ${t.replayPartitions} rp
-      SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new, invalid = rp.invalid + c.bad, last_offset = c.top
+      SET reread = rp.reread + c.n, skipped = rp.skipped + c.valid - c.new - c.dead, invalid = rp.invalid + c.bad,
+          dead_lettered = rp.dead_lettered + c.dead, last_offset = c.top
       FROM counted c
       WHERE rp.replay_id = c.replay_id AND rp.partition = $6 AND rp.last_offset = c.seen`;
   }
@@ -69,6 +73,7 @@ export class ReplayCountersRepository {
         place.groupId,
         place.topic,
         place.partition,
+        int8Array(o.dead),
       ],
     });
   }

@@ -76,6 +76,7 @@ export const replayCommand: Command = {
         schema: t.schema,
         kafka: { brokers: t.brokers, clientId: `${BIN}-replay` },
         out: io.out,
+        deadLetters: (g, since) => `${BIN} dead-letters list --group ${g} --since ${since.toISOString()} --all`,
       },
     );
     if (result.outcome === 'started')

@@ -4,19 +4,29 @@ import { seconds, sleep, type ReplayTiming } from './replay-timing';
 
 export type FollowOutcome = 'completed' | 'failed' | 'timeout';
 
+const processedAsNew = (p: ReplayProgress) => p.reread - p.skipped - p.invalid - p.deadLettered;
+
 export function progressLine(p: ReplayProgress): string {
   const pct = p.total === 0 ? 100 : Math.floor((p.reread / p.total) * 100);
-  return `re-read ${p.reread}/${p.total} (${pct}%), skipped ${p.skipped} as already processed, ${p.reread - p.skipped - p.invalid} new, ${p.invalid} invalid`;
+  const dead = p.deadLettered ? `, ${p.deadLettered} dead-lettered` : '';
+  return `re-read ${p.reread}/${p.total} (${pct}%), skipped ${p.skipped} as already processed, ${processedAsNew(p)} new${dead}, ${p.invalid} invalid`;
 }
 
-/** The closing report: how many messages were re-read, and how many of them were skipped as already processed. */
-export function replayReport(p: ReplayProgress, elapsedMs: number): string {
+/**
+ * The closing report: how many messages were re-read, how many of them were skipped as already processed,
+ * and how many were dead-lettered (with where to look).
+ */
+export function replayReport(p: ReplayProgress, elapsedMs: number, list?: string): string {
   return [
     `replay ${p.id} of group ${p.groupId} on ${p.topic} from ${p.fromSpec} finished in ${seconds(elapsedMs)}:`,
     `  re-read                      ${p.reread} of ${p.total}`,
     `  skipped (already processed)  ${p.skipped}`,
-    `  processed as new             ${p.reread - p.skipped - p.invalid}`,
+    `  processed as new             ${processedAsNew(p)}`,
+    `  dead-lettered (failed, held) ${p.deadLettered}`,
     `  dead-lettered (invalid)      ${p.invalid}`,
+    ...(p.deadLettered + p.invalid > 0 && list
+      ? [`see the dead letters written since the replay started: ${list}`]
+      : []),
   ].join('\n');
 }
 
@@ -30,6 +40,7 @@ export async function followReplay(
   id: string,
   timing: ReplayTiming,
   out: (line: string) => void,
+  deadLetters?: (groupId: string, since: Date) => string,
 ): Promise<FollowOutcome> {
   const first = await repo.progress(id);
   if (!first) throw new Error(`replay ${id} not found`);
@@ -62,7 +73,7 @@ export async function followReplay(
     }
     if (done) {
       if (p.status === 'running') await repo.finish(id, 'completed');
-      out(replayReport(p, Date.now() - p.startedAt.getTime()));
+      out(replayReport(p, Date.now() - p.startedAt.getTime(), deadLetters?.(p.groupId, p.startedAt)));
       return 'completed';
     }
     if (Date.now() > timing.deadline) {

@@ -22,6 +22,8 @@ export interface ReplayProgress {
   reread: number;
   skipped: number;
   invalid: number;
+  /** Valid events dead-lettered instead of handled: held behind an earlier dead letter, or failed every attempt. */
+  deadLettered: number;
   partitions: { partition: number; start: bigint; end: bigint }[];
 }
 
@@ -97,8 +99,9 @@ export class ReplayRepository {
         reread: number;
         skipped: number;
         invalid: number;
+        dead_lettered: number;
       }>(
-        `SELECT partition, start_offset::text, end_offset::text, reread, skipped, invalid FROM ${this.t.replayPartitions} WHERE replay_id = $1 ORDER BY partition`,
+        `SELECT partition, start_offset::text, end_offset::text, reread, skipped, invalid, dead_lettered FROM ${this.t.replayPartitions} WHERE replay_id = $1 ORDER BY partition`,
         [id],
       )
     ).rows;
@@ -114,6 +117,7 @@ export class ReplayRepository {
       reread: sum((p) => p.reread),
       skipped: sum((p) => p.skipped),
       invalid: sum((p) => p.invalid),
+      deadLettered: sum((p) => p.dead_lettered),
       partitions: parts.map((p) => ({
         partition: p.partition,
         start: BigInt(p.start_offset),

@@ -13,6 +13,7 @@ const progress = (p: Partial<ReplayProgress>): ReplayProgress => ({
   reread: 0,
   skipped: 0,
   invalid: 0,
+  deadLettered: 0,
   partitions: [],
   ...p,
 });
@@ -42,13 +43,30 @@ describe('replay progress and report', () => {
     );
   });
 
+  it('counts the events dead-lettered (failed, held) apart from skipped and new', () => {
+    expect(progressLine(progress({ reread: 9, skipped: 5, invalid: 1, deadLettered: 2 }))).toBe(
+      're-read 9/10 (90%), skipped 5 as already processed, 1 new, 2 dead-lettered, 1 invalid',
+    );
+  });
+
   it('reports re-read vs skipped at the end', () => {
-    expect(replayReport(progress({ reread: 10, skipped: 9, invalid: 0 }), 2_500).split('\n')).toEqual([
+    expect(replayReport(progress({ reread: 10, skipped: 9, invalid: 0 }), 2_500, 'list it').split('\n')).toEqual([
       'replay r1 of group g on t from earliest finished in 2.5 s:',
       '  re-read                      10 of 10',
       '  skipped (already processed)  9',
       '  processed as new             1',
+      '  dead-lettered (failed, held) 0',
       '  dead-lettered (invalid)      0',
+    ]);
+  });
+
+  it('names the command that lists the dead letters when the replay wrote any', () => {
+    const p = progress({ reread: 10, skipped: 6, invalid: 1, deadLettered: 2 });
+    expect(replayReport(p, 1_000, 'list --group g --since t').split('\n').slice(3)).toEqual([
+      '  processed as new             1',
+      '  dead-lettered (failed, held) 2',
+      '  dead-lettered (invalid)      1',
+      'see the dead letters written since the replay started: list --group g --since t',
     ]);
   });
 });

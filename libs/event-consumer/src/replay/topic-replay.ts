@@ -38,6 +38,8 @@ export interface ReplayDeps {
   schema?: string;
   kafka: { brokers: string[]; clientId: string } & Omit<Partial<KafkaConfig>, 'brokers' | 'clientId'>;
   out: (line: string) => void;
+  /** How the caller's CLI lists the group's dead letters written since a time: the report names it when the replay dead-lettered any. */
+  deadLetters?: (groupId: string, since: Date) => string;
 }
 
 /**
@@ -128,7 +130,7 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
         return { outcome: 'no-replay' };
       }
     }
-    const followed = await followReplay(admin, repo, replayId, timing, out);
+    const followed = await followReplay(admin, repo, replayId, timing, out, deps.deadLetters);
     return followed === 'completed' ? { outcome: 'completed', replayId } : { outcome: followed };
   } finally {
     await admin.disconnect().catch(() => undefined);
