@@ -119,8 +119,8 @@ describe('event consumer kit: replay of a kit group', () => {
       `group ${groupId} on topic ${topic} partition 1 moved to earliest; 11 message(s) to re-read`,
     );
     expect(text).toMatch(/re-read\s+11 of 11\n/);
-    // 7 events already in the inbox and the unknown type; the poison create failed again and its cancel was
-    // held again (dead-lettered, not skipped); the invalid message is counted apart.
+    // 7 events already in the inbox and the unknown type; the poison create failed again and the later event
+    // of its ticket was held again (dead-lettered, not skipped); the invalid message is counted apart.
     expect(text).toMatch(/skipped \(already processed\)\s+8\n/);
     expect(text).toMatch(/processed as new\s+0\n/);
     expect(text).toMatch(/dead-lettered \(failed, held\)\s+2\n/);
@@ -161,5 +161,93 @@ describe('event consumer kit: replay of a kit group', () => {
     expect(r).toEqual({ outcome: 'failed' });
     expect(out.join('\n')).toContain('has no partition 7');
     expect(await committed()).toEqual(before);
+  });
+});
+
+describe('event consumer kit: replay of an event held behind a dead letter from before the replay', () => {
+  const topic = uniqueName('kit-replay-held');
+  const groupId = uniqueName('kit-replay-held-group');
+  let fx: Awaited<ReturnType<typeof kafkaFixture>>;
+  let db: Pool;
+  let example: Awaited<ReturnType<typeof startExample>> | undefined;
+
+  beforeAll(async () => {
+    db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+    await db.query(EFFECTS_DDL);
+    fx = await kafkaFixture(topic, 1);
+  });
+
+  afterAll(async () => {
+    await example?.app.close();
+    for (const t of [
+      'kit_test_effects',
+      'ticket_events.inbox_events',
+      'ticket_events.consumer_dead_letters',
+      'ticket_events.replays',
+    ])
+      await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
+    await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
+    await Promise.allSettled([fx?.close(), db.end()]);
+  });
+
+  it('counts the held event as dead-lettered when the replay re-reads it alone (its chunk claims nothing)', async () => {
+    const tenant = randomUUID();
+    const poison = ticketCreated(tenant, { title: POISON_TITLE });
+    const now = Date.now();
+    await fx.producer.send({
+      topic,
+      acks: -1,
+      messages: [
+        { ...toMessage(poison, 0), timestamp: String(now - 120_000) },
+        { ...toMessage(ticketCreated(tenant, { ticketId: poison.ticketId }), 0), timestamp: String(now) },
+      ],
+    });
+    example = await startExample(kitOptions(topic, groupId));
+    const causes = async () =>
+      (
+        await db.query<{ cause: string }>(
+          'SELECT cause FROM ticket_events.consumer_dead_letters WHERE group_id = $1 ORDER BY "offset"',
+          [groupId],
+        )
+      ).rows.map((r) => r.cause);
+    await eventually(causes, (c) => c.join() === 'handler_failed,held', 30_000, 'the create dead, the later held');
+    await example.app.close();
+    example = undefined;
+
+    // From a time after the poison create: only the held event is re-read, in a chunk that handles nothing.
+    const out: string[] = [];
+    const outcome = replayTopic(
+      {
+        group: groupId,
+        topic,
+        from: new Date(now - 60_000).toISOString(),
+        wait: true,
+        follow: true,
+        timeoutMs: 60_000,
+        pollIntervalMs: 200,
+      },
+      {
+        databaseUrl: TEST_DATABASE_URL,
+        kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' },
+        out: (l) => out.push(l),
+      },
+    );
+    await eventually(
+      () => out.join('\n'),
+      (t) => t.includes('message(s) to re-read'),
+      20_000,
+      'the offsets to move',
+    );
+    example = await startExample(kitOptions(topic, groupId));
+    expect(await outcome).toMatchObject({ outcome: 'completed' });
+    const text = out.join('\n');
+    expect(text).toMatch(/re-read\s+1 of 1\n/);
+    expect(text).toMatch(/skipped \(already processed\)\s+0\n/);
+    expect(text).toMatch(/processed as new\s+0\n/);
+    expect(text).toMatch(/dead-lettered \(failed, held\)\s+1\n/);
+    expect(await causes()).toEqual(['handler_failed', 'held']);
+    expect(
+      (await db.query('SELECT count(*)::int AS n FROM kit_test_effects WHERE group_id = $1', [groupId])).rows[0].n,
+    ).toBe(0);
   });
 });
