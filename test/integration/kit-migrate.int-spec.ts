@@ -4,7 +4,7 @@
 // start on an unmigrated schema, naming the command to run.
 import { Pool, type PoolClient } from 'pg';
 import { KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
-import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf, migrate } from '@tickets/event-consumer/admin';
+import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf, migrate, replayTopic } from '@tickets/event-consumer/admin';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
 
@@ -123,6 +123,30 @@ it('a schema at version 1 (an earlier kit) gets steps 2 to 5 alone; step 1 keeps
   expect((err as Error).message).toContain(
     'in schema earlier_kit are at version 1, this kit needs 5: run `npx ticket-events migrate --schema earlier_kit`',
   );
+  // So does a replay, before it pauses the group or moves an offset.
+  const said: string[] = [];
+  const replay = await replayTopic(
+    {
+      group: 'kit-migrate-it',
+      topic: 'kit-migrate-unused',
+      from: 'earliest',
+      wait: true,
+      follow: true,
+      timeoutMs: 10_000,
+    },
+    {
+      databaseUrl: database.url,
+      schema: 'earlier_kit',
+      kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-migrate-it' },
+      out: (l) => said.push(l),
+    },
+  );
+  expect(replay).toEqual({ outcome: 'failed' });
+  expect(said).toEqual([
+    expect.stringMatching(
+      /^replay: the kit's tables in schema earlier_kit are at version 1, this kit needs 5: .*; nothing moved$/,
+    ),
+  ]);
 
   const r = await migrate({ databaseUrl: database.url, schema: 'earlier_kit' });
   expect(r).toEqual({

@@ -138,8 +138,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
         databaseUrl: config.database.url,
         kafka: { brokers: config.kafka.brokers, clientId: `${config.kafka.clientId}-replay` },
         out,
-        deadLetters: (g, since) =>
-          `${CLI} dead-letters list --kind consumer --group ${g} --since ${since.toISOString()} --all`,
+        deadLetters: (g) => `${CLI} dead-letters list --kind consumer --group ${g}`,
       },
     );
     if (result.outcome === 'started') {

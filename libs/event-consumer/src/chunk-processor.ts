@@ -138,8 +138,9 @@ export class ChunkProcessor {
       fresh.push(...done.fresh);
       dead.push(...done.dead);
     }
-    // Counted after the events' own transactions: a crash in between makes the redelivered events
-    // count as skipped rather than new or dead-lettered (this slow path only; the totals re-read stay exact).
+    // Counted after the events' own transactions: a crash in between makes the redelivered events handled
+    // count as skipped rather than new (those held or failing are dead-lettered again and counted so; this
+    // slow path only; the totals re-read stay exact).
     if (count) await this.transaction(place, [], [], 1, watched, { ...count, fresh, dead });
   }
 

@@ -76,7 +76,7 @@ export const replayCommand: Command = {
         schema: t.schema,
         kafka: { brokers: t.brokers, clientId: `${BIN}-replay` },
         out: io.out,
-        deadLetters: (g, since) => `${BIN} dead-letters list --group ${g} --since ${since.toISOString()} --all`,
+        deadLetters: (g) => `${BIN} dead-letters list --group ${g}`,
       },
     );
     if (result.outcome === 'started')

@@ -150,11 +150,14 @@ export class ConsumerDeadLetters {
       for (const id of copies.keys()) if (!rows.has(id)) copies.delete(id);
       for (const row of rows.values()) copies.set(row.id, followed(row));
       // A ticket whose copies are all handled: what the group held behind them meanwhile goes after them.
-      // Asked once a copy: the group holds an event of the ticket only while a copy is unread (it reads the
-      // partition in order), and the held dead letter commits no later than the copy's inbox row.
+      // Asked once a copy while others are unread: the claim that handles a copy commits no earlier than what
+      // it held behind it (it reads the partition in order, and waits on the copy's row). Asked again for all
+      // when none is left unread, before returning: a member whose claim began before the copy's event reached
+      // the inbox another way (a replay of the original) can still hold one behind it.
       const open = new Set([...copies.values()].filter((c) => c.state !== 'handled').map((c) => ticketOf(rows, c.id)));
+      const last = ![...copies.values()].some((c) => c.state === 'not-read');
       const heads = [...copies.values()]
-        .filter((c) => !asked.has(c.id) && !open.has(ticketOf(rows, c.id)))
+        .filter((c) => (last || !asked.has(c.id)) && !open.has(ticketOf(rows, c.id)))
         .map((c) => c.id);
       for (const id of heads) asked.add(id);
       for (const id of await this.repo.firstHeldBehind(heads)) {

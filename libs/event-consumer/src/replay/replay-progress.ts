@@ -8,15 +8,17 @@ const processedAsNew = (p: ReplayProgress) => p.reread - p.skipped - p.invalid -
 
 export function progressLine(p: ReplayProgress): string {
   const pct = p.total === 0 ? 100 : Math.floor((p.reread / p.total) * 100);
-  const dead = p.deadLettered ? `, ${p.deadLettered} dead-lettered` : '';
+  const dead = p.deadLettered ? `, ${p.deadLettered} dead-lettered (failed, held)` : '';
   return `re-read ${p.reread}/${p.total} (${pct}%), skipped ${p.skipped} as already processed, ${processedAsNew(p)} new${dead}, ${p.invalid} invalid`;
 }
 
 /**
  * The closing report: how many messages were re-read, how many of them were skipped as already processed,
- * and how many were dead-lettered (with where to look).
+ * how many were dead-lettered and how many no member counted; with `list` (how the caller's CLI lists the
+ * group's open dead letters) where to look when there are any.
  */
 export function replayReport(p: ReplayProgress, elapsedMs: number, list?: string): string {
+  const uncounted = p.total - p.reread;
   return [
     `replay ${p.id} of group ${p.groupId} on ${p.topic} from ${p.fromSpec} finished in ${seconds(elapsedMs)}:`,
     `  re-read                      ${p.reread} of ${p.total}`,
@@ -24,9 +26,12 @@ export function replayReport(p: ReplayProgress, elapsedMs: number, list?: string
     `  processed as new             ${processedAsNew(p)}`,
     `  dead-lettered (failed, held) ${p.deadLettered}`,
     `  dead-lettered (invalid)      ${p.invalid}`,
-    ...(p.deadLettered + p.invalid > 0 && list
-      ? [`see the dead letters written since the replay started: ${list}`]
+    ...(uncounted > 0
+      ? [
+          `  not counted                  ${uncounted} (a member of an earlier kit counts nothing; a batch handler that owns the inbox counts what its statement wrote)`,
+        ]
       : []),
+    ...((p.deadLettered + p.invalid > 0 || uncounted > 0) && list ? [`the group's open dead letters: ${list}`] : []),
   ].join('\n');
 }
 

@@ -45,7 +45,7 @@ describe('replay progress and report', () => {
 
   it('counts the events dead-lettered (failed, held) apart from skipped and new', () => {
     expect(progressLine(progress({ reread: 9, skipped: 5, invalid: 1, deadLettered: 2 }))).toBe(
-      're-read 9/10 (90%), skipped 5 as already processed, 1 new, 2 dead-lettered, 1 invalid',
+      're-read 9/10 (90%), skipped 5 as already processed, 1 new, 2 dead-lettered (failed, held), 1 invalid',
     );
   });
 
@@ -60,13 +60,24 @@ describe('replay progress and report', () => {
     ]);
   });
 
-  it('names the command that lists the dead letters when the replay wrote any', () => {
+  it('names the command that lists the open dead letters when the replay dead-lettered any', () => {
     const p = progress({ reread: 10, skipped: 6, invalid: 1, deadLettered: 2 });
-    expect(replayReport(p, 1_000, 'list --group g --since t').split('\n').slice(3)).toEqual([
+    expect(replayReport(p, 1_000, 'list --group g').split('\n').slice(3)).toEqual([
       '  processed as new             1',
       '  dead-lettered (failed, held) 2',
       '  dead-lettered (invalid)      1',
-      'see the dead letters written since the replay started: list --group g --since t',
+      "the group's open dead letters: list --group g",
+    ]);
+  });
+
+  it('says how many messages no member counted', () => {
+    const p = progress({ reread: 7, skipped: 7 });
+    expect(replayReport(p, 1_000, 'list --group g').split('\n').slice(3)).toEqual([
+      '  processed as new             0',
+      '  dead-lettered (failed, held) 0',
+      '  dead-lettered (invalid)      0',
+      '  not counted                  3 (a member of an earlier kit counts nothing; a batch handler that owns the inbox counts what its statement wrote)',
+      "the group's open dead letters: list --group g",
     ]);
   });
 });

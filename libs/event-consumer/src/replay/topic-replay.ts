@@ -2,6 +2,7 @@ import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { Pool } from 'pg';
 import { patchKafkajsRequestQueue } from '../kafkajs-request-queue';
 import { KitTables } from '../kit-schema';
+import { assertMigrated, KitSchemaOutdated } from '../kit-schema.repository';
 import { awaitEmptyGroup } from './group-liveness';
 import { awaitRejoin, pauseGroup, type PauseHold } from './group-pause';
 import { moveOffsets } from './group-offsets';
@@ -38,8 +39,8 @@ export interface ReplayDeps {
   schema?: string;
   kafka: { brokers: string[]; clientId: string } & Omit<Partial<KafkaConfig>, 'brokers' | 'clientId'>;
   out: (line: string) => void;
-  /** How the caller's CLI lists the group's dead letters written since a time: the report names it when the replay dead-lettered any. */
-  deadLetters?: (groupId: string, since: Date) => string;
+  /** How the caller's CLI lists the group's open dead letters: the report names it when the replay dead-lettered any. */
+  deadLetters?: (groupId: string) => string;
 }
 
 /**
@@ -78,6 +79,14 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
   const { group, topic, out } = { ...req, out: deps.out };
   await admin.connect();
   try {
+    // Before anything moves: the follow reads the counters of this kit's schema version.
+    try {
+      await assertMigrated(pool, tables);
+    } catch (err) {
+      if (!(err instanceof KitSchemaOutdated)) throw err;
+      out(`replay: ${err.message}; nothing moved`);
+      return { outcome: 'failed' };
+    }
     if (!(await admin.listTopics()).includes(topic)) {
       out(`replay: topic "${topic}" does not exist`);
       return { outcome: 'unknown-topic' };
