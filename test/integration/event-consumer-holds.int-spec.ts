@@ -20,6 +20,7 @@ import {
 } from '@tickets/event-consumer';
 import {
   ConsumerDeadLetters,
+  deadLetterFate,
   followReport,
   kafkaRepublisher,
   type MessageRepublisher,
@@ -222,6 +223,21 @@ it('an event of the ticket read between a requeue and its copies waits for the c
     const [detail] = await dl.list({ id: rows[2].id, limit: 1 });
     expect(detail.reason).toContain(`requeued and not yet handled again`);
     expect(detail.reason).toContain(`(ticket-events dead-letters requeue --group ${groupId} --ticket ${f.ticketId};`);
+
+    // `show` says where each one is now: the create's copy handled and the cancel still held behind it,
+    // the held one dead with nothing behind it.
+    const shown = await dl.show(head.id);
+    expect(shown).toMatchObject({
+      copy: { id: head.id, state: 'handled', eventId: f.id },
+      heldBehind: { count: 1, first: rows[2].id },
+    });
+    expect(deadLetterFate(shown!, { requeue: (id, g) => `requeue ${g} ${id}`, list: () => 'list' })).toEqual([
+      `copy: handled by group ${groupId}`,
+      `held behind it: 1 event(s) of ticket ${f.ticketId}, still dead, the first ${rows[2].id}; its copy is handled: requeue that one (it takes the rest along): requeue ${groupId} ${rows[2].id}`,
+    ]);
+    const heldShown = await dl.show(rows[2].id);
+    expect(heldShown?.copy).toBeUndefined();
+    expect(heldShown?.heldBehind).toBeUndefined();
 
     // The copies handled, a requeue of the ticket brings it back last.
     const again = await dl.requeue({ filter: { ticket: f.ticketId, limit: 10 }, actor, dryRun: false });

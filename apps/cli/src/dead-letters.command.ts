@@ -2,7 +2,9 @@ import {
   ConsumerDeadLetters,
   DEAD_LETTER_KINDS,
   DeadLetters,
+  deadLetterFate,
   followRequeue,
+  type FollowCommands,
   kafkaRepublisher,
   parseTimeBound,
   type ActionResult,
@@ -32,6 +34,12 @@ export interface DeadLettersArgs {
 }
 
 const ACTIONS: Action[] = ['list', 'show', 'requeue', 'discard'];
+/** How this CLI spells the consumer kind's commands its advice names. */
+const COMMANDS: FollowCommands = {
+  requeue: (id) => `npm run cli -- dead-letters requeue --kind consumer --id ${id} --follow`,
+  list: (g, ticket) =>
+    `npm run cli -- dead-letters list --kind consumer --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
+};
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FILTERS = ['tenant', 'ticket', 'group', 'reason', 'since', 'until'] as const;
 
@@ -300,6 +308,12 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
         if (args.json) out(JSON.stringify(detail));
         else {
           out(line(detail.item));
+          if (detail.consumer)
+            for (const l of deadLetterFate(
+              { ...detail.consumer, item: { ...detail.item, groupId: detail.consumer.groupId } },
+              COMMANDS,
+            ))
+              out(l);
           out(`content:\n${JSON.stringify(detail.content, null, 2)}`);
           for (const a of detail.attempts ?? [])
             out(`attempt ${a.attemptNo} at ${a.at.toISOString()}: ${a.statusCode ?? '-'} ${a.error ?? ''}`.trimEnd());
@@ -330,11 +344,7 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
         json: args.json,
         out,
         progress: args.json ? (l) => err(`${l}\n`) : out,
-        commands: {
-          requeue: (id) => `npm run cli -- dead-letters requeue --kind consumer --id ${id} --follow`,
-          list: (g, ticket) =>
-            `npm run cli -- dead-letters list --kind consumer --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
-        },
+        commands: COMMANDS,
       });
     } finally {
       await republisher?.close();

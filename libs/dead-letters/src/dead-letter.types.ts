@@ -1,3 +1,4 @@
+import type { ConsumerDeadLetterDetail } from '@tickets/event-consumer/admin';
 /** outbox: outbox_dead_letters; consumer: consumer_dead_letters; notification: notifications with status dead. */
 export type DeadLetterKind = 'outbox' | 'consumer' | 'notification';
 export const DEAD_LETTER_KINDS: readonly DeadLetterKind[] = ['outbox', 'consumer', 'notification'];
@@ -58,6 +59,8 @@ export interface DeadLetterDetail {
   /** A notification's HTTP attempts, oldest first. */
   attempts?: Array<{ attemptNo: number; statusCode: number | null; error: string | null; at: Date }>;
   history: AuditEntry[];
+  /** A consumer dead letter's group, what became of its copy when requeued, and the events held behind it. */
+  consumer?: Pick<ConsumerDeadLetterDetail, 'copy' | 'heldBehind'> & { groupId: string };
 }
 
 /** Who acts and why: recorded in dead_letter_actions with every requeue and discard. */

@@ -83,7 +83,14 @@ export class DeadLetters {
     if (!item) return null;
     if (item.kind === 'consumer') {
       const detail = await this.consumer.show(id);
-      return detail ? { item, content: jsonFields(detail.content), history: detail.history } : null;
+      if (!detail) return null;
+      const { copy, heldBehind } = detail;
+      return {
+        item,
+        content: jsonFields(detail.content),
+        history: detail.history,
+        consumer: { groupId: detail.item.groupId, ...(copy ? { copy } : {}), ...(heldBehind ? { heldBehind } : {}) },
+      };
     }
     const [content, history, attempts] = await Promise.all([
       this.reads.content(item.kind, id),

@@ -16,8 +16,10 @@ export type {
 export {
   kafkaRepublisher,
   ConsumerDeadLetters,
+  deadLetterFate,
   followReport,
   followRequeue,
+  type FollowCommands,
   type FollowResult,
   type MessageRepublisher,
   type RawMessageOut,

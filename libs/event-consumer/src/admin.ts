@@ -40,6 +40,7 @@ export type {
   KitActor,
 } from './dead-letters/consumer-dead-letters.types';
 export {
+  deadLetterFate,
   followReport,
   followRequeue,
   type FollowCommands,

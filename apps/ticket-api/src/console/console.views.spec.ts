@@ -179,6 +179,46 @@ describe('console pages escape data from agents and receivers', () => {
     );
   });
 
+  it("a consumer dead letter's copy and the events held behind it", () => {
+    const item = {
+      kind: 'consumer' as const,
+      id: ID,
+      state: 'requeued' as const,
+      tenant: null,
+      ticketId: ID,
+      eventId: ID,
+      eventType: 'ticket.created.v1',
+      reason: 'boom',
+      attempts: null,
+      deadAt: at,
+      where: 'group g, t[0]@1',
+    };
+    const copy = { id: ID, groupId: EVIL, eventId: ID, ticketId: ID };
+    const AGAIN = '0b7c3a9e-2222-4222-8333-444455556666';
+    const HELD = '0b7c3a9e-3333-4222-8333-444455556666';
+    const show = (consumer: NonNullable<Parameters<typeof deadLetterPage>[0]['consumer']>) =>
+      deadLetterPage({ item, content: {}, history: [], consumer }, undefined, session);
+    const again = show({
+      groupId: EVIL,
+      copy: { ...copy, state: 'dead-again', deadLetter: AGAIN, reason: EVIL, cause: 'handler_failed' },
+      heldBehind: { count: 2, first: HELD },
+    });
+    expectInert(again);
+    expect(again).toContain(
+      `dead-lettered again as <a class="mono" href="/dead-letters/show?kind=consumer&id=${AGAIN}">`,
+    );
+    expect(again).toContain(
+      `2 event(s) of its ticket, still dead, the first <a class="mono" href="/dead-letters/show?kind=consumer&id=${HELD}">`,
+    );
+    expect(again).toContain("they come back with the copy's dead letter");
+    const handled = show({ groupId: 'g', copy: { ...copy, state: 'handled' }, heldBehind: { count: 1, first: HELD } });
+    expect(handled).toContain('<th>copy</th><td colspan="3">handled by group g</td>');
+    expect(handled).toContain('its copy is handled: requeue the first (it takes the rest along)');
+    const unread = show({ groupId: 'g', copy: { ...copy, state: 'not-read' } });
+    expect(unread).toContain('not read by group g yet');
+    expect(unread).not.toContain('held behind it');
+  });
+
   it('charts the sampled idempotency outcomes with the hit rate (replays / keyed requests)', () => {
     const page = overviewPage(
       {

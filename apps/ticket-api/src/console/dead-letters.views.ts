@@ -55,6 +55,36 @@ export function deadLettersPage(
   return page('Dead letters', session, html`${form}${table}`);
 }
 
+const consumerLink = (id: string) => html`<a class="mono" href="/dead-letters/show?kind=consumer&id=${id}">${id}</a>`;
+
+/** A consumer dead letter's copy (when requeued) and the events of its ticket held behind it, with what to do next. */
+function consumerFate(d: DeadLetterDetail) {
+  const f = d.consumer;
+  if (!f) return html``;
+  const c = f.copy;
+  const copy =
+    c?.state === 'handled'
+      ? html`handled by group ${f.groupId}`
+      : c?.state === 'dead-again'
+        ? c.cause === 'held' && c.heldBy
+          ? html`dead-lettered again as ${consumerLink(c.deadLetter!)}, held behind ${consumerLink(c.heldBy)}: requeue that one (it takes this along)`
+          : html`dead-lettered again as ${consumerLink(c.deadLetter!)} (${c.reason ?? ''}): fix the cause, then requeue that one`
+        : html`not read by group ${f.groupId} yet (is a consumer of the group running?)`;
+  const h = f.heldBehind;
+  const next = !h
+    ? html``
+    : d.item.state === 'dead'
+      ? html`a requeue of this one takes them along`
+      : c?.state === 'handled'
+        ? html`its copy is handled: requeue the first (it takes the rest along)`
+        : c?.state === 'not-read'
+          ? html`requeue the first once the copy is handled`
+          : c?.state === 'dead-again'
+            ? html`they come back with the copy's dead letter`
+            : html`requeue the first (it takes the rest along)`;
+  return html`${c ? html`<tr><th>copy</th><td colspan="3">${copy}</td></tr>` : html``}${h ? html`<tr><th>held behind it</th><td colspan="3">${h.count} event(s) of its ticket, still dead, the first ${consumerLink(h.first)}: ${next}</td></tr>` : html``}`;
+}
+
 export function deadLetterPage(d: DeadLetterDetail, dryRun: ActionResult | undefined, session: ConsoleSession): string {
   const i = d.item;
   const back = `/dead-letters/show?kind=${i.kind}&id=${i.id}`;
@@ -78,7 +108,7 @@ export function deadLetterPage(d: DeadLetterDetail, dryRun: ActionResult | undef
     session,
     html`<section><table><tr><th>kind</th><td>${i.kind}</td><th>state</th><td>${i.state}</td></tr>
 <tr><th>tenant</th><td>${i.tenant ?? '-'}</td><th>ticket</th><td>${i.ticketId ? html`<a class="mono" href="${ticketHref({ id: i.ticketId, tenant: i.tenant })}">${i.ticketId}</a>` : '-'}</td></tr>
-<tr><th>reason</th><td colspan="3">${i.reason}</td></tr><tr><th>where</th><td colspan="3">${i.where}</td></tr></table>
+<tr><th>reason</th><td colspan="3">${i.reason}</td></tr><tr><th>where</th><td colspan="3">${i.where}</td></tr>${consumerFate(d)}</table>
 ${dryRun ? html`<p><strong>A requeue now would:</strong> ${dryRun.outcome}: ${dryRun.message}</p>` : html``}${buttons}</section>
 <section>${attempts}${history}<h2>Content</h2><pre class="mono">${JSON.stringify(d.content, null, 2)}</pre></section>`,
   );

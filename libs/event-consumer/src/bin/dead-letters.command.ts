@@ -5,7 +5,7 @@ import type {
   ConsumerDeadLetterItem,
   KitActionResult,
 } from '../dead-letters/consumer-dead-letters.types';
-import { followRequeue } from '../dead-letters/follow-report';
+import { deadLetterFate, followRequeue, type FollowCommands } from '../dead-letters/follow-report';
 import { kafkaRepublisher } from '../dead-letters/message-republisher';
 import { BIN, EXIT, Usage, duration, target, timeBound, type Command } from './bin-support';
 
@@ -24,6 +24,12 @@ const line = (i: ConsumerDeadLetterItem) =>
     i.cause === 'held' ? 'held' : i.cause === 'invalid' ? 'invalid' : 'failed',
     `reason: ${i.reason}`,
   ].join('  ');
+
+/** How this bin spells the commands its advice names. */
+const COMMANDS: FollowCommands = {
+  requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow`,
+  list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
+};
 
 function osUser(): string {
   try {
@@ -153,6 +159,7 @@ export const deadLettersCommand: Command = {
         if (json) io.out(JSON.stringify(d));
         else {
           io.out(line(d.item));
+          for (const l of deadLetterFate(d, COMMANDS)) io.out(l);
           io.out(`content: ${JSON.stringify(d.content)}`);
           for (const h of d.history)
             io.out(
@@ -179,10 +186,7 @@ export const deadLettersCommand: Command = {
         json,
         out: io.out,
         progress: json ? io.err : io.out,
-        commands: {
-          requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow`,
-          list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
-        },
+        commands: COMMANDS,
       });
     } finally {
       await republisher?.close();

@@ -291,6 +291,18 @@ export class ConsumerDeadLettersRepository {
     return r.rows.map((row) => row.id);
   }
 
+  /** The dead letters held behind `id` and still dead: how many, and the first in their order; null when none. */
+  async heldBehind(id: string): Promise<{ count: number; first: string } | null> {
+    const r = await this.pool.query<{ count: number; first: string }>(
+      `SELECT count(*) OVER ()::int AS count, d.id::text AS first
+         FROM ${this.t.deadLetters} d
+        WHERE d.held_by = $1::uuid AND d.resolution IS NULL AND d.cause = 'held'
+        ORDER BY ${inOrder('d')} LIMIT 1`,
+      [id],
+    );
+    return r.rows[0] ?? null;
+  }
+
   /** A dead letter's resolution and last action (reads only); null when there is no such row. */
   async state(id: string): Promise<CurrentState | null> {
     const r = await this.pool.query<{ resolution: string | null }>(

@@ -92,12 +92,26 @@ export class ConsumerDeadLetters {
     return this.repo.list(f);
   }
 
-  /** One dead letter (also one already requeued or discarded) with its stored message and audit history; null if unknown. */
+  /**
+   * One dead letter (also one already requeued or discarded) with its stored message and audit history; null
+   * if unknown. A requeued one with what became of its copy; any with the events of its ticket held behind it.
+   */
   async show(id: string): Promise<ConsumerDeadLetterDetail | null> {
     const [item] = await this.repo.list({ id, all: true, limit: 1 });
     if (!item) return null;
-    const [content, history] = await Promise.all([this.repo.content(id), this.repo.history(id)]);
-    return { item, content, history };
+    const [content, history, copies, held] = await Promise.all([
+      this.repo.content(id),
+      this.repo.history(id),
+      item.state === 'requeued' ? this.repo.copies([id]) : Promise.resolve([]),
+      item.cause === 'invalid' ? Promise.resolve(null) : this.repo.heldBehind(id),
+    ]);
+    return {
+      item,
+      content,
+      history,
+      ...(copies[0] ? { copy: followed(copies[0]) } : {}),
+      ...(held ? { heldBehind: held } : {}),
+    };
   }
 
   /**

@@ -48,6 +48,10 @@ export interface ConsumerDeadLetterDetail {
   /** The stored message: key, value, headers, and when it was resolved. */
   content: Record<string, unknown>;
   history: ConsumerAuditEntry[];
+  /** One requeued: what became of its copy, as `requeue --follow` sees it at one look. */
+  copy?: FollowedCopy;
+  /** The events of its ticket held behind it and still dead: how many, and the first in their order (a requeue of it takes the rest along). */
+  heldBehind?: { count: number; first: string };
 }
 
 /** Who acts and why: recorded with every requeue and discard. */

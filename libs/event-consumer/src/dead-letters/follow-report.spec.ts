@@ -1,5 +1,5 @@
 import type { FollowOptions, FollowResult, KitActionResult } from './consumer-dead-letters.types';
-import { followReport, followRequeue } from './follow-report';
+import { deadLetterFate, followReport, followRequeue } from './follow-report';
 
 const cmd = {
   requeue: (id: string, g: string) => `requeue --group ${g} --id ${id} --follow`,
@@ -108,5 +108,51 @@ describe('followRequeue', () => {
   it('with json prints one document of the results and what follow found', async () => {
     const r = await run(handled, requeued, true);
     expect(r.out.map((l) => JSON.parse(l) as unknown)).toEqual([{ dryRun: false, results: requeued, follow: handled }]);
+  });
+});
+
+describe('deadLetterFate', () => {
+  const item = (state: 'dead' | 'requeued' | 'discarded') => ({ groupId: 'g', state, ticketId: 'T' });
+  const held = { count: 2, first: 'H' };
+  const prefix = 'held behind it: 2 event(s) of ticket T, still dead, the first H';
+
+  it('a dead one: nothing copied, and the held ones come along with its requeue', () => {
+    expect(deadLetterFate({ item: item('dead'), heldBehind: held }, cmd)).toEqual([
+      `${prefix}; a requeue of this one takes them along`,
+    ]);
+    expect(deadLetterFate({ item: item('dead') }, cmd)).toEqual([]);
+  });
+
+  it('a requeued one whose copy is handled: the held ones are free to go', () => {
+    expect(
+      deadLetterFate({ item: item('requeued'), copy: copy('a', { state: 'handled' }), heldBehind: held }, cmd),
+    ).toEqual([
+      'copy: handled by group g',
+      `${prefix}; its copy is handled: requeue that one (it takes the rest along): requeue --group g --id H --follow`,
+    ]);
+  });
+
+  it('a requeued one whose copy is not read yet, or failed again, or was held again', () => {
+    expect(
+      deadLetterFate({ item: item('requeued'), copy: copy('a', { state: 'not-read' }), heldBehind: held }, cmd),
+    ).toEqual([
+      'copy: not read by group g yet (is a consumer of the group running?)',
+      `${prefix}; requeue that one once the copy is handled (requeue --follow does it by itself)`,
+    ]);
+    const failed = copy('a', { state: 'dead-again', deadLetter: 'A2', reason: 'boom', cause: 'handler_failed' });
+    expect(deadLetterFate({ item: item('requeued'), copy: failed, heldBehind: held }, cmd)).toEqual([
+      'copy: dead-lettered again as A2 (boom); fix the cause, then: requeue --group g --id A2 --follow',
+      `${prefix}; they come back with the copy's dead letter A2`,
+    ]);
+    const heldAgain = copy('a', { state: 'dead-again', deadLetter: 'A2', reason: 'r', cause: 'held', heldBy: 'Z' });
+    expect(deadLetterFate({ item: item('requeued'), copy: heldAgain }, cmd)).toEqual([
+      'copy: dead-lettered again as A2, held behind Z: requeue that one (it takes this along): requeue --group g --id Z --follow',
+    ]);
+  });
+
+  it('a discarded one: what was held behind it stays dead until requeued', () => {
+    expect(deadLetterFate({ item: item('discarded'), heldBehind: held }, cmd)).toEqual([
+      `${prefix}; requeue that one (it takes the rest along): requeue --group g --id H --follow`,
+    ]);
   });
 });

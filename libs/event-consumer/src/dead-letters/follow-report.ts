@@ -1,5 +1,5 @@
 import type { ConsumerDeadLetters } from './consumer-dead-letters';
-import type { FollowResult, KitActionResult, KitActor } from './consumer-dead-letters.types';
+import type { ConsumerDeadLetterDetail, FollowResult, KitActionResult, KitActor } from './consumer-dead-letters.types';
 
 /** How a CLI spells its commands, for the advice in a follow's report. */
 export interface FollowCommands {
@@ -74,4 +74,42 @@ export async function followRequeue(
   else for (const l of followReport(followed, o.timeoutMs, o.commands)) o.out(l);
   if (followed.outcome === 'timeout') return 4;
   return results.some((r) => r.outcome === 'refused') || followed.outcome !== 'handled' ? 1 : 0;
+}
+
+/**
+ * Where a dead letter's event is now, a line each (for `dead-letters show`): a requeued one's copy (handled,
+ * dead-lettered again, or not read yet), and the events of its ticket held behind it, with what to do next.
+ */
+export function deadLetterFate(
+  d: Pick<ConsumerDeadLetterDetail, 'copy' | 'heldBehind'> & {
+    item: Pick<ConsumerDeadLetterDetail['item'], 'groupId' | 'state' | 'ticketId'>;
+  },
+  cmd: FollowCommands,
+): string[] {
+  const lines: string[] = [];
+  const g = d.item.groupId;
+  const c = d.copy;
+  if (c?.state === 'handled') lines.push(`copy: handled by group ${g}`);
+  else if (c?.state === 'dead-again')
+    lines.push(
+      c.cause === 'held' && c.heldBy
+        ? `copy: dead-lettered again as ${c.deadLetter}, held behind ${c.heldBy}: requeue that one (it takes this along): ${cmd.requeue(c.heldBy, g)}`
+        : `copy: dead-lettered again as ${c.deadLetter} (${c.reason}); fix the cause, then: ${cmd.requeue(c.deadLetter!, g)}`,
+    );
+  else if (c) lines.push(`copy: not read by group ${g} yet (is a consumer of the group running?)`);
+  const h = d.heldBehind;
+  if (h) {
+    const what = `held behind it: ${h.count} event(s) of ticket ${d.item.ticketId ?? '?'}, still dead, the first ${h.first}`;
+    if (d.item.state === 'dead') lines.push(`${what}; a requeue of this one takes them along`);
+    else if (c?.state === 'handled')
+      lines.push(
+        `${what}; its copy is handled: requeue that one (it takes the rest along): ${cmd.requeue(h.first, g)}`,
+      );
+    else if (c?.state === 'not-read')
+      lines.push(`${what}; requeue that one once the copy is handled (requeue --follow does it by itself)`);
+    else if (c?.state === 'dead-again')
+      lines.push(`${what}; they come back with the copy's dead letter ${c.deadLetter}`);
+    else lines.push(`${what}; requeue that one (it takes the rest along): ${cmd.requeue(h.first, g)}`);
+  }
+  return lines;
 }
