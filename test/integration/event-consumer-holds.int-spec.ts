@@ -224,20 +224,25 @@ it('an event of the ticket read between a requeue and its copies waits for the c
     expect(detail.reason).toContain(`requeued and not yet handled again`);
     expect(detail.reason).toContain(`(ticket-events dead-letters requeue --group ${groupId} --ticket ${f.ticketId};`);
 
-    // `show` says where each one is now: the create's copy handled and the cancel still held behind it,
-    // the held one dead with nothing behind it.
+    // `show` says where each one is now: the create's copy handled, the cancel still held behind it and free
+    // to go (its requeue's dry run); the held one dead, its own requeue the next step.
     const shown = await dl.show(head.id);
     expect(shown).toMatchObject({
       copy: { id: head.id, state: 'handled', eventId: f.id },
       heldBehind: { count: 1, first: rows[2].id },
+      next: { id: rows[2].id, dryRun: [{ id: rows[2].id, outcome: 'would-requeue' }] },
     });
     expect(deadLetterFate(shown!, { requeue: (id, g) => `requeue ${g} ${id}`, list: () => 'list' })).toEqual([
       `copy: handled by group ${groupId}`,
-      `held behind it: 1 event(s) of ticket ${f.ticketId}, still dead, the first ${rows[2].id}; its copy is handled: requeue that one (it takes the rest along): requeue ${groupId} ${rows[2].id}`,
+      `held behind it: 1 event(s) of ticket ${f.ticketId}, still dead, the first ${rows[2].id}`,
+      `next: requeue ${groupId} ${rows[2].id} (would produce 1 message(s), in their order)`,
     ]);
     const heldShown = await dl.show(rows[2].id);
+    expect(heldShown).toMatchObject({ next: { id: rows[2].id, dryRun: [{ outcome: 'would-requeue' }] } });
     expect(heldShown?.copy).toBeUndefined();
     expect(heldShown?.heldBehind).toBeUndefined();
+    // A dry run only: nothing was produced or resolved.
+    expect((await deadLetters(f.ticketId)).map((r) => r.resolution)).toEqual(['requeued', 'requeued', null]);
 
     // The copies handled, a requeue of the ticket brings it back last.
     const again = await dl.requeue({ filter: { ticket: f.ticketId, limit: 10 }, actor, dryRun: false });
@@ -363,6 +368,23 @@ it('follow names the dead letter of a copy that failed again and leaves what wai
       `followed: group ${groupId} handled 0 of 2 copies`,
     ]);
     expect(await applied(h.ticketId)).toEqual([]);
+    // `show` of the create: its copy dead again, the second cancel held behind it, and the requeue of the
+    // copy's dead letter next, which would take all three back in order.
+    const shown = await dl.show(head.id);
+    expect(shown).toMatchObject({
+      copy: { state: 'dead-again', deadLetter: rows[3].id },
+      heldBehind: { count: 1, first: rows[2].id },
+      next: { id: rows[3].id, dryRun: [{ id: rows[3].id }, { id: rows[4].id }, { id: rows[2].id }] },
+    });
+    expect(shown!.next!.dryRun.map((r) => r.outcome)).toEqual(['would-requeue', 'would-requeue', 'would-requeue']);
+    // `show` of the second cancel: its own requeue would be refused, naming the copy's dead letter ahead of it.
+    const heldShown = await dl.show(rows[2].id);
+    expect(heldShown?.next?.dryRun).toEqual([
+      expect.objectContaining({ outcome: 'refused', message: expect.stringContaining(`waits behind ${rows[3].id}`) }),
+    ]);
+    expect(deadLetterFate(heldShown!, cmd)).toEqual([
+      expect.stringMatching(new RegExp(`^next: consumer dead letter ${rows[2].id} waits behind ${rows[3].id}, `)),
+    ]);
 
     // As the advice says: the cause fixed, the create's new dead letter requeued takes the rest along, in order.
     Effects.failing.delete(h.ticketId);

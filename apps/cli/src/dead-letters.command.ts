@@ -174,6 +174,9 @@ export const deadLettersCli: CliCommand<DeadLettersArgs> = {
   details: [
     'Kinds: outbox = events the relay gave up on (outbox_dead_letters; the id is the event id); consumer = messages the',
     "consumer could not take (ticket_events.consumer_dead_letters, the kit's, as `ticket-events dead-letters`); notification = webhooks that failed for good (notifications, status dead).",
+    'show: one dead letter with its content, attempts and history; a consumer one also with where its event is now (a',
+    "  requeued one's copy: handled, dead-lettered again, or not read yet), the events of its ticket held behind it, and",
+    '  the requeue to run next with its dry run (what it would produce, or the dead letter it waits behind).',
     'requeue, per kind (fix the cause first; requeue acts only on what is still dead, so running it twice does it once):',
     "  outbox: moves the ticket's earliest dead letter back into the outbox with its original seq and event id, together",
     '    with the later events dead-lettered behind it (blocked_by_dead_letter), in one transaction; the relay publishes',

@@ -59,8 +59,8 @@ export interface DeadLetterDetail {
   /** A notification's HTTP attempts, oldest first. */
   attempts?: Array<{ attemptNo: number; statusCode: number | null; error: string | null; at: Date }>;
   history: AuditEntry[];
-  /** A consumer dead letter's group, what became of its copy when requeued, and the events held behind it. */
-  consumer?: Pick<ConsumerDeadLetterDetail, 'copy' | 'heldBehind'> & { groupId: string };
+  /** A consumer dead letter's group, what became of its copy when requeued, the events held behind it, and the requeue to run next (ConsumerDeadLetters.show). */
+  consumer?: Pick<ConsumerDeadLetterDetail, 'copy' | 'heldBehind' | 'next'> & { groupId: string };
 }
 
 /** Who acts and why: recorded in dead_letter_actions with every requeue and discard. */

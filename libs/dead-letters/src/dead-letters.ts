@@ -84,12 +84,17 @@ export class DeadLetters {
     if (item.kind === 'consumer') {
       const detail = await this.consumer.show(id);
       if (!detail) return null;
-      const { copy, heldBehind } = detail;
+      const { copy, heldBehind, next } = detail;
       return {
         item,
         content: jsonFields(detail.content),
         history: detail.history,
-        consumer: { groupId: detail.item.groupId, ...(copy ? { copy } : {}), ...(heldBehind ? { heldBehind } : {}) },
+        consumer: {
+          groupId: detail.item.groupId,
+          ...(copy ? { copy } : {}),
+          ...(heldBehind ? { heldBehind } : {}),
+          ...(next ? { next } : {}),
+        },
       };
     }
     const [content, history, attempts] = await Promise.all([

@@ -198,10 +198,12 @@ describe('console pages escape data from agents and receivers', () => {
     const HELD = '0b7c3a9e-3333-4222-8333-444455556666';
     const show = (consumer: NonNullable<Parameters<typeof deadLetterPage>[0]['consumer']>) =>
       deadLetterPage({ item, content: {}, history: [], consumer }, undefined, session);
+    const refused = { id: HELD, outcome: 'refused' as const, message: EVIL };
     const again = show({
       groupId: EVIL,
       copy: { ...copy, state: 'dead-again', deadLetter: AGAIN, reason: EVIL, cause: 'handler_failed' },
       heldBehind: { count: 2, first: HELD },
+      next: { id: AGAIN, dryRun: [refused] },
     });
     expectInert(again);
     expect(again).toContain(
@@ -210,13 +212,21 @@ describe('console pages escape data from agents and receivers', () => {
     expect(again).toContain(
       `2 event(s) of its ticket, still dead, the first <a class="mono" href="/dead-letters/show?kind=consumer&id=${HELD}">`,
     );
-    expect(again).toContain("they come back with the copy's dead letter");
-    const handled = show({ groupId: 'g', copy: { ...copy, state: 'handled' }, heldBehind: { count: 1, first: HELD } });
+    const would = (id: string) => ({ id, outcome: 'would-requeue' as const, message: '...' });
+    const handled = show({
+      groupId: 'g',
+      copy: { ...copy, state: 'handled' },
+      heldBehind: { count: 1, first: HELD },
+      next: { id: HELD, dryRun: [would(HELD), would(AGAIN)] },
+    });
     expect(handled).toContain('<th>copy</th><td colspan="3">handled by group g</td>');
-    expect(handled).toContain('its copy is handled: requeue the first (it takes the rest along)');
+    expect(handled).toContain(
+      `<th>next</th><td colspan="3">requeue <a class="mono" href="/dead-letters/show?kind=consumer&id=${HELD}">${HELD}</a>: it would produce 2 message(s), in their order</td>`,
+    );
     const unread = show({ groupId: 'g', copy: { ...copy, state: 'not-read' } });
     expect(unread).toContain('not read by group g yet');
     expect(unread).not.toContain('held behind it');
+    expect(unread).not.toContain('<th>next</th>');
   });
 
   it('charts the sampled idempotency outcomes with the hit rate (replays / keyed requests)', () => {

@@ -57,7 +57,10 @@ export function deadLettersPage(
 
 const consumerLink = (id: string) => html`<a class="mono" href="/dead-letters/show?kind=consumer&id=${id}">${id}</a>`;
 
-/** A consumer dead letter's copy (when requeued) and the events of its ticket held behind it, with what to do next. */
+/**
+ * A consumer dead letter's copy (when requeued), the events of its ticket held behind it, and the requeue to
+ * run next with its dry run: the same facts as deadLetterFate prints for the CLIs, with links.
+ */
 function consumerFate(d: DeadLetterDetail) {
   const f = d.consumer;
   if (!f) return html``;
@@ -66,23 +69,16 @@ function consumerFate(d: DeadLetterDetail) {
     c?.state === 'handled'
       ? html`handled by group ${f.groupId}`
       : c?.state === 'dead-again'
-        ? c.cause === 'held' && c.heldBy
-          ? html`dead-lettered again as ${consumerLink(c.deadLetter!)}, held behind ${consumerLink(c.heldBy)}: requeue that one (it takes this along)`
-          : html`dead-lettered again as ${consumerLink(c.deadLetter!)} (${c.reason ?? ''}): fix the cause, then requeue that one`
+        ? html`dead-lettered again as ${consumerLink(c.deadLetter!)} (${c.cause === 'held' && c.heldBy ? html`held behind ${consumerLink(c.heldBy)}` : (c.reason ?? '')})`
         : html`not read by group ${f.groupId} yet (is a consumer of the group running?)`;
   const h = f.heldBehind;
-  const next = !h
+  const [first] = f.next?.dryRun ?? [];
+  const next = !f.next
     ? html``
-    : d.item.state === 'dead'
-      ? html`a requeue of this one takes them along`
-      : c?.state === 'handled'
-        ? html`its copy is handled: requeue the first (it takes the rest along)`
-        : c?.state === 'not-read'
-          ? html`requeue the first once the copy is handled`
-          : c?.state === 'dead-again'
-            ? html`they come back with the copy's dead letter`
-            : html`requeue the first (it takes the rest along)`;
-  return html`${c ? html`<tr><th>copy</th><td colspan="3">${copy}</td></tr>` : html``}${h ? html`<tr><th>held behind it</th><td colspan="3">${h.count} event(s) of its ticket, still dead, the first ${consumerLink(h.first)}: ${next}</td></tr>` : html``}`;
+    : first?.outcome === 'would-requeue'
+      ? html`requeue ${f.next.id === d.item.id ? html`this one` : consumerLink(f.next.id)}: it would produce ${f.next.dryRun.length} message(s), in their order`
+      : html`${first?.message ?? ''}`;
+  return html`${c ? html`<tr><th>copy</th><td colspan="3">${copy}</td></tr>` : html``}${h ? html`<tr><th>held behind it</th><td colspan="3">${h.count} event(s) of its ticket, still dead, the first ${consumerLink(h.first)}${c?.state === 'not-read' ? html`: requeue it once the copy is handled` : html``}</td></tr>` : html``}${f.next ? html`<tr><th>next</th><td colspan="3">${next}</td></tr>` : html``}`;
 }
 
 export function deadLetterPage(d: DeadLetterDetail, dryRun: ActionResult | undefined, session: ConsoleSession): string {

@@ -105,12 +105,25 @@ export class ConsumerDeadLetters {
       item.state === 'requeued' ? this.repo.copies([id]) : Promise.resolve([]),
       item.cause === 'invalid' ? Promise.resolve(null) : this.repo.heldBehind(id),
     ]);
+    const copy = copies[0] ? followed(copies[0]) : undefined;
+    const next =
+      item.state === 'dead'
+        ? id
+        : copy?.state === 'dead-again'
+          ? copy.deadLetter
+          : copy?.state !== 'not-read'
+            ? held?.first
+            : undefined;
+    const dryRun = next
+      ? await this.requeueOne(next, { filter: { id: next, limit: 1 }, actor: { by: 'show', note: null }, dryRun: true })
+      : [];
     return {
       item,
       content,
       history,
-      ...(copies[0] ? { copy: followed(copies[0]) } : {}),
+      ...(copy ? { copy } : {}),
       ...(held ? { heldBehind: held } : {}),
+      ...(next ? { next: { id: next, dryRun } } : {}),
     };
   }
 

@@ -50,8 +50,15 @@ export interface ConsumerDeadLetterDetail {
   history: ConsumerAuditEntry[];
   /** One requeued: what became of its copy, as `requeue --follow` sees it at one look. */
   copy?: FollowedCopy;
-  /** The events of its ticket held behind it and still dead: how many, and the first in their order (a requeue of it takes the rest along). */
+  /** The events of its ticket held behind it and still dead: how many, and the first in their order. */
   heldBehind?: { count: number; first: string };
+  /**
+   * The requeue that brings this event, or those held behind it, back next, and its dry run (what it would
+   * produce, or why it is refused, naming the dead letter to requeue first): this one while dead; the first
+   * held behind it once its copy is handled or it was discarded; its copy's dead letter when that failed again.
+   * None while its copy is not read yet.
+   */
+  next?: { id: string; dryRun: KitActionResult[] };
 }
 
 /** Who acts and why: recorded with every requeue and discard. */

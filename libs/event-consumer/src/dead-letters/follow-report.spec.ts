@@ -112,47 +112,52 @@ describe('followRequeue', () => {
 });
 
 describe('deadLetterFate', () => {
-  const item = (state: 'dead' | 'requeued' | 'discarded') => ({ groupId: 'g', state, ticketId: 'T' });
+  const item = { groupId: 'g', ticketId: 'T' };
   const held = { count: 2, first: 'H' };
-  const prefix = 'held behind it: 2 event(s) of ticket T, still dead, the first H';
+  const heldLine = 'held behind it: 2 event(s) of ticket T, still dead, the first H';
+  const would = (id: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ id: `${id}${i}`, outcome: 'would-requeue' as const, message: '...' }));
 
-  it('a dead one: nothing copied, and the held ones come along with its requeue', () => {
-    expect(deadLetterFate({ item: item('dead'), heldBehind: held }, cmd)).toEqual([
-      `${prefix}; a requeue of this one takes them along`,
-    ]);
-    expect(deadLetterFate({ item: item('dead') }, cmd)).toEqual([]);
-  });
-
-  it('a requeued one whose copy is handled: the held ones are free to go', () => {
-    expect(
-      deadLetterFate({ item: item('requeued'), copy: copy('a', { state: 'handled' }), heldBehind: held }, cmd),
-    ).toEqual([
-      'copy: handled by group g',
-      `${prefix}; its copy is handled: requeue that one (it takes the rest along): requeue --group g --id H --follow`,
+  it('a dead one: the requeue of it and how many messages it would produce (those held behind it along)', () => {
+    expect(deadLetterFate({ item, heldBehind: held, next: { id: 'X', dryRun: would('X', 3) } }, cmd)).toEqual([
+      heldLine,
+      'next: requeue --group g --id X --follow (would produce 3 message(s), in their order)',
     ]);
   });
 
-  it('a requeued one whose copy is not read yet, or failed again, or was held again', () => {
+  it('a requeue its dry run refuses: says what it waits behind', () => {
+    const refused = {
+      id: 'H',
+      outcome: 'refused' as const,
+      message: 'consumer dead letter H waits behind B: requeue B',
+    };
     expect(
-      deadLetterFate({ item: item('requeued'), copy: copy('a', { state: 'not-read' }), heldBehind: held }, cmd),
-    ).toEqual([
+      deadLetterFate(
+        { item, copy: copy('a', { state: 'handled' }), heldBehind: held, next: { id: 'H', dryRun: [refused] } },
+        cmd,
+      ),
+    ).toEqual(['copy: handled by group g', heldLine, 'next: consumer dead letter H waits behind B: requeue B']);
+  });
+
+  it('a copy not read yet: the held ones go once it is handled, and nothing to run now', () => {
+    expect(deadLetterFate({ item, copy: copy('a', { state: 'not-read' }), heldBehind: held }, cmd)).toEqual([
       'copy: not read by group g yet (is a consumer of the group running?)',
-      `${prefix}; requeue that one once the copy is handled (requeue --follow does it by itself)`,
+      `${heldLine}; once the copy is handled: requeue --group g --id H --follow`,
     ]);
+  });
+
+  it("a copy dead again: its dead letter, or the one it is held behind, and that dead letter's state", () => {
     const failed = copy('a', { state: 'dead-again', deadLetter: 'A2', reason: 'boom', cause: 'handler_failed' });
-    expect(deadLetterFate({ item: item('requeued'), copy: failed, heldBehind: held }, cmd)).toEqual([
-      'copy: dead-lettered again as A2 (boom); fix the cause, then: requeue --group g --id A2 --follow',
-      `${prefix}; they come back with the copy's dead letter A2`,
+    const gone = {
+      id: 'A2',
+      outcome: 'not-dead' as const,
+      message: 'consumer dead letter A2 is discarded; nothing done',
+    };
+    expect(deadLetterFate({ item, copy: failed, next: { id: 'A2', dryRun: [gone] } }, cmd)).toEqual([
+      'copy: dead-lettered again as A2 (boom)',
+      'next: nothing to requeue: consumer dead letter A2 is discarded',
     ]);
     const heldAgain = copy('a', { state: 'dead-again', deadLetter: 'A2', reason: 'r', cause: 'held', heldBy: 'Z' });
-    expect(deadLetterFate({ item: item('requeued'), copy: heldAgain }, cmd)).toEqual([
-      'copy: dead-lettered again as A2, held behind Z: requeue that one (it takes this along): requeue --group g --id Z --follow',
-    ]);
-  });
-
-  it('a discarded one: what was held behind it stays dead until requeued', () => {
-    expect(deadLetterFate({ item: item('discarded'), heldBehind: held }, cmd)).toEqual([
-      `${prefix}; requeue that one (it takes the rest along): requeue --group g --id H --follow`,
-    ]);
+    expect(deadLetterFate({ item, copy: heldAgain }, cmd)).toEqual(['copy: dead-lettered again as A2 (held behind Z)']);
   });
 });

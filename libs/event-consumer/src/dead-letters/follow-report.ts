@@ -78,11 +78,12 @@ export async function followRequeue(
 
 /**
  * Where a dead letter's event is now, a line each (for `dead-letters show`): a requeued one's copy (handled,
- * dead-lettered again, or not read yet), and the events of its ticket held behind it, with what to do next.
+ * dead-lettered again, or not read yet), the events of its ticket held behind it, and the requeue to run next
+ * with what its dry run found (the messages it would produce, or the dead letter it waits behind).
  */
 export function deadLetterFate(
-  d: Pick<ConsumerDeadLetterDetail, 'copy' | 'heldBehind'> & {
-    item: Pick<ConsumerDeadLetterDetail['item'], 'groupId' | 'state' | 'ticketId'>;
+  d: Pick<ConsumerDeadLetterDetail, 'copy' | 'heldBehind' | 'next'> & {
+    item: Pick<ConsumerDeadLetterDetail['item'], 'groupId' | 'ticketId'>;
   },
   cmd: FollowCommands,
 ): string[] {
@@ -92,24 +93,19 @@ export function deadLetterFate(
   if (c?.state === 'handled') lines.push(`copy: handled by group ${g}`);
   else if (c?.state === 'dead-again')
     lines.push(
-      c.cause === 'held' && c.heldBy
-        ? `copy: dead-lettered again as ${c.deadLetter}, held behind ${c.heldBy}: requeue that one (it takes this along): ${cmd.requeue(c.heldBy, g)}`
-        : `copy: dead-lettered again as ${c.deadLetter} (${c.reason}); fix the cause, then: ${cmd.requeue(c.deadLetter!, g)}`,
+      `copy: dead-lettered again as ${c.deadLetter} (${c.cause === 'held' && c.heldBy ? `held behind ${c.heldBy}` : c.reason})`,
     );
   else if (c) lines.push(`copy: not read by group ${g} yet (is a consumer of the group running?)`);
   const h = d.heldBehind;
-  if (h) {
-    const what = `held behind it: ${h.count} event(s) of ticket ${d.item.ticketId ?? '?'}, still dead, the first ${h.first}`;
-    if (d.item.state === 'dead') lines.push(`${what}; a requeue of this one takes them along`);
-    else if (c?.state === 'handled')
-      lines.push(
-        `${what}; its copy is handled: requeue that one (it takes the rest along): ${cmd.requeue(h.first, g)}`,
-      );
-    else if (c?.state === 'not-read')
-      lines.push(`${what}; requeue that one once the copy is handled (requeue --follow does it by itself)`);
-    else if (c?.state === 'dead-again')
-      lines.push(`${what}; they come back with the copy's dead letter ${c.deadLetter}`);
-    else lines.push(`${what}; requeue that one (it takes the rest along): ${cmd.requeue(h.first, g)}`);
-  }
+  if (h)
+    lines.push(
+      `held behind it: ${h.count} event(s) of ticket ${d.item.ticketId ?? '?'}, still dead, the first ${h.first}${c?.state === 'not-read' ? `; once the copy is handled: ${cmd.requeue(h.first, g)}` : ''}`,
+    );
+  const [first] = d.next?.dryRun ?? [];
+  if (d.next && first?.outcome === 'would-requeue')
+    lines.push(`next: ${cmd.requeue(d.next.id, g)} (would produce ${d.next.dryRun.length} message(s), in their order)`);
+  else if (first?.outcome === 'not-dead')
+    lines.push(`next: nothing to requeue: ${first.message.replace(/; nothing done$/, '')}`);
+  else if (first) lines.push(`next: ${first.message}`);
   return lines;
 }
