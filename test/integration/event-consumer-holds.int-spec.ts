@@ -502,10 +502,9 @@ it('a held event waits for its head: requeuing it alone is refused, naming the h
   expect([first.heldBy, second.heldBy]).toEqual([head.id, head.id]);
   Effects.failing.delete(c.ticketId);
 
-  const dl = new ConsumerDeadLetters({
-    databaseUrl: TEST_DATABASE_URL,
-    republisher: kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it'),
-  });
+  // The caller owns the republisher: ConsumerDeadLetters.close() leaves it open.
+  const republisher = kafkaRepublisher(TEST_KAFKA_BROKERS, 'kit-holds-it');
+  const dl = new ConsumerDeadLetters({ databaseUrl: TEST_DATABASE_URL, republisher });
   const actor = { by: 'holds-test', note: null };
   try {
     const refused = await dl.requeue({ filter: { id: first.id, limit: 1 }, actor, dryRun: false });
@@ -526,6 +525,7 @@ it('a held event waits for its head: requeuing it alone is refused, naming the h
       [second.id, 'requeued'],
     ]);
   } finally {
+    await republisher.close();
     await dl.close();
   }
   await eventually(
