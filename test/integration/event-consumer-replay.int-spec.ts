@@ -7,10 +7,31 @@ import { Pool } from 'pg';
 import { replayTopic } from '@tickets/event-consumer/admin';
 import { TEST_DATABASE_URL, TEST_KAFKA_BROKERS } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
-import { EFFECTS_DDL, POISON_TITLE, startExample } from '../support/kit-example';
+import { deleteKitRows, EFFECTS_DDL, POISON_TITLE, startExample } from '../support/kit-example';
 import { kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
+
+/** The test database (with the example's effects table) and a topic of the test's own. */
+async function openFixture(topic: string, partitions: number) {
+  const db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
+  await db.query(EFFECTS_DDL);
+  return { db, fx: await kafkaFixture(topic, partitions) };
+}
+
+/** Stops the example and removes what the group left: its rows, its replays, the group and the topic. */
+async function closeFixture(
+  groupId: string,
+  db: Pool,
+  fx: Awaited<ReturnType<typeof kafkaFixture>> | undefined,
+  example: Awaited<ReturnType<typeof startExample>> | undefined,
+) {
+  await example?.app.close();
+  await deleteKitRows(db, groupId);
+  await db.query('DELETE FROM ticket_events.replays WHERE group_id = $1', [groupId]);
+  await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
+  await Promise.allSettled([fx?.close(), db.end()]);
+}
 
 describe('event consumer kit: replay of a kit group', () => {
   const topic = uniqueName('kit-replay');
@@ -28,23 +49,10 @@ describe('event consumer kit: replay of a kit group', () => {
       .rows[0].n;
 
   beforeAll(async () => {
-    db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
-    await db.query(EFFECTS_DDL);
-    fx = await kafkaFixture(topic, 2);
+    ({ db, fx } = await openFixture(topic, 2));
   });
 
-  afterAll(async () => {
-    await example?.app.close();
-    for (const t of [
-      'kit_test_effects',
-      'ticket_events.inbox_events',
-      'ticket_events.consumer_dead_letters',
-      'ticket_events.replays',
-    ])
-      await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
-    await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
-    await Promise.allSettled([fx?.close(), db.end()]);
-  });
+  afterAll(() => closeFixture(groupId, db, fx, example));
 
   const deadLetters = async () =>
     (
@@ -169,23 +177,10 @@ describe('event consumer kit: replay of an event held behind a dead letter from 
   let example: Awaited<ReturnType<typeof startExample>> | undefined;
 
   beforeAll(async () => {
-    db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
-    await db.query(EFFECTS_DDL);
-    fx = await kafkaFixture(topic, 1);
+    ({ db, fx } = await openFixture(topic, 1));
   });
 
-  afterAll(async () => {
-    await example?.app.close();
-    for (const t of [
-      'kit_test_effects',
-      'ticket_events.inbox_events',
-      'ticket_events.consumer_dead_letters',
-      'ticket_events.replays',
-    ])
-      await db.query(`DELETE FROM ${t} WHERE group_id = $1`, [groupId]);
-    await fx?.admin.deleteGroups([groupId]).catch(() => undefined);
-    await Promise.allSettled([fx?.close(), db.end()]);
-  });
+  afterAll(() => closeFixture(groupId, db, fx, example));
 
   it('counts the held event as dead-lettered when the replay re-reads it alone (its chunk claims nothing)', async () => {
     const tenant = randomUUID();
