@@ -83,7 +83,11 @@ describe('failures and in-flight requests', () => {
   it('a crashed request never leaves its key in flight: the lock dies with the transaction', async () => {
     const t = await stack.newTenant('crash');
     const proc = await startApiProcess();
-    await withTrigger('test_hang_ticket', 'tickets', t.tenantId, 'PERFORM pg_sleep(30);', async () => {
+    // The hanging session names itself (for its transaction only), so the clean-up below terminates it and no
+    // other: pg_stat_activity is shared by every test file running at the same time, creates included.
+    const hangName = `test-hang-${t.tenantId}`;
+    const hang = `PERFORM set_config('application_name', '${hangName}', true); PERFORM pg_sleep(30);`;
+    await withTrigger('test_hang_ticket', 'tickets', t.tenantId, hang, async () => {
       const hanging = post(proc.baseUrl, '/v1/tickets', t.apiKey, { title: 'Crash' }, 'crash-key').catch(
         (e: Error) => e,
       );
@@ -94,9 +98,11 @@ describe('failures and in-flight requests', () => {
       proc.proc.kill('SIGKILL'); // the API process dies mid-transaction
       expect(String(await hanging)).toMatch(/fetch failed|other side closed|socket/i);
       // PostgreSQL rolls the orphaned transaction back once it notices the dead client; terminate it to be quick.
-      await stack.db.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_try_advisory_xact_lock%INSERT INTO tickets%' AND pid <> pg_backend_pid()`,
+      const { rows } = await stack.db.query(
+        'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1',
+        [hangName],
       );
+      expect(rows).toEqual([{ ok: true }]);
     });
     for (let i = 0; i < 50; i++) {
       const s = await get(stack.baseUrl, '/v1/idempotency-keys/crash-key', t.apiKey);
