@@ -53,7 +53,7 @@ describe('externalRef dedup and cancel', () => {
         post(stack.baseUrl, '/v1/tickets', t.apiKey, { title: `Attempt ${i}`, externalRef: 'RACE-1' }, `k-${i}`),
       ),
     );
-    // Any other answer, with its body (a 503 says the request's session was lost and nothing was written).
+    // Any other answer, with its status and problem body (its code says what happened).
     expect(answers.filter((a) => a.status !== 200 && a.status !== 201).map((a) => `${a.status} ${a.text}`)).toEqual([]);
     const statuses = answers.map((a) => a.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);

@@ -84,7 +84,7 @@ describe('failures and in-flight requests', () => {
     const t = await stack.newTenant('crash');
     const proc = await startApiProcess();
     // The hanging session names itself (for its transaction only), so the clean-up below terminates it and no
-    // other: pg_stat_activity is shared by every test file running at the same time, creates included.
+    // other: pg_stat_activity lists every session on the server, another test run's creates included.
     const hangName = `test-hang-${t.tenantId}`;
     const hang = `PERFORM set_config('application_name', '${hangName}', true); PERFORM pg_sleep(30);`;
     await withTrigger('test_hang_ticket', 'tickets', t.tenantId, hang, async () => {
