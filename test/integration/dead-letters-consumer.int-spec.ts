@@ -131,6 +131,19 @@ it('a stored message that parses now is produced again with its key and processe
   expect(await high()).toBe(before);
   expect(await deadLetter(id)).toEqual({ resolution: null });
 
+  // show of the dead one: its own requeue is the next step, with what its dry run found; no copy yet.
+  const requeueCmd = `npm run cli -- dead-letters requeue --kind consumer --id ${id} --follow`;
+  const dead = await cli('show', '--kind', 'consumer', '--id', id);
+  expect(dead.code).toBe(0);
+  expect(dead.out).toContain(`next: ${requeueCmd} (would produce 1 message(s), in their order)`);
+  expect(dead.out).not.toContain('copy:');
+  const deadJson = (await cli('show', '--kind', 'consumer', '--id', id, '--json')).json();
+  expect(deadJson.consumer).toEqual({
+    groupId,
+    next: { id, dryRun: [expect.objectContaining({ id, outcome: 'would-requeue' })] },
+  });
+  expect(await high()).toBe(before);
+
   const done = await cli(
     'requeue',
     '--kind',
@@ -157,6 +170,14 @@ it('a stored message that parses now is produced again with its key and processe
   });
   await processed(event.id);
   expect(await deadLetter(id)).toEqual({ resolution: 'requeued' });
+  // show of the requeued one: its copy handled by the group, and nothing left to run.
+  const shown = await cli('show', '--kind', 'consumer', '--id', id);
+  expect(shown.out).toContain(`copy: handled by group ${groupId}`);
+  expect(shown.out).not.toContain('next:');
+  expect((await cli('show', '--kind', 'consumer', '--id', id, '--json')).json().consumer).toEqual({
+    groupId,
+    copy: expect.objectContaining({ id, state: 'handled', eventId: event.id }),
+  });
   const { rows: audit } = await db.query(
     'SELECT actor, note, event_id, detail FROM ticket_events.dead_letter_actions WHERE dead_letter_id = $1',
     [id],
