@@ -84,18 +84,9 @@ export class DeadLetters {
     if (item.kind === 'consumer') {
       const detail = await this.consumer.show(id);
       if (!detail) return null;
-      const { copy, heldBehind, next } = detail;
-      return {
-        item,
-        content: jsonFields(detail.content),
-        history: detail.history,
-        consumer: {
-          groupId: detail.item.groupId,
-          ...(copy ? { copy } : {}),
-          ...(heldBehind ? { heldBehind } : {}),
-          ...(next ? { next } : {}),
-        },
-      };
+      // What the kit's show adds beyond the row (copy, heldBehind, next), each only where it has one.
+      const { item: kitItem, content, history, ...fate } = detail;
+      return { item, content: jsonFields(content), history, consumer: { groupId: kitItem.groupId, ...fate } };
     }
     const [content, history, attempts] = await Promise.all([
       this.reads.content(item.kind, id),
