@@ -11,3 +11,4 @@ export {
 } from './events';
 export type { EventType } from './events';
 export { ticketEventJsonSchema } from './json-schema';
+export { isTicketEvent } from './envelope-check';
