@@ -44,6 +44,15 @@ const PALETTE: (Json | undefined)[] = [
   'x',
   'x'.repeat(255),
   'x'.repeat(256),
+  // zod counts a string's length in code points: a surrogate pair is one, a lone surrogate one.
+  '\ud83d\ude00',
+  '\ud83d\ude00'.repeat(128), // 256 units, 128 code points
+  `${'\ud83d\ude00'.repeat(127)}ab`, // 256 units, 129 code points
+  `${'x'.repeat(254)}\ud83d\ude00`, // 256 units, 255 code points
+  `${'x'.repeat(255)}\ud83d\ude00`, // 257 units, 256 code points
+  '\ud83d'.repeat(256), // 256 lone surrogates
+  '\ude00\ud83d'.repeat(128), // a lone low surrogate, 127 pairs and a lone high one: 129 code points
+  '\ud83d\ude00'.repeat(256), // 512 units, 256 code points
   [],
   ['x'],
   {},

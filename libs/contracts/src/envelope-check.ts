@@ -30,8 +30,26 @@ export function isTicketEvent(value: unknown): value is TicketEvent {
   if (!TYPES.has(type) || !isUuid(id) || !isDatetime(occurredAt) || !isUuid(tenantId) || !isUuid(ticketId)) {
     return false;
   }
-  if (typeof idempotencyKey !== 'string' || idempotencyKey.length < 1 || idempotencyKey.length > 255) return false;
+  if (typeof idempotencyKey !== 'string' || !lengthWithin(idempotencyKey, 1, 255)) return false;
   return isOptionalString(correlationId) && isTicket(data);
+}
+
+/**
+ * zod's `.min(min).max(max)` on a string: its length in code points, a surrogate pair counting once and a lone
+ * surrogate once. UTF-16 units bound it (units / 2 <= points <= units), so most strings need no count.
+ */
+function lengthWithin(s: string, min: number, max: number): boolean {
+  const units = s.length;
+  if (units < min) return false;
+  if (units <= max && units >= min * 2) return true;
+  let points = units;
+  for (let i = 0; i < units - 1; i++) {
+    if ((s.charCodeAt(i) & 0xfc00) === 0xd800 && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      points--;
+      i++;
+    }
+  }
+  return points >= min && points <= max;
 }
 
 function isTicket(t: unknown): boolean {
