@@ -12,3 +12,4 @@ export {
 export type { EventType } from './events';
 export { ticketEventJsonSchema } from './json-schema';
 export { isTicketEvent } from './envelope-check';
+export { safeParseJson } from './safe-parse';
