@@ -52,6 +52,35 @@ describe('bad input at the edge', () => {
     expect(await counts(stack.db, stack.tenantId)).toEqual(before);
   });
 
+  // zod 4.6's safeParse throws a TypeError on these (its length checks compare the object's length with a
+  // number); they once answered 500.
+  const UNCOERCIBLE = '{"length":{"toString":0}}';
+  it.each([
+    ['title', `{"title":${UNCOERCIBLE}}`],
+    ['description', `{"title":"ok","description":${UNCOERCIBLE}}`],
+    ['externalRef', `{"title":"ok","externalRef":${UNCOERCIBLE}}`],
+    ['requester.name', `{"title":"ok","requester":{"name":${UNCOERCIBLE}}}`],
+    ['requester.email', `{"title":"ok","requester":{"email":{"length":{"valueOf":0,"toString":0}}}}`],
+  ])('an object whose length is not a number in %s is 400 validation_failed naming it', async (field, body) => {
+    const before = await counts(stack.db, stack.tenantId);
+    const problem = expectProblem(await create(body), 400, 'validation_failed');
+    expect(problem.errors).toContainEqual({ path: field, message: 'Invalid input: expected string, received object' });
+    expect(await counts(stack.db, stack.tenantId)).toEqual(before);
+  });
+
+  it('an object whose length is not a number in a cancel reason is 400 validation_failed', async () => {
+    const id = await newTicket();
+    const problem = expectProblem(
+      await post(stack.baseUrl, `/v1/tickets/${id}/cancel`, stack.apiKey, `{"reason":${UNCOERCIBLE}}`, randomUUID()),
+      400,
+      'validation_failed',
+    );
+    expect(problem.errors).toContainEqual({
+      path: 'reason',
+      message: 'Invalid input: expected string, received object',
+    });
+  });
+
   it('NUL in a cancel reason is 400 validation_failed', async () => {
     const id = await newTicket();
     expectProblem(

@@ -66,6 +66,7 @@ describe('generated bad input', () => {
       '{"title":"\ud800"}',
       '{"__proto__":{"title":"x"}}',
       '{"title":"x","title":"y"}',
+      '{"title":{"length":{"toString":0}}}',
     ),
   );
   const contentTypeArb = fc.constantFrom(

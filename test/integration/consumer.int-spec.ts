@@ -200,6 +200,12 @@ it('dead-letters poison messages, skips and counts an unknown event type, commit
     messages: [
       { partition: 0, key: 'poison-1', value: 'this is { not json', headers: { source: 'test' } },
       { partition: 0, key: 'poison-2', value: JSON.stringify({ ...good, id: 'not-a-uuid' }) },
+      // zod 4.6's safeParse throws on this one (its length checks compare the object's length with a number).
+      {
+        partition: 0,
+        key: 'poison-3',
+        value: JSON.stringify({ ...good, idempotencyKey: { length: { toString: 0 } } }),
+      },
       { partition: 0, key: 'future', value: JSON.stringify(future) },
       toMessage(good, 0),
     ],
@@ -231,15 +237,24 @@ it('dead-letters poison messages, skips and counts an unknown event type, commit
       headers: {},
       reason: expect.stringMatching(/^not a TicketEvent/),
     },
+    {
+      offset: first + 2,
+      key: 'poison-3',
+      value: expect.any(String),
+      headers: {},
+      reason: expect.stringMatching(
+        /^not a TicketEvent: idempotencyKey: Invalid input: expected string, received object/,
+      ),
+    },
   ]);
   await eventually(
     () => committedOffset(0),
-    (o) => o === first + 4,
+    (o) => o === first + 5,
     10_000,
     'the offset commit past the poison',
   );
   // A newer event type is not poison: skipped (no notification, no dead letter) and counted.
-  expect(await c.counts()).toMatchObject({ unknown: 1, deadLettered: 2 });
+  expect(await c.counts()).toMatchObject({ unknown: 1, deadLettered: 3 });
   const { rows: archived } = await db.query(
     'SELECT count(*)::int AS n FROM notifications WHERE group_id = $1 AND event_id = $2',
     [groupId, future.id],

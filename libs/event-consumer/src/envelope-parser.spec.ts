@@ -82,6 +82,12 @@ describe('parseEnvelope', () => {
     ['no type', JSON.stringify({ hello: 1 }), /^not a TicketEvent/],
     ['a type that is not an event name', JSON.stringify({ ...created(), type: 'DROP TABLE' }), /^not a TicketEvent/],
     ['an escaped NUL', JSON.stringify({ ...created(), idempotencyKey: 'a\u0000b' }), /NUL/],
+    // zod 4.6's safeParse throws on it: its length checks compare the object's length with a number.
+    [
+      'an object whose length is not a number where text belongs',
+      JSON.stringify({ ...created(), idempotencyKey: { length: { toString: 0 } } }),
+      /^not a TicketEvent: idempotencyKey: Invalid input: expected string, received object/,
+    ],
   ])('dead-letters %s', (_name, value, reason) => {
     expect(parseEnvelope(msg(value))).toMatchObject({
       kind: 'invalid',

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { EVENT_TYPES, storableText, TicketEvent } from '@tickets/contracts';
+import { EVENT_TYPES, safeParseJson, storableText, TicketEvent } from '@tickets/contracts';
 import { wellFormedTraceparent } from './tracing';
 
 /** The parts of a Kafka message the kit reads (kafkajs' KafkaMessage satisfies it). */
@@ -76,7 +76,7 @@ export function parseEnvelope(message: RawMessage): ParsedEnvelope {
   if (typeof type === 'string' && /^[a-z][a-z0-9_.-]*\.v\d+$/.test(type) && !KNOWN.has(type)) {
     return { kind: 'unknown', offset: message.offset, type };
   }
-  const parsed = TicketEvent.safeParse(json);
+  const parsed = safeParseJson(TicketEvent, json);
   if (!parsed.success) {
     const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
     return invalid(`not a TicketEvent: ${issues.join('; ')}${parsed.error.issues.length > 5 ? '; ...' : ''}`);

@@ -63,6 +63,16 @@ describe('buildOutboundMessage', () => {
     expect(built).toEqual({ ok: false, reason: expect.stringMatching(/^invalid_envelope: occurredAt/) });
   });
 
+  it('rejects, without throwing, an envelope on which zod 4.6 throws (an object whose length is not a number)', () => {
+    const built = buildOutboundMessage(row({}, { idempotencyKey: { length: { toString: 0 } } }));
+    expect(built).toEqual({
+      ok: false,
+      reason: expect.stringMatching(
+        /^invalid_envelope: idempotencyKey: Invalid input: expected string, received object/,
+      ),
+    });
+  });
+
   it('rejects an envelope that disagrees with its row (key and headers come from the row)', () => {
     const r = row();
     expect(buildOutboundMessage({ ...r, aggregateId: randomUUID() })).toEqual({

@@ -1,5 +1,5 @@
 import type { Message } from 'kafkajs';
-import { EVENT_HEADERS, isTicketEvent, storableText, TicketEvent } from '@tickets/contracts';
+import { EVENT_HEADERS, isTicketEvent, safeParseJson, storableText, TicketEvent } from '@tickets/contracts';
 
 /** An unpublished outbox row as the relay claims it (`payload` is the jsonb column as text). */
 export interface OutboxRow {
@@ -45,7 +45,7 @@ export function buildOutboundMessage(row: OutboxRow): BuildResult {
   }
   // The check's verdict is zod's (its spec compares them); zod runs only to name a failure's issues.
   if (!isTicketEvent(json)) {
-    const issues = TicketEvent.safeParse(json).error?.issues ?? [];
+    const issues = safeParseJson(TicketEvent, json).error?.issues ?? [];
     const text = issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     return { ok: false, reason: storableText(`invalid_envelope: ${text}`, 1000) };
   }

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { safeParseJson } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 
 /** Parses `input` with `schema`; a failure is a 400 naming every bad field. */
@@ -9,7 +10,7 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, wha
       'malformed_json',
       'The body is empty; send a JSON object with Content-Type: application/json.',
     );
-  const parsed = schema.safeParse(input);
+  const parsed = safeParseJson(schema, input);
   if (parsed.success) return parsed.data;
   const errors = parsed.error.issues.map((i) => ({
     path: i.path.length ? i.path.join('.') : what,

@@ -34,6 +34,13 @@ describe('stillInvalid', () => {
     expect(eventIdOf(value)).toBeNull();
   });
 
+  it('names the field of an object whose length is not a number (zod 4.6 throws on it)', () => {
+    const value = Buffer.from(JSON.stringify({ ...event, idempotencyKey: { length: { toString: 0 } } }));
+    expect(stillInvalid(value)).toBe(
+      'not a TicketEvent (idempotencyKey: Invalid input: expected string, received object)',
+    );
+  });
+
   it('names the first schema problem', () => {
     expect(stillInvalid(Buffer.from(JSON.stringify({ ...event, type: 'ticket.exploded.v1' })))).toMatch(
       /^not a TicketEvent \(/,

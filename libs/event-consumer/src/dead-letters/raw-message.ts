@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { TicketEvent } from '@tickets/contracts';
+import { safeParseJson, TicketEvent } from '@tickets/contracts';
 
 const BASE64 = 'base64:';
 
@@ -28,7 +28,7 @@ export function stillInvalid(value: Buffer | null): string | null {
     return 'not JSON';
   }
   if (JSON.stringify(json).includes('\\u0000')) return 'holds a NUL character';
-  const parsed = TicketEvent.safeParse(json);
+  const parsed = safeParseJson(TicketEvent, json);
   return parsed.success
     ? null
     : `not a TicketEvent (${parsed.error.issues[0]?.path.join('.') || 'root'}: ${parsed.error.issues[0]?.message})`;
