@@ -24,7 +24,7 @@ describe('safeParseJson', () => {
       const r = safeParseJson(schema, value);
       expect(r.success).toBe(false);
       const issues = r.error!.issues.filter((i) => i.path.join('.') === path);
-      expect(issues.map((i) => i.message)).toContain('Invalid input: expected string, received object');
+      expect(issues.map((i) => i.message)).toEqual(['Invalid input: expected string, received object']);
     },
   );
 

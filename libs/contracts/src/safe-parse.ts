@@ -5,10 +5,11 @@ import { z } from 'zod';
  * `.min()` / `.max()` on any value that has a `length`, even after `z.string()` has refused it, and
  * compares that `length` with a number: a JSON object there whose `length` is itself an object with a
  * `toString` or `valueOf` that is not a function (`{"title":{"length":{"toString":0}}}`) makes `safeParse`
- * throw a TypeError. On that throw the value is parsed again with every such `length` replaced by null,
- * so the result carries zod's own issues at their paths ("expected string, received object"); only if
- * that still throws, or passes, is it one issue at the root naming the TypeError. Any other error
- * propagates. Every input from outside goes through this: API bodies, Kafka messages, outbox rows.
+ * throw a TypeError. On that throw the value is parsed again with every such `length` set to undefined
+ * (the key kept, so a strict object still names it), which the length checks skip: the result carries
+ * zod's own issues at their paths ("expected string, received object"), and no made-up length issue.
+ * Only if that still throws, or passes, is it one issue at the root naming the TypeError. Any other
+ * error propagates. Every input from outside goes through this: API bodies, Kafka messages, outbox rows.
  */
 export function safeParseJson<S extends z.ZodType>(schema: S, value: unknown): z.ZodSafeParseResult<z.output<S>> {
   try {
@@ -44,7 +45,7 @@ function uncoercible(v: unknown): boolean {
 }
 
 /**
- * A copy of a JSON value with each object's uncoercible `length` set to null. Iterative, so any depth is
+ * A copy of a JSON value with each object's uncoercible `length` set to undefined. Iterative, so any depth is
  * fine; properties are defined, not assigned, so an own `__proto__` key stays a key.
  */
 function withoutUncoercibleLengths(root: unknown): unknown {
@@ -57,7 +58,7 @@ function withoutUncoercibleLengths(root: unknown): unknown {
     if (node === null || typeof node !== 'object') continue;
     for (const k of Object.keys(node)) {
       const child = copy((node as Record<string, unknown>)[k]);
-      const value = k === 'length' && !Array.isArray(node) && uncoercible(child) ? null : child;
+      const value = k === 'length' && !Array.isArray(node) && uncoercible(child) ? undefined : child;
       Object.defineProperty(node, k, { value, writable: true, enumerable: true, configurable: true });
       stack.push(value);
     }
