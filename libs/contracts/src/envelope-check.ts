@@ -17,12 +17,12 @@ const isStringOrNull = (v: unknown): boolean => v === null || typeof v === 'stri
 const isOptionalString = (v: unknown): boolean => v === undefined || typeof v === 'string';
 
 /**
- * Whether `TicketEvent.safeParse(value)` would succeed, for a value JSON.parse produced, without the
- * copy zod builds of its output; false where that throws (see safeParseJson). For the relay's check of every claimed row, where only the verdict is
- * used: JSON.parse and this check cost about 0.7× JSON.parse and zod per envelope
- * (`npm run bench:envelope-check`). A failing value goes to zod for its issues. The unit spec compares
- * both verdicts over every field's mutations, so a change of the schema or of zod that this check does
- * not follow fails there.
+ * Whether `TicketEvent.safeParse(value)` would succeed, for a value JSON.parse produced, without the copy
+ * zod builds of its output; false where that throws (see safeParseJson). For the relay's check of every
+ * claimed row, where only the verdict is used: JSON.parse and this check cost about 0.7× JSON.parse and
+ * zod per envelope (`npm run bench:envelope-check`). A failing value goes to zod for its issues. The unit
+ * spec compares both verdicts over every field's mutations, so a change of the schema or of zod that this
+ * check does not follow fails there.
  */
 export function isTicketEvent(value: unknown): value is TicketEvent {
   if (!isObject(value)) return false;

@@ -35,21 +35,53 @@ describe('safeParseJson', () => {
     expect(safeParseJson(CreateTicketInput, { title: 5 })).toEqual(CreateTicketInput.safeParse({ title: 5 }));
   });
 
+  it('a length that is an array some thousands deep (its conversion overflows the stack) is a failure too', () => {
+    const deep: unknown = JSON.parse(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
+    for (const [schema, value, path] of [
+      [CreateTicketInput, { title: { length: deep } }, 'title'],
+      [TicketEvent, { type: 'ticket.created.v1', idempotencyKey: { length: deep } }, 'idempotencyKey'],
+    ] as [z.ZodType, unknown, string][]) {
+      expect(() => schema.safeParse(value)).toThrow(RangeError);
+      const issues = safeParseJson(schema, value).error!.issues.filter((i) => i.path.join('.') === path);
+      expect(issues.map((i) => i.message)).toEqual(['Invalid input: expected string, received object']);
+    }
+  });
+
   it('keeps an own __proto__ key a key while it defuses a length, and leaves the input as it was', () => {
     const value = JSON.parse(`{"__proto__":{"x":1},"title":${POISON}}`) as object;
     const r = safeParseJson(CreateTicketInput, value);
-    expect(r.error!.issues.map((i) => i.code)).toEqual(expect.arrayContaining(['unrecognized_keys', 'invalid_type']));
+    expect(r.error!.issues).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ code: 'unrecognized_keys', keys: ['__proto__'] }),
+        expect.objectContaining({ code: 'invalid_type', path: ['title'] }),
+      ]),
+    );
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     expect(JSON.stringify(value)).toBe(`{"__proto__":{"x":1},"title":${POISON}}`);
   });
 
-  it('answers one root issue when the schema still throws a TypeError, and lets any other error through', () => {
+  it('answers one root issue when the defused copy still throws', () => {
+    const schema = z.object({
+      title: z.string().min(1),
+      other: z.unknown().refine(() => {
+        throw new TypeError('boom');
+      }),
+    });
+    const r = safeParseJson(schema, JSON.parse(`{"title":${POISON},"other":1}`));
+    expect(r.error!.issues).toEqual([
+      expect.objectContaining({
+        code: 'custom',
+        path: [],
+        message: expect.stringMatching(/^the value cannot be checked: a length that is not a number \(/),
+      }),
+    ]);
+  });
+
+  it('lets a throw through when the value holds no length zod cannot compare: a fault of the schema, not the input', () => {
     const throwsType = z.string().refine(() => {
       throw new TypeError('boom');
     });
-    expect(safeParseJson(throwsType, 'x').error!.issues).toEqual([
-      expect.objectContaining({ code: 'custom', path: [], message: 'the value cannot be checked: boom' }),
-    ]);
+    expect(() => safeParseJson(throwsType, 'x')).toThrow(TypeError);
     const throwsRange = z.string().refine(() => {
       throw new RangeError('other');
     });

@@ -43,13 +43,16 @@ export function buildOutboundMessage(row: OutboxRow): BuildResult {
   } catch {
     return { ok: false, reason: 'invalid_envelope: payload is not JSON' };
   }
-  // The check's verdict is zod's (its spec compares them); zod runs only to name a failure's issues.
+  // isTicketEvent is zod's verdict without zod's copy (its spec holds the two equal). zod runs only when the
+  // check refuses, to name the issues; should the two ever differ there, zod's verdict stands.
   if (!isTicketEvent(json)) {
-    const issues = safeParseJson(TicketEvent, json).error?.issues ?? [];
-    const text = issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    return { ok: false, reason: storableText(`invalid_envelope: ${text}`, 1000) };
+    const parsed = safeParseJson(TicketEvent, json);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+      return { ok: false, reason: storableText(`invalid_envelope: ${issues}`, 1000) };
+    }
   }
-  const event = json;
+  const event = json as TicketEvent;
   const mismatches = [
     event.id !== row.eventId && 'id != event_id',
     event.ticketId !== row.aggregateId && 'ticketId != aggregate_id',
