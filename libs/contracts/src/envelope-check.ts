@@ -5,6 +5,8 @@ import { EVENT_TYPES, type TicketEvent } from './events';
 // zod's own patterns for `z.uuid()` and `z.iso.datetime()` (no offset, no local time, any precision).
 const UUID = z.regexes.uuid();
 const DATETIME = z.regexes.datetime({ precision: null, offset: false, local: false });
+// zod's own count of a string's length for `.min()` / `.max()`: code points, not UTF-16 units.
+const { codePointLength } = z.core.util;
 const TYPES = new Set<unknown>(EVENT_TYPES);
 const PRIORITY = new Set<unknown>(PRIORITIES);
 const STATUS = new Set<unknown>(STATUSES);
@@ -30,26 +32,10 @@ export function isTicketEvent(value: unknown): value is TicketEvent {
   if (!TYPES.has(type) || !isUuid(id) || !isDatetime(occurredAt) || !isUuid(tenantId) || !isUuid(ticketId)) {
     return false;
   }
-  if (typeof idempotencyKey !== 'string' || !lengthWithin(idempotencyKey, 1, 255)) return false;
+  // `.min(1).max(255)`: units / 2 <= code points <= units, so only a key over 255 units needs the count.
+  if (typeof idempotencyKey !== 'string' || idempotencyKey.length < 1) return false;
+  if (idempotencyKey.length > 255 && codePointLength(idempotencyKey) > 255) return false;
   return isOptionalString(correlationId) && isTicket(data);
-}
-
-/**
- * zod's `.min(min).max(max)` on a string: its length in code points, a surrogate pair counting once and a lone
- * surrogate once. UTF-16 units bound it (units / 2 <= points <= units), so most strings need no count.
- */
-function lengthWithin(s: string, min: number, max: number): boolean {
-  const units = s.length;
-  if (units < min) return false;
-  if (units <= max && units >= min * 2) return true;
-  let points = units;
-  for (let i = 0; i < units - 1; i++) {
-    if ((s.charCodeAt(i) & 0xfc00) === 0xd800 && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      points--;
-      i++;
-    }
-  }
-  return points >= min && points <= max;
 }
 
 function isTicket(t: unknown): boolean {

@@ -21,13 +21,12 @@ export function safeParseJson<S extends z.ZodType>(schema: S, value: unknown): z
     if (!(e instanceof TypeError || e instanceof RangeError)) throw e;
     const { copy, defused } = withoutUncoercibleLengths(value);
     if (defused === 0) throw e;
-    let again: z.ZodSafeParseResult<z.output<S>> | undefined;
     try {
-      again = schema.safeParse(copy);
+      const again = schema.safeParse(copy);
+      if (!again.success) return again;
     } catch {
-      again = undefined;
+      // Throws again: answered with the root issue below.
     }
-    if (again && !again.success) return again;
     const issue = {
       code: 'custom' as const,
       path: [],
