@@ -1,5 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { isTicketEvent } from '@tickets/contracts';
 import { buildOutboundMessage, chunkMessages, type OutboundMessage, type OutboxRow } from './outbox-message';
+
+// The contracts as they are, except that a test can make isTicketEvent refuse every envelope: the case where
+// the check and zod disagree, which the check's differential spec keeps from happening.
+let mockRefuseEveryEnvelope = false;
+jest.mock('@tickets/contracts', () => {
+  const actual = jest.requireActual<typeof import('@tickets/contracts')>('@tickets/contracts');
+  return { ...actual, isTicketEvent: jest.fn((v: unknown) => !mockRefuseEveryEnvelope && actual.isTicketEvent(v)) };
+});
+afterEach(() => {
+  mockRefuseEveryEnvelope = false;
+  jest.mocked(isTicketEvent).mockClear();
+});
 
 function row(overrides: Partial<OutboxRow> = {}, envelope: Record<string, unknown> = {}): OutboxRow {
   const eventId = randomUUID();
@@ -70,6 +83,20 @@ describe('buildOutboundMessage', () => {
       reason: expect.stringMatching(
         /^invalid_envelope: idempotencyKey: Invalid input: expected string, received object/,
       ),
+    });
+  });
+
+  it("lets zod's verdict stand where the check refuses an envelope zod accepts", () => {
+    mockRefuseEveryEnvelope = true;
+    const r = row();
+    const built = buildOutboundMessage(r);
+    expect(isTicketEvent).toHaveBeenCalledTimes(1);
+    if (!built.ok) throw new Error(built.reason);
+    expect(built.value.message.value).toBe(r.payload);
+    // and an envelope both refuse is still refused, with zod's issues
+    expect(buildOutboundMessage(row({}, { occurredAt: 'yesterday' }))).toEqual({
+      ok: false,
+      reason: expect.stringMatching(/^invalid_envelope: occurredAt/),
     });
   });
 
