@@ -44,6 +44,14 @@ describe('externalRef dedup and cancel', () => {
     expect(await counts(stack.db, t.tenantId)).toEqual({ tickets: 1, keys: 2, events: 1 });
     const found = JSON.parse((await get(stack.baseUrl, '/v1/tickets?externalRef=PD-1', t.apiKey)).text);
     expect(found.items.map((i: { id: string }) => i.id)).toEqual([JSON.parse(first.text).id]);
+    // The pre-check trims the reference as the create did: a padded one finds the ticket, a blank one is refused.
+    const padded = JSON.parse((await get(stack.baseUrl, '/v1/tickets?externalRef=%20PD-1%20', t.apiKey)).text);
+    expect(padded.items.map((i: { id: string }) => i.id)).toEqual([JSON.parse(first.text).id]);
+    const blank = await get(stack.baseUrl, '/v1/tickets?externalRef=%20%20', t.apiKey);
+    expect([blank.status, JSON.parse(blank.text).errors]).toEqual([
+      400,
+      [{ path: 'externalRef', message: 'must not be empty' }],
+    ]);
   });
 
   it('concurrent creates with one externalRef and different keys end with one ticket and one event', async () => {

@@ -1,4 +1,12 @@
-export { CreateTicketInput, CancelTicketInput, ListTicketsQuery, Ticket, PRIORITIES, STATUSES } from './ticket';
+export {
+  CreateTicketInput,
+  CancelTicketInput,
+  ListTicketsQuery,
+  Ticket,
+  TicketIdParam,
+  PRIORITIES,
+  STATUSES,
+} from './ticket';
 export { INPUT_LIMITS, IsoInstant, SafeJsonObject, SafeText, storableText, unsafeTextReason } from './text-safety';
 export {
   TicketCreatedV1,

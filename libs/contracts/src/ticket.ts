@@ -29,15 +29,24 @@ export type CreateTicketInput = z.infer<typeof CreateTicketInput>;
 export const CancelTicketInput = z.object({ reason: SafeText.trim().min(1).max(500).optional() }).strict();
 export type CancelTicketInput = z.infer<typeof CancelTicketInput>;
 
-/** Query of GET /v1/tickets: the externalRef pre-check, or the latest tickets before an instant. */
+/**
+ * Query of GET /v1/tickets: the externalRef pre-check, or the latest tickets before an instant. The reference
+ * is trimmed as a create trims it, so the pre-check finds what a create with the same reference stored.
+ */
 export const ListTicketsQuery = z
   .object({
-    externalRef: SafeText.min(1).max(200).optional(),
+    externalRef: SafeText.trim().min(1, 'must not be empty').max(200).optional(),
     limit: z.coerce.number().int().min(1).max(100).default(50),
     before: IsoInstant.optional(),
   })
   .strict();
 export type ListTicketsQuery = z.infer<typeof ListTicketsQuery>;
+
+/**
+ * The {id} of /v1/tickets/{id}: any 8-4-4-4-12 hex id, as PostgreSQL's uuid type takes it. One of another
+ * version or variant is not a ticket (404), not malformed.
+ */
+export const TicketIdParam = z.guid({ message: 'must be a UUID (8-4-4-4-12 hex digits)' });
 
 /** The ticket as the API returns it and as events carry it. */
 export const Ticket = z.object({

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { z } from 'zod';
-import { CancelTicketInput, CreateTicketInput, ListTicketsQuery } from '@tickets/contracts';
+import { CancelTicketInput, CreateTicketInput, ListTicketsQuery, TicketIdParam } from '@tickets/contracts';
 import { DomainError } from '@tickets/errors';
 import type { Logger } from '@tickets/logger';
 import {
@@ -21,9 +20,6 @@ import type { CreateTicketUseCase } from '../tickets/create-ticket.use-case';
 import { toTicket } from '../tickets/ticket.mapper';
 import type { TicketsRepository } from '../tickets/tickets.repository';
 import type { WriteResult } from '../tickets/tickets.results';
-
-// Any 8-4-4-4-12 hex id, as PostgreSQL's uuid type takes it: one of another version or variant is not a ticket (404), not malformed.
-const TicketId = z.guid({ message: 'must be a UUID (8-4-4-4-12 hex digits)' });
 
 export interface InProcessDeps {
   create: CreateTicketUseCase;
@@ -77,7 +73,7 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
     const { result, attempts } = await this.keyed(write, () =>
       this.deps.cancel.execute({
         ...this.command(write),
-        ticketId: parseOrThrow(TicketId, ticketId, 'ticket id'),
+        ticketId: parseOrThrow(TicketIdParam, ticketId, 'ticket id'),
         input: parseOrThrow(CancelTicketInput, reason === undefined ? {} : { reason }),
       }),
     );
@@ -93,7 +89,7 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
     return this.mapped(undefined, async () => {
       const row = await this.deps.tickets.findTicket(
         this.caller.tenantId,
-        parseOrThrow(TicketId, ticketId, 'ticket id'),
+        parseOrThrow(TicketIdParam, ticketId, 'ticket id'),
       );
       return row ? toTicket(row) : null;
     });
