@@ -224,6 +224,7 @@ describe('tickets MCP server over stdio', () => {
       TICKETS_METRICS_PORT: '0',
     });
     const ready = await app.line('tickets MCP server ready on stdio');
+    expect(app.lines.filter((l) => String(l.msg).startsWith('TICKETS_TOOL_DEADLINE_MS'))).toEqual([]);
     // Scraped once, as Prometheus does, over a connection fetch keeps alive: that must not hold the exit either.
     const scrape = await fetch(`http://127.0.0.1:${String(ready.metricsPort)}/metrics`);
     expect(scrape.status).toBe(200);
@@ -302,6 +303,8 @@ describe('tickets MCP server over stdio', () => {
         TICKETS_TOOL_DEADLINE_MS: '600000',
       });
       await app.line('tickets MCP server ready on stdio');
+      // A deadline past the SDK clients' default request timeout is said at start: hosts would give up first.
+      expect(await app.line('TICKETS_TOOL_DEADLINE_MS is 600000 ms')).toMatchObject({ level: 40 });
       const write = (m: object) => app.proc.stdin!.write(JSON.stringify(m) + '\n');
       HANDSHAKE.forEach(write);
       write({

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-type CallHandler = (request: { params?: { name?: unknown } }, extra: object) => Promise<unknown>;
+type CallHandler = (request: { params?: { name?: unknown; arguments?: unknown } }, extra: object) => Promise<unknown>;
 
 function isToolsCall(schema: unknown): boolean {
   if (schema === CallToolRequestSchema) return true;
@@ -14,7 +14,8 @@ function isToolsCall(schema: unknown): boolean {
  * The SDK answers a call whose arguments fail a tool's input schema itself, with a tool error, and never
  * calls the tool. Call this before registering the tools and the function it returns after: McpServer
  * installs its tools/call handler when its first tool is registered, and that handler is wrapped so that a
- * call whose `extra` is not in `reached` (the tool never ran) is reported to `onRejected(name)`. On a server
+ * call whose `extra` is not in `reached` (the tool never ran) is handed to `onRejected(name, args, result)`,
+ * whose return value is the answer sent in place of the SDK's `result`. On a server
  * whose handler is in place already, nothing is wrapped and such calls go uncounted: one that had tools
  * before, or one made with `capabilities.tools` in its options (McpServer installs the handler at once then).
  * createTicketsMcpServer makes neither.
@@ -22,7 +23,7 @@ function isToolsCall(schema: unknown): boolean {
 export function reportSdkRejections(
   server: McpServer,
   reached: WeakSet<object>,
-  onRejected: (name: unknown) => void,
+  onRejected: (name: unknown, args: unknown, result: unknown) => unknown,
 ): () => void {
   const protocol = server.server as unknown as { setRequestHandler: (schema: unknown, handler: CallHandler) => void };
   const hadOwn = Object.prototype.hasOwnProperty.call(protocol, 'setRequestHandler');
@@ -31,8 +32,7 @@ export function reportSdkRejections(
     (handler: CallHandler): CallHandler =>
     async (request, extra) => {
       const result = await handler(request, extra);
-      if (!reached.has(extra)) onRejected(request.params?.name);
-      return result;
+      return reached.has(extra) ? result : onRejected(request.params?.name, request.params?.arguments, result);
     };
   protocol.setRequestHandler = (schema, handler) => original(schema, isToolsCall(schema) ? wrap(handler) : handler);
   return () => {

@@ -176,7 +176,15 @@ export async function runStdioServer(): Promise<void> {
     { apiUrl: config.apiUrl, keyStore: config.keyStorePath ?? 'memory', metricsPort: metrics?.port },
     'tickets MCP server ready on stdio',
   );
+  if (config.toolDeadlineMs >= HOST_REQUEST_TIMEOUT_MS)
+    logger.warn(
+      { toolDeadlineMs: config.toolDeadlineMs, hostTimeoutMs: HOST_REQUEST_TIMEOUT_MS },
+      `TICKETS_TOOL_DEADLINE_MS is ${config.toolDeadlineMs} ms, not under the ${HOST_REQUEST_TIMEOUT_MS / 1000} s the MCP SDK's clients wait for a tool by default: a host that keeps that default gives up on a slow write first, and the model sees only its timeout, not this server's advice (calling again with the same intent_id is still safe). Set it below the host's request timeout, or raise that.`,
+    );
 }
+
+/** How long the MCP SDK's clients wait for a request's answer unless the host says otherwise (DEFAULT_REQUEST_TIMEOUT_MSEC). */
+const HOST_REQUEST_TIMEOUT_MS = 60_000;
 
 /** A bad environment: one line on stderr (stdout is the protocol's), exit code 2. */
 function refuseToStart(message: string): never {

@@ -83,6 +83,8 @@ describe('ticket MCP tools', () => {
   const call = async (name: string, args: Record<string, unknown>) =>
     (await mcp.callTool({ name, arguments: args })) as CallToolResult;
   const text = (r: CallToolResult): string => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+  /** The JSON line a tool error ends with. */
+  const lastJson = (r: CallToolResult): unknown => JSON.parse(text(r).split('\n').at(-1)!);
 
   it('lists the five tools; create_ticket requires intent_id and tells the model to reuse it', async () => {
     const { tools } = await mcp.listTools();
@@ -148,16 +150,99 @@ describe('ticket MCP tools', () => {
     const wrongType = await call('get_ticket', { ticket_id: 42 });
     // zod 4.6's parse throws on this one (its length checks compare the object's length with a number); the
     // SDK answers that with a tool error too.
-    const uncoercible = await call('get_ticket', { ticket_id: { length: { toString: 0 } } });
+    const uncoercible = await call('create_ticket', { intent_id: 'i-1', title: { length: { toString: 0 } } });
     const unknownTool = await mcp.callTool({ name: 'delete_everything', arguments: {} }).catch((e: Error) => e);
     expect(missing.isError).toBe(true);
     expect(text(missing)).toMatch(/intent_id/);
     expect(wrongType.isError).toBe(true);
     expect(uncoercible.isError).toBe(true);
+    // In the tools' own error format, as the API's validation_failed: the fields, and that retrying cannot help.
+    expect(text(wrongType)).toMatch(/^get_ticket failed: validation_failed \(retrying will not help\)\./);
+    expect(lastJson(wrongType)).toEqual({
+      code: 'validation_failed',
+      retryable: false,
+      errors: [{ path: 'ticket_id', message: 'must be a UUID (8-4-4-4-12 hex digits)' }],
+    });
+    // zod throws on that one, so no field list: the SDK's own text, still as a validation_failed tool error.
+    expect(text(uncoercible)).toMatch(/^create_ticket failed: validation_failed/);
+    expect(text(uncoercible)).toContain('Cannot convert object to primitive value');
+    expect(lastJson(uncoercible)).toEqual({ code: 'validation_failed', retryable: false });
     expect(unknownTool).toBeDefined();
     expect(seen).toHaveLength(0);
     // Not a ticket tool: not counted under a tool label of its own.
-    expect(toolCalls).toEqual(['create_ticket:invalid', 'get_ticket:invalid', 'get_ticket:invalid']);
+    expect(toolCalls).toEqual(['create_ticket:invalid', 'get_ticket:invalid', 'create_ticket:invalid']);
+  });
+
+  it('refuses arguments the API would refuse, unknown ones included, before anything reaches the API', async () => {
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['create_ticket', { intent_id: 'i-1', title: 'x', assignee: 'bob' }, '(arguments)'],
+      ['create_ticket', { intent_id: 'i-1', title: 'x', requester: { name: 'A', phone: '1' } }, 'requester'],
+      ['create_ticket', { intent_id: 'i-1', title: '   ' }, 'title'],
+      ['create_ticket', { intent_id: 'i-1', title: 'x', requester: { name: '' } }, 'requester.name'],
+      ['create_ticket', { intent_id: 'i-1', title: 'x', requester: { email: 'not an address' } }, 'requester.email'],
+      ['cancel_ticket', { ticket_id: TICKET.id, reason: 'r'.repeat(501) }, 'reason'],
+      ['cancel_ticket', { ticket_id: TICKET.id, reason: '' }, 'reason'],
+      ['get_ticket', { ticket_id: 'TICKET-42' }, 'ticket_id'],
+      ['find_ticket', { external_ref: 'ORD-1', limit: 5 }, '(arguments)'],
+    ];
+    for (const [tool, args, path] of cases) {
+      const result = await call(tool, args);
+      expect(result.isError).toBe(true);
+      expect(lastJson(result)).toMatchObject({
+        code: 'validation_failed',
+        retryable: false,
+        errors: [expect.objectContaining({ path })],
+      });
+    }
+    expect(text(await call('create_ticket', { intent_id: 'i-1', title: 'x', assignee: 'bob' }))).toMatch(
+      /Next: fix these arguments and call again: \(arguments\): Unrecognized key: "assignee"/,
+    );
+    expect(seen).toHaveLength(0);
+    const { tools } = await mcp.listTools();
+    for (const tool of tools) expect(tool.inputSchema).toMatchObject({ additionalProperties: false });
+  });
+
+  it('what the API accepts passes, trimmed as the API trims it', async () => {
+    handler = (req, res) => {
+      if (req.url?.startsWith('/v1/tickets?')) return send(res, 200, { items: [TICKET] });
+      send(res, 200, { ...TICKET, status: 'cancelled' });
+    };
+    const found = await call('find_ticket', { external_ref: '  ORD-1 ' });
+    expect(found.structuredContent).toMatchObject({ found: true });
+    expect(seen[0].url).toBe('/v1/tickets?externalRef=ORD-1');
+    const cancelled = await call('cancel_ticket', { ticket_id: TICKET.id, reason: 'r'.repeat(500) });
+    expect(cancelled.isError).toBeFalsy();
+    // Any 8-4-4-4-12 hex id, as the API takes it (this one is no RFC 9562 version).
+    const odd = await call('get_ticket', { ticket_id: '00000000-0000-0000-0000-000000000000' });
+    expect(odd.isError).toBeFalsy();
+    expect(seen).toHaveLength(3);
+  });
+
+  it('a deduplicated create names what it sent that the existing ticket does not have; a replay points to get_ticket', async () => {
+    handler = (_req, res) => send(res, 200, TICKET, { 'ticket-deduplicated': 'externalRef' });
+    const differing = await call('create_ticket', {
+      intent_id: 'other-intent',
+      title: 'Something else',
+      external_ref: 'ORD-1',
+      metadata: { a: 1 },
+    });
+    expect(differing.structuredContent).toMatchObject({ outcome: 'deduplicated', ticket_id: TICKET.id });
+    expect(text(differing)).toContain(
+      'Its title, priority, metadata differ from what you sent and were not applied: the existing ticket keeps its own.',
+    );
+    const same = await call('create_ticket', {
+      intent_id: 'third-intent',
+      title: TICKET.title,
+      priority: 'high',
+      external_ref: 'ORD-1',
+    });
+    expect(text(same)).not.toContain('not applied');
+
+    handler = (_req, res) => send(res, 201, TICKET, { 'idempotent-replayed': 'true' });
+    const replayed = await call('create_ticket', { intent_id: 'email-4711', title: TICKET.title, priority: 'high' });
+    expect(text(replayed)).toMatch(
+      /returned it as that first call answered, no new ticket made \(get_ticket shows its state now\)/,
+    );
   });
 
   it('an unknown outcome tells the model to retry with the same intent_id and names the key', async () => {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { RequestStatus, Ticket } from '@tickets/agent-client';
 import { toolIdempotencyKey, type TicketToolsBackend } from './backend';
 import { reportSdkRejections } from './sdk-rejections';
-import { toolError } from './tool-errors';
+import { invalidArguments, toolError } from './tool-errors';
 
 // The tool definitions of both MCP servers (stdio: the tickets-mcp bin; Streamable HTTP: the API's
 // /mcp): names, input and output schemas, descriptions, the intent_id -> key rule, result wording.
@@ -29,6 +29,55 @@ If you are unsure whether a ticket already exists for this request (e.g. after a
 The result's outcome is "created" (made now), "replayed" (this intent_id had already created it earlier; no new ticket) or "deduplicated" (a ticket with this external_ref already existed; no new ticket).`;
 
 type Text = { type: 'text'; text: string };
+
+const INTENT_ID = z.string().min(1).max(200);
+/** A ticket id as the API takes it: any 8-4-4-4-12 hex id (one of another version or variant is simply not found). */
+const TICKET_ID = z
+  .guid({ message: 'must be a UUID (8-4-4-4-12 hex digits)' })
+  .describe('The ticket id, a UUID (create_ticket and find_ticket return it).');
+const EXTERNAL_REF = z.string().trim().min(1, 'must not be empty').max(200);
+
+/**
+ * Each tool's arguments. The limits are the ticket API's (the contracts' CreateTicketInput, CancelTicketInput and
+ * ListTicketsQuery; apps/ticket-api's tool-inputs spec holds them equal), written without the contracts' text
+ * pattern so that every host's JSON Schema validator can compile them; the API still refuses NUL and lone
+ * surrogates, and a metadata tree over its depth or size, with a `validation_failed` error. Unknown arguments
+ * are refused, as the API refuses unknown fields: a misspelt or invented argument never passes silently.
+ */
+export const TICKET_TOOL_INPUTS = {
+  create_ticket: z
+    .object({
+      intent_id: INTENT_ID.describe(
+        'Stable id of this request. Reuse it on every retry or re-plan of the same request; a new one means a new ticket.',
+      ),
+      title: z.string().trim().min(1, 'must not be empty').max(200).describe('A short summary, 1-200 characters.'),
+      description: z.string().max(10_000).optional().describe('The details, up to 10,000 characters.'),
+      priority: z.enum(['low', 'normal', 'high', 'urgent']).optional().describe('normal when left out.'),
+      external_ref: EXTERNAL_REF.optional().describe(
+        'Business reference (order id, email id...). The service keeps at most one ticket per reference.',
+      ),
+      requester: z
+        .object({ name: z.string().min(1).max(200).optional(), email: z.email().max(320).optional() })
+        .strict()
+        .optional()
+        .describe('Who asked for the ticket.'),
+      metadata: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe('A JSON object of your own, at most 16 levels deep and 500 keys and items in all.'),
+    })
+    .strict(),
+  find_ticket: z.object({ external_ref: EXTERNAL_REF }).strict(),
+  get_ticket: z.object({ ticket_id: TICKET_ID }).strict(),
+  cancel_ticket: z
+    .object({
+      ticket_id: TICKET_ID,
+      intent_id: INTENT_ID.optional().describe('Stable id of this cancellation; reuse it on retries.'),
+      reason: z.string().trim().min(1).max(500).optional().describe('Why, up to 500 characters.'),
+    })
+    .strict(),
+  check_request: z.object({ idempotency_key: z.string().min(1).max(255) }).strict(),
+} as const;
 
 /** The names of the tools, as hosts list them. */
 export const TICKET_TOOL_NAMES = [
@@ -70,8 +119,10 @@ export function registerTicketTools(
 ): void {
   // Calls the SDK refuses before a tool runs are counted as `invalid` (sdk-rejections.ts).
   const reached = new WeakSet<object>();
-  const registered = reportSdkRejections(server, reached, (name) => {
-    if (isTicketTool(name)) options.onToolCall?.(name, 'invalid');
+  const registered = reportSdkRejections(server, reached, (name, args, result) => {
+    if (!isTicketTool(name)) return result;
+    options.onToolCall?.(name, 'invalid');
+    return invalidArguments(name, TICKET_TOOL_INPUTS[name], args, result);
   });
   /** Runs one tool call: its result, or its failure as a tool error; counted either way. */
   const run = async (
@@ -95,28 +146,7 @@ export function registerTicketTools(
       {
         title: 'Create ticket',
         description: CREATE_DESCRIPTION,
-        inputSchema: {
-          intent_id: z
-            .string()
-            .min(1)
-            .max(200)
-            .describe(
-              'Stable id of this request. Reuse it on every retry or re-plan of the same request; a new one means a new ticket.',
-            ),
-          title: z.string().min(1).max(200),
-          description: z.string().max(10_000).optional(),
-          priority: z.enum(['low', 'normal', 'high', 'urgent']).optional(),
-          external_ref: z
-            .string()
-            .min(1)
-            .max(200)
-            .optional()
-            .describe(
-              'Business reference (order id, email id...). The service keeps at most one ticket per reference.',
-            ),
-          requester: z.object({ name: z.string().optional(), email: z.string().optional() }).optional(),
-          metadata: z.record(z.string(), z.unknown()).optional(),
-        },
+        inputSchema: TICKET_TOOL_INPUTS.create_ticket,
         outputSchema: {
           outcome: z.enum(['created', 'replayed', 'deduplicated']),
           ticket_id: z.string(),
@@ -146,8 +176,8 @@ export function registerTicketTools(
           const t = result.ticket;
           const sentence = {
             created: `Created ticket ${t.id} ("${t.title}") now.`,
-            replayed: `Ticket ${t.id} had already been created for intent_id "${args.intent_id}"; returned it, no new ticket made.`,
-            deduplicated: `A ticket with external_ref "${t.externalRef ?? ''}" already existed: ${t.id}. Returned it, no new ticket made.`,
+            replayed: `Ticket ${t.id} had already been created for intent_id "${args.intent_id}"; returned it as that first call answered, no new ticket made (get_ticket shows its state now).`,
+            deduplicated: `A ticket with external_ref "${t.externalRef ?? ''}" already existed: ${t.id}. Returned it, no new ticket made.${notApplied(input, t)}`,
           }[result.outcome];
           return ok(`${sentence} Idempotency key: ${result.idempotencyKey}.`, {
             outcome: result.outcome,
@@ -166,7 +196,7 @@ export function registerTicketTools(
         title: 'Find ticket by external reference',
         description:
           'Read-only pre-check: is there already a ticket for this business reference (external_ref)? Use it before create_ticket when unsure whether the request was already handled.',
-        inputSchema: { external_ref: z.string().min(1).max(200) },
+        inputSchema: TICKET_TOOL_INPUTS.find_ticket,
         outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
         annotations: { readOnlyHint: true, openWorldHint: true },
       },
@@ -184,7 +214,7 @@ export function registerTicketTools(
       {
         title: 'Get ticket',
         description: 'Read one ticket by its id.',
-        inputSchema: { ticket_id: z.string().min(1) },
+        inputSchema: TICKET_TOOL_INPUTS.get_ticket,
         outputSchema: { found: z.boolean(), ticket: TicketShape.optional() },
         annotations: { readOnlyHint: true, openWorldHint: true },
       },
@@ -203,16 +233,7 @@ export function registerTicketTools(
         title: 'Cancel ticket',
         description:
           'Cancel a ticket. Safe to repeat: cancelling an already cancelled ticket returns it unchanged. Pass the same intent_id when retrying the same cancellation.',
-        inputSchema: {
-          ticket_id: z.string().min(1),
-          intent_id: z
-            .string()
-            .min(1)
-            .max(200)
-            .optional()
-            .describe('Stable id of this cancellation; reuse it on retries.'),
-          reason: z.string().max(1_000).optional(),
-        },
+        inputSchema: TICKET_TOOL_INPUTS.cancel_ticket,
         outputSchema: {
           outcome: z.enum(['cancelled', 'replayed']),
           ticket_id: z.string(),
@@ -252,7 +273,7 @@ export function registerTicketTools(
         title: 'Check a request by idempotency key',
         description:
           'What happened to an earlier write? Give the idempotency_key from a create_ticket/cancel_ticket result or error. States: completed (done; ticket_id says which ticket), processing (still running; check again shortly), expired (done long ago; ticket_id says which ticket), unknown (never processed: retrying the same intent_id is safe).',
-        inputSchema: { idempotency_key: z.string().min(1).max(255) },
+        inputSchema: TICKET_TOOL_INPUTS.check_request,
         outputSchema: {
           idempotency_key: z.string(),
           state: z.enum(['processing', 'completed', 'expired', 'unknown']),
@@ -278,6 +299,45 @@ export function registerTicketTools(
   } finally {
     registered();
   }
+}
+
+/**
+ * For a deduplicated create: the arguments that differ from the ticket that already existed, which keeps its own
+ * (an empty string when none does). The model may otherwise believe its title or priority was applied.
+ */
+function notApplied(input: CreateArgs, ticket: Ticket): string {
+  const differing = [
+    input.title !== ticket.title && 'title',
+    input.description !== undefined && input.description !== ticket.description && 'description',
+    (input.priority ?? 'normal') !== ticket.priority && 'priority',
+    input.requester !== undefined && !sameJson(input.requester, ticket.requester) && 'requester',
+    input.metadata !== undefined && !sameJson(input.metadata, ticket.metadata) && 'metadata',
+  ].filter((f): f is string => f !== false);
+  if (differing.length === 0) return '';
+  return ` Its ${differing.join(', ')} ${differing.length === 1 ? 'differs' : 'differ'} from what you sent and ${differing.length === 1 ? 'was' : 'were'} not applied: the existing ticket keeps its own.`;
+}
+
+type CreateArgs = {
+  title: string;
+  description?: string;
+  priority?: string;
+  requester?: Record<string, unknown>;
+  metadata?: Record<string, unknown>;
+};
+
+/** The same JSON value, whatever the order of object keys. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every(
+    (k) =>
+      Object.prototype.hasOwnProperty.call(b, k) &&
+      sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+  );
 }
 
 function found(ticket: Ticket | null, notFound: string): CallToolResult {

@@ -37,4 +37,15 @@ describe('toolError', () => {
       "Next: the MCP server's key store (TICKETS_KEY_STORE) cannot be used; a human must fix its path or permissions.",
     );
   });
+
+  it('a message that ends with a question mark gets no full stop after it', () => {
+    const refused = new RetryableError({
+      code: 'connection_refused',
+      message:
+        'Gave up after 2 attempts at http://api (last: connection_refused): is the ticket API running at that address?',
+    });
+    const t = text('get_ticket', refused);
+    expect(t).toContain('is the ticket API running at that address? Nothing was written.');
+    expect(t).not.toContain('?.');
+  });
 });

@@ -1,4 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
 import { PermanentError, RetryableError, TicketClientError, UnknownOutcomeError } from '@tickets/agent-client';
 
 // The wording of a failed tool call, for both backends: they throw the agent client's error classes
@@ -11,7 +12,46 @@ const WRITE_TOOLS = new Set(['create_ticket', 'cancel_ticket']);
 
 /** A tool error the model can act on: the code, whether retrying can help, what to do next. */
 export function toolError(tool: string, error: unknown): CallToolResult {
-  const details = describeError(tool, error);
+  return errorResult(tool, describeError(tool, error));
+}
+
+/**
+ * Arguments the SDK refused against the tool's input schema, before the tool ran: the same shape of error as
+ * the API's `validation_failed` (the fields and what is wrong with each), in place of the SDK's bare text.
+ * `sdkResult` is the SDK's answer; an answer that is not a tool error is returned as it is.
+ */
+export function invalidArguments(tool: string, schema: z.ZodType, args: unknown, sdkResult: unknown): unknown {
+  const result = sdkResult as CallToolResult | undefined;
+  if (!result?.isError) return sdkResult;
+  const said = (result.content ?? [])
+    .map((c) => (c.type === 'text' ? c.text : ''))
+    .join(' ')
+    .replace(/^MCP error -?\d+: /, '')
+    .trim();
+  let errors: { path: string; message: string }[] | undefined;
+  try {
+    const parsed = schema.safeParse(args ?? {});
+    if (!parsed.success)
+      errors = parsed.error.issues.map((i) => ({ path: i.path.join('.') || '(arguments)', message: i.message }));
+  } catch {
+    // zod 4.6 throws on an object whose `length` is not a number where a string belongs: the SDK's text stands.
+  }
+  const listed = errors?.map((e) => `${e.path}: ${e.message}`).join('; ');
+  return errorResult(tool, {
+    code: 'validation_failed',
+    retryable: false,
+    message: `${sentence(said || "The arguments do not match the tool's input schema")} Nothing was sent to the ticket service.`,
+    next: `fix ${listed ? `these arguments and call again: ${listed}.` : 'the arguments as the message says and call again.'}`,
+    extra: errors ? { errors } : {},
+  });
+}
+
+/** `s` ending as a sentence: a full stop added unless it ends with one, or with ? or !. */
+function sentence(s: string): string {
+  return /[.?!]$/.test(s) ? s : `${s}.`;
+}
+
+function errorResult(tool: string, details: ErrorDetails): CallToolResult {
   const lines = [
     `${tool} failed: ${details.code} (${details.retryable ? 'retrying can help' : 'retrying will not help'}).`,
     details.message,
@@ -51,7 +91,7 @@ function describeError(tool: string, error: unknown): ErrorDetails {
       return {
         code: error.code,
         retryable: true,
-        message: `${error.message}.`,
+        message: sentence(error.message),
         next: `wait ${wait}, then call ${tool} again with ${sameIntent(error.intentId)} (safe: it cannot make a second one); check_request with idempotency_key "${error.idempotencyKey}" tells whether an earlier call already did it.`,
         extra: {
           idempotency_key: error.idempotencyKey,
@@ -63,7 +103,7 @@ function describeError(tool: string, error: unknown): ErrorDetails {
     return {
       code: error.code,
       retryable: true,
-      message: `${error.message}. Nothing was written.`,
+      message: `${sentence(error.message)} Nothing was written.`,
       next: WRITE_TOOLS.has(tool)
         ? `wait ${wait}, then call ${tool} again with the same intent_id.`
         : `wait ${wait}, then call ${tool} again with the same arguments.`,
