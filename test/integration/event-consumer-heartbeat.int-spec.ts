@@ -19,7 +19,7 @@ import {
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { deleteKitRows, EFFECTS_DDL } from '../support/kit-example';
-import { kitOptions } from '../support/kit-options';
+import { capturingLogger, kitOptions } from '../support/kit-options';
 
 jest.setTimeout(120_000);
 
@@ -48,12 +48,6 @@ class Gated {
 
 @Module({ controllers: [Gated] })
 class GatedModule {}
-
-function capturingLogger(lines: string[]): KitLogger {
-  const note = (obj: unknown, msg?: string) => void lines.push(`${msg ?? ''} ${JSON.stringify(obj)}`);
-  const log = { debug: () => undefined, info: note, warn: note, error: note, child: () => log };
-  return log as unknown as KitLogger;
-}
 
 describe('event consumer kit: a rebalance under a running handler', () => {
   const topic = uniqueName('kit-heartbeat');

@@ -294,10 +294,12 @@ export class ChunkProcessor {
         client,
       ]);
       const stop = this.metrics.handlerSeconds.startTimer(group);
-      const r = (await this.invoke(
-        batch.handler,
-        events.map((e) => e.event),
-        ctx,
+      const r = (await heartbeatWhile(control, () =>
+        this.invoke(
+          batch.handler,
+          events.map((e) => e.event),
+          ctx,
+        ),
       )) as OwnInboxResult | undefined;
       stop();
       if (r) this.countDone(place, r.processed, r.duplicates, 0);
@@ -331,21 +333,25 @@ export class ChunkProcessor {
         },
         client,
       ]);
-      await this.invoke(
-        batch.handler,
-        todo.map((e) => e.event),
-        ctx,
+      await heartbeatWhile(control, () =>
+        this.invoke(
+          batch.handler,
+          todo.map((e) => e.event),
+          ctx,
+        ),
       );
     } else {
       for (const e of todo) {
-        await spans.within(e.i, () =>
-          this.invoke(
-            this.handlers.byType.get(e.event.type)!,
-            e.event,
-            new TicketEventContext([{ ...where, offset: e.offset }, client]),
+        await heartbeatWhile(control, () =>
+          spans.within(e.i, () =>
+            this.invoke(
+              this.handlers.byType.get(e.event.type)!,
+              e.event,
+              new TicketEventContext([{ ...where, offset: e.offset }, client]),
+            ),
           ),
         );
-        // Slow handlers: keep the membership alive inside a long chunk (kafkajs sends one only when due).
+        // Many quick handlers in a long chunk: one heartbeat offered per event (kafkajs sends one only when due).
         await control.heartbeat();
       }
     }
@@ -380,5 +386,38 @@ export class ChunkProcessor {
     if (processed > 0) this.metrics.processed.inc(group, processed);
     if (duplicates > 0) this.metrics.duplicates.inc(group, duplicates);
     if (invalid > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid);
+  }
+}
+
+/** How often a running handler offers kafkajs a heartbeat (kafkajs sends one only when its heartbeatInterval has passed). */
+const HEARTBEAT_OFFER_MS = 500;
+
+/**
+ * Waits for a handler, offering a heartbeat every HEARTBEAT_OFFER_MS while it runs. A handler slower than the
+ * session timeout then keeps its partition: without this the coordinator evicted the member, the chunk was
+ * rolled back and read again after the rejoin, and a handler that always took that long never got past it (no
+ * attempt counted, no dead letter). A heartbeat that fails (the membership changing) is thrown once the handler
+ * has settled, in place of the handler's own error if it failed too: the chunk is rolled back and read again
+ * after the rejoin, with no attempt counted.
+ */
+async function heartbeatWhile<T>(control: ChunkControl, work: () => Promise<T>): Promise<T> {
+  let failed: { err: unknown } | undefined;
+  let beating = false;
+  const timer = setInterval(() => {
+    if (failed || beating) return;
+    beating = true;
+    control.heartbeat().then(
+      () => (beating = false),
+      (err: unknown) => (failed = { err }),
+    );
+  }, HEARTBEAT_OFFER_MS);
+  try {
+    const value = await work();
+    if (failed) throw failed.err;
+    return value;
+  } catch (err) {
+    throw failed ? failed.err : err;
+  } finally {
+    clearInterval(timer);
   }
 }
