@@ -9,7 +9,7 @@ import type { TicketEventsServer } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
 import { EFFECTS_DDL, EffectsController, POISON_TITLE, startExample } from '../support/kit-example';
-import { kitMetric, kitOptions } from '../support/kit-options';
+import { capturingLogger, kitMetric, kitOptions } from '../support/kit-options';
 
 jest.setTimeout(90_000);
 
@@ -20,6 +20,7 @@ describe('event consumer kit', () => {
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
   let db: Pool;
   let consumer: { app: INestMicroservice; server: TicketEventsServer };
+  const lines: string[] = [];
 
   const effects = async () =>
     (
@@ -37,7 +38,7 @@ describe('event consumer kit', () => {
     db = new Pool({ connectionString: TEST_DATABASE_URL, max: 2 });
     await db.query(EFFECTS_DDL);
     fx = await kafkaFixture(topic, 1);
-    consumer = await startExample(kitOptions(topic, groupId));
+    consumer = await startExample(kitOptions(topic, groupId, { logger: capturingLogger(lines) }));
   });
 
   afterAll(async () => {
@@ -98,6 +99,11 @@ describe('event consumer kit', () => {
     expect(EffectsController.attempts.get(poison.id)).toBe(3);
     expect(await kitMetric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="handler_failed"')).toBe(1);
     expect(await kitMetric(consumer.server, 'event_consumer_dead_lettered_total', 'cause="invalid"')).toBe(1);
+    // Each dead letter is logged, the invalid message's with its offset and reason.
+    expect(lines.filter((l) => l.startsWith('message dead-lettered'))).toEqual([
+      expect.stringMatching(new RegExp(`"offset":"${before + 1}","reason":"not JSON`)),
+    ]);
+    expect(lines.filter((l) => l.startsWith('event dead-lettered'))).toHaveLength(1);
     // The poison event left no inbox row: a replay would try it again rather than skip it.
     expect(
       (

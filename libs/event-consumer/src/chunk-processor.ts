@@ -304,6 +304,7 @@ export class ChunkProcessor {
       stop();
       if (r) this.countDone(place, r.processed, r.duplicates, 0);
       if (invalid.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid.length);
+      this.logInvalid(place, invalid);
       return { fresh: [], dead: [] };
     }
     await client.query('BEGIN');
@@ -365,6 +366,7 @@ export class ChunkProcessor {
     const done = await client.query('COMMIT');
     if (done.command !== 'COMMIT') throw new TransactionAborted();
     this.countDone(place, todo.length, events.length - todo.length - held.size, invalid.length);
+    this.logInvalid(place, invalid);
     if (holds.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'held' }, holds.length);
     for (const h of holds)
       this.log?.warn(
@@ -379,6 +381,15 @@ export class ChunkProcessor {
     const items = heldDeadLetters(events, held, place.groupId);
     await this.inbox.deadLetter(client, place, items, 'held');
     return items;
+  }
+
+  /** One line per message dead-lettered as invalid (committed), as for the other dead letters. */
+  private logInvalid(place: Place, invalid: readonly InvalidMessage[]): void {
+    for (const m of invalid)
+      this.log?.warn(
+        { partition: place.partition, offset: m.offset, reason: m.reason },
+        'message dead-lettered: it is not a valid ticket event',
+      );
   }
 
   private countDone(place: Place, processed: number, duplicates: number, invalid: number): void {
