@@ -2,8 +2,9 @@
 // on an empty database: two replicas migrating at once both succeed and every step is applied once,
 // a second run changes nothing, a step applied with another text is refused, and a consumer refuses to
 // start on an unmigrated schema, naming the command to run.
+import { createServer, type AddressInfo } from 'node:net';
 import { Pool, type PoolClient } from 'pg';
-import { KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
+import { KitDatabaseUnavailable, KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
 import { KIT_MIGRATIONS, KIT_SCHEMA_VERSION, checksumOf, migrate, replayTopic } from '@tickets/event-consumer/admin';
 import { TEST_KAFKA_BROKERS } from '../support/env';
 import { scratchDatabase, type ScratchDatabase } from '../support/kit-databases';
@@ -299,4 +300,35 @@ it('a consumer on an unmigrated schema refuses to start and names the command; w
   await listening;
   const v = await db.query('SELECT max(version)::int AS v FROM self_migrated.kit_migrations');
   expect(v.rows[0].v).toBe(KIT_SCHEMA_VERSION);
+});
+
+it('a consumer whose database cannot be reached or does not exist refuses to start and says what to check', async () => {
+  // A port nothing listens on: one the OS just handed out, closed again.
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+  const missing = new URL(database.url);
+  missing.pathname = '/kit_no_such_database';
+  for (const [databaseUrl, where, code] of [
+    [`postgresql://postgres@127.0.0.1:${port}/tickets`, `127.0.0.1:${port}/tickets`, 'ECONNREFUSED'],
+    [missing.toString(), `${missing.hostname}:${missing.port || 5432}/kit_no_such_database`, '3D000'],
+  ]) {
+    const server = new TicketEventsServer({
+      brokers: TEST_KAFKA_BROKERS,
+      topic: 'kit-migrate-unused',
+      groupId: 'kit-migrate-it',
+      databaseUrl,
+      metrics: false,
+    });
+    const err = await new Promise<unknown>((resolve) => void server.listen((e) => resolve(e)));
+    expect(err).toBeInstanceOf(KitDatabaseUnavailable);
+    expect((err as Error).message).toMatch(
+      new RegExp(
+        `^the consumer kit cannot use PostgreSQL at ${where.replace(/[.]/g, '\\.')} \\(${code}: .*\\): check its databaseUrl option \\(DATABASE_URL\\)`,
+      ),
+    );
+    expect((err as Error).message).not.toContain('postgres@');
+    expect((err as { cause?: { code?: string } }).cause?.code).toBe(code);
+  }
 });

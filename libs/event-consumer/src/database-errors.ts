@@ -54,3 +54,36 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** SQLSTATEs of a connection PostgreSQL refuses at login: no such database, a wrong password, a role not allowed in. */
+const LOGIN_STATES = new Set(['3D000', '28P01', '28000']);
+
+/** The consumer could not reach, or log in to, its database at start. `cause` is the `pg` error. */
+export class KitDatabaseUnavailable extends Error {
+  override name = 'KitDatabaseUnavailable';
+}
+
+/**
+ * A start-up error of the kit's first statement, said as what to check when the database cannot be reached or
+ * refuses the login (the server down, a wrong host, port, database, role or password); any other error as it is.
+ */
+export function startupDatabaseError(err: unknown, databaseUrl: string): unknown {
+  const state = sqlState(err);
+  if (!isDatabaseUnavailable(err) && !(state && LOGIN_STATES.has(state))) return err;
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? `${e.code}: ` : '';
+  return new KitDatabaseUnavailable(
+    `the consumer kit cannot use PostgreSQL at ${databaseHost(databaseUrl)} (${code}${String(e.message ?? err)}): check its databaseUrl option (DATABASE_URL), and that the server is up and the database and role exist`,
+    { cause: err },
+  );
+}
+
+/** host:port/database of a connection string, without the user or password (for messages). */
+export function databaseHost(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return 'the database';
+  }
+}

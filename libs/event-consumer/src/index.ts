@@ -10,6 +10,7 @@ export { TicketEventContext, TicketEventBatchContext, type OwnInboxResult } from
 export type { InvalidMessage } from './envelope-parser';
 export type { WarmFailure } from './warm-connections.repository';
 export { KitSchemaOutdated } from './kit-schema.repository';
+export { KitDatabaseUnavailable } from './database-errors';
 export { MetricsPortError } from './metrics-endpoint';
 // Binary array parameters for a handler's bulk statements (`unnest($1::uuid[], ...)` over a whole batch).
 export { uuidArray, textArray, int8Array, int4Array, boolArray } from './pg-binary';

@@ -4,6 +4,7 @@ import { Pool } from 'pg';
 import { lastValueFrom } from 'rxjs';
 import { ChunkProcessor, Abandoned, type HandlerTable } from './chunk-processor';
 import { ConsumerMetrics } from './consumer-metrics';
+import { startupDatabaseError } from './database-errors';
 import { TICKET_EVENTS_BATCH_PATTERN, TICKET_EVENTS_TRANSPORT, type HandlerExtras } from './decorators';
 import { parseEnvelope } from './envelope-parser';
 import { faultsOf, type KitFaults } from './faults';
@@ -147,8 +148,12 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
 
   async listen(callback: (err?: unknown, ...rest: unknown[]) => void): Promise<void> {
     try {
-      if (this.options.migrate) await migrate({ databaseUrl: this.options.databaseUrl, schema: this.options.schema });
-      else await assertMigrated(this.pool, this.tables);
+      try {
+        if (this.options.migrate) await migrate({ databaseUrl: this.options.databaseUrl, schema: this.options.schema });
+        else await assertMigrated(this.pool, this.tables);
+      } catch (err) {
+        throw startupDatabaseError(err, this.options.databaseUrl);
+      }
       await this.warm();
       const counters = new ReplayCountersRepository(this.tables);
       const watch = new ReplayWatch(this.pool, counters);

@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { databaseHost } from '../database-errors';
 import { binEnvironment, brokersOf } from '../ticket-events.env';
 
 export const BIN = 'ticket-events';
@@ -110,7 +111,7 @@ export function timeBound(text: string, flag: string): Date {
 export function explain(err: unknown, t?: Partial<Target>): string {
   const e = err as { code?: string; name?: string; message?: string };
   const msg = e?.message ?? String(err);
-  const host = t?.databaseUrl ? safeHost(t.databaseUrl) : 'the database';
+  const host = t?.databaseUrl ? databaseHost(t.databaseUrl) : 'the database';
   if (
     e?.code === 'ECONNREFUSED' ||
     e?.code === 'ENOTFOUND' ||
@@ -132,13 +133,4 @@ export function explain(err: unknown, t?: Partial<Target>): string {
     );
   }
   return msg;
-}
-
-function safeHost(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
-  } catch {
-    return 'the database';
-  }
 }
