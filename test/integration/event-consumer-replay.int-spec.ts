@@ -141,10 +141,9 @@ describe('event consumer kit: replay of a kit group', () => {
     expect(await deadLetters()).toEqual(dead);
   });
 
-  it('refuses an unknown partition without moving anything', async () => {
+  it('refuses an unknown partition without moving anything, before asking the live members to pause', async () => {
     const out: string[] = [];
-    await example?.app.close();
-    example = undefined;
+    expect(example).toBeDefined(); // a live member of the group
     const before = await committed();
     const r = await replayTopic(
       {
@@ -164,8 +163,45 @@ describe('event consumer kit: replay of a kit group', () => {
       },
     );
     expect(r).toEqual({ outcome: 'failed' });
-    expect(out.join('\n')).toContain('has no partition 7');
+    expect(out).toEqual([expect.stringContaining('has no partition 7')]);
     expect(await committed()).toEqual(before);
+    await example?.app.close();
+    example = undefined;
+  });
+
+  it('refuses a group with no members that never committed on the topic (a mistyped id); --new-group sets its offsets', async () => {
+    const typo = `${groupId}-typo`;
+    const offsetsOf = async (g: string) =>
+      (await fx.admin.fetchOffsets({ groupId: g, topics: [topic] }))[0].partitions
+        .sort((a, b) => a.partition - b.partition)
+        .map((p) => p.offset);
+    const replays = async (g: string) =>
+      (await db.query('SELECT 1 FROM ticket_events.replays WHERE group_id = $1', [g])).rowCount;
+    const out: string[] = [];
+    const request = { group: typo, topic, from: 'earliest', wait: true, follow: false, timeoutMs: 30_000 };
+    const deps = {
+      databaseUrl: TEST_DATABASE_URL,
+      kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' },
+      out: (l: string) => void out.push(l),
+    };
+    try {
+      expect(await replayTopic(request, deps)).toEqual({ outcome: 'unknown-group' });
+      expect(out.join('\n')).toContain(
+        `replay: group "${typo}" has no members and has never committed an offset on topic ${topic}: is the group id right? Nothing was changed.`,
+      );
+      expect(await offsetsOf(typo)).toEqual(['-1', '-1']);
+      expect(await replays(typo)).toBe(0);
+      // A group with committed offsets and no members (the example is stopped) is not refused: the test above's.
+      expect(await committed()).not.toEqual(['-1', '-1']);
+
+      const allowed = await replayTopic({ ...request, newGroup: true }, deps);
+      expect(allowed.outcome).toBe('started');
+      expect(await offsetsOf(typo)).toEqual(['0', '0']);
+      expect(await replays(typo)).toBe(1);
+    } finally {
+      await db.query('DELETE FROM ticket_events.replays WHERE group_id = $1', [typo]);
+      await fx.admin.deleteGroups([typo]).catch(() => undefined);
+    }
   });
 });
 

@@ -268,6 +268,7 @@ describe('cli arguments', () => {
       topic: undefined,
       from: 'earliest',
       partition: undefined,
+      newGroup: false,
       pause: true,
       wait: false,
       follow: false,
@@ -293,6 +294,7 @@ describe('cli arguments', () => {
       topic: 't',
       from: '2026-11-30T08:00:00+01:00',
       partition: undefined,
+      newGroup: false,
       pause: false,
       wait: true,
       follow: true,
@@ -302,6 +304,7 @@ describe('cli arguments', () => {
     expect(argsOf(replayCli, '--group', 'g', '--from', '2026-11-30').from).toBe('2026-11-30');
     expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest', '--partition', '3').partition).toBe(3);
     expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest').partition).toBeUndefined();
+    expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest', '--new-group').newGroup).toBe(true);
   });
 
   it('webhooks: set with url and a secret file, show and clear with the tenant only, reencrypt with or without one', () => {

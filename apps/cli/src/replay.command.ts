@@ -9,6 +9,7 @@ const EXIT_OF: Record<ReplayOutcome['outcome'], number> = {
   started: REPLAY_EXIT.ok,
   completed: REPLAY_EXIT.ok,
   'unknown-topic': REPLAY_EXIT.failed,
+  'unknown-group': REPLAY_EXIT.failed,
   'no-replay': REPLAY_EXIT.failed,
   failed: REPLAY_EXIT.failed,
   'group-busy': REPLAY_EXIT.groupBusy,
@@ -20,6 +21,7 @@ interface ReplayArgs {
   topic?: string;
   from?: string;
   partition?: number;
+  newGroup: boolean;
   pause: boolean;
   wait: boolean;
   follow: boolean;
@@ -31,7 +33,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
   name: 'replay',
   summary: "move a consumer group's offsets back so it re-reads the topic (safe: dedup by event id)",
   usage: [
-    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--partition <n>] [--no-pause [--wait]] [--follow] [--timeout 30m]',
+    'replay --group <group> [--topic <topic>] --from earliest|<ISO-8601 time> [--partition <n>] [--new-group] [--no-pause [--wait]] [--follow] [--timeout 30m]',
     "replay --group <group> [--topic <topic>] --follow      (follow the group's latest replay)",
   ],
   details: [
@@ -69,6 +71,12 @@ export const replayCli: CliCommand<ReplayArgs> = {
       value: '<n>',
       description: 'rewind only this partition (the others keep their offsets)',
       default: 'every partition',
+    },
+    'new-group': {
+      type: 'boolean',
+      description:
+        'allow a group with no members and no committed offset on the topic (one that has not consumed yet); without it such a group is refused as a likely typo (exit 1)',
+      default: 'off',
     },
     'no-pause': {
       type: 'boolean',
@@ -124,6 +132,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
       topic: values.topic as string | undefined,
       from,
       partition,
+      newGroup: values['new-group'] === true,
       pause,
       wait: values.wait === true,
       follow,

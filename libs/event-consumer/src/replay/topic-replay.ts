@@ -17,6 +17,12 @@ export interface ReplayRequest {
   /** Only this partition (the others keep their offsets); absent: every partition. */
   partition?: number;
   /**
+   * Set the offsets of a group that has no members and has never committed an offset on the topic (a group
+   * about to start for the first time). Without it such a group is refused as `unknown-group`: most often a
+   * mistyped group id, for which a replay would create a new group and record a replay no consumer follows.
+   */
+  newGroup?: boolean;
+  /**
    * A group with live members: ask them to pause (leave while the offsets move, then rejoin by
    * themselves), the default. false: refuse as a busy group, or with `wait` wait until it is empty.
    */
@@ -49,7 +55,7 @@ export interface ReplayDeps {
  */
 export type ReplayOutcome =
   | { outcome: 'started' | 'completed'; replayId: string }
-  | { outcome: 'unknown-topic' | 'no-replay' | 'group-busy' | 'timeout' | 'failed' };
+  | { outcome: 'unknown-topic' | 'unknown-group' | 'no-replay' | 'group-busy' | 'timeout' | 'failed' };
 
 /** `from` is 'earliest' or an ISO-8601 date or time (offset optional). */
 export function isReplayStart(from: string): boolean {
@@ -93,8 +99,26 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
     }
     let replayId: string | undefined;
     if (req.from) {
+      // Refusals come before any pause: a pause makes live members leave, and a refusal after it moved nothing.
+      const partitions = await admin.fetchTopicOffsets(topic);
+      if (req.partition !== undefined && !partitions.some((p) => p.partition === req.partition)) {
+        out(
+          `replay: topic ${topic} has no partition ${req.partition} (partitions 0-${partitions.length - 1}); nothing was changed`,
+        );
+        return { outcome: 'failed' };
+      }
       const live = (await admin.describeGroups([group])).groups[0];
       const members = live?.members.length ?? 0;
+      if (members === 0 && !req.newGroup) {
+        const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+        if (!committed || committed.partitions.every((p) => p.offset === '-1')) {
+          out(
+            `replay: group "${group}" has no members and has never committed an offset on topic ${topic}: is the group id right? ` +
+              'Nothing was changed. To set the starting offsets of a group that has not consumed yet, add --new-group.',
+          );
+          return { outcome: 'unknown-group' };
+        }
+      }
       let hold: PauseHold | undefined;
       if (members > 0 && req.pause !== false) {
         const paused = await pauseGroup(
