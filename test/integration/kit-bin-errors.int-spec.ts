@@ -45,4 +45,38 @@ describe('ticket-events bin: errors that say where and what next', () => {
       await admin.end();
     }
   });
+
+  it('wrong usage exits 2 and says how to fix it: a stray argument, a bad schema name, a partition that starts with a dash', async () => {
+    const stray = await run(['migrate', 'extra-arg', '--database-url', TEST_DATABASE_URL]);
+    expect(stray).toEqual({
+      code: 2,
+      err: expect.stringContaining('migrate takes no positional arguments (got "extra-arg")'),
+    });
+    const schema = await run(['migrate', '--schema', 'Bad-Name', '--database-url', TEST_DATABASE_URL]);
+    expect(schema.code).toBe(2);
+    expect(schema.err).toContain('--schema / EVENT_CONSUMER_SCHEMA: schema "Bad-Name" is not a valid schema name');
+    const dash = await run(['replay', '--group', 'g', '--from', 'earliest', '--partition', '-1']);
+    expect(dash.code).toBe(2);
+    expect(dash.err).toContain(
+      "argument is ambiguous. Did you forget to specify the option argument for '--partition'?",
+    );
+    expect(dash.err).not.toContain('..');
+  });
+
+  it("a schema without the kit's tables asks whether --schema is right before suggesting migrate", async () => {
+    const { code, err } = await run([
+      'dead-letters',
+      'list',
+      '--group',
+      'g',
+      '--schema',
+      'kit_no_such_schema',
+      '--database-url',
+      TEST_DATABASE_URL,
+    ]);
+    expect(code).toBe(1);
+    expect(err).toMatch(
+      /the kit's tables are not in schema kit_no_such_schema of .*\. Check --schema \/ EVENT_CONSUMER_SCHEMA and --database-url \/ DATABASE_URL; if they are right, create the tables with `ticket-events migrate --schema kit_no_such_schema`/,
+    );
+  });
 });

@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseHost } from '../database-errors';
+import { DEFAULT_SCHEMA, KitSchemaError, KitTables } from '../kit-schema';
 import { binEnvironment, brokersOf } from '../ticket-events.env';
 
 export const BIN = 'ticket-events';
@@ -54,8 +55,14 @@ export function parse(command: Command, argv: string[]): { values: Values; posit
     });
     return { values: values as Values, positionals };
   } catch (e) {
-    throw new Usage(`${(e as Error).message.split('\n')[0]}. Run \`${BIN} ${command.name} --help\`.`);
+    // Node's text in full: its later lines say how to pass a value that starts with a dash (--partition=-1).
+    throw new Usage(`${sentence((e as Error).message.split('\n').join(' '))} Run \`${BIN} ${command.name} --help\`.`);
   }
+}
+
+/** `s` as a sentence: a full stop added unless it ends with one, or with ? or !. */
+export function sentence(s: string): string {
+  return /[.?!]$/.test(s) ? s : `${s}.`;
 }
 
 export function commandHelp(c: Command): string {
@@ -81,11 +88,18 @@ export function target(values: Values, need: { database?: boolean; brokers?: boo
     throw new Usage(`--database-url / DATABASE_URL is not a postgresql:// URL`);
   if (need.brokers && !brokers?.length)
     throw new Usage('no Kafka brokers: pass --brokers host:9092 or set KAFKA_BROKERS');
+  const schema = (values.schema as string | undefined) ?? env.schema;
+  try {
+    new KitTables(schema);
+  } catch (e) {
+    if (e instanceof KitSchemaError) throw new Usage(`--schema / EVENT_CONSUMER_SCHEMA: ${e.message}`);
+    throw e;
+  }
   return {
     databaseUrl: databaseUrl ?? '',
     brokers: brokers ?? [],
     topic: (values.topic as string | undefined) ?? env.topic,
-    schema: (values.schema as string | undefined) ?? env.schema,
+    schema,
   };
 }
 
@@ -123,8 +137,10 @@ export function explain(err: unknown, t?: Partial<Target>): string {
   }
   if (/^KafkaJS/.test(e?.name ?? ''))
     return `Kafka at ${t?.brokers?.join(',') ?? '?'} failed (${e.name}: ${msg}): check --brokers / KAFKA_BROKERS and that the broker is up`;
-  if (e?.code === '42P01' || e?.code === '3F000')
-    return `${msg}: the kit's tables are missing; run \`${BIN} migrate\` first`;
+  if (e?.code === '42P01' || e?.code === '3F000') {
+    const schema = t?.schema ?? DEFAULT_SCHEMA;
+    return `${msg}: the kit's tables are not in schema ${schema} of ${host}. Check --schema / EVENT_CONSUMER_SCHEMA and --database-url / DATABASE_URL; if they are right, create the tables with \`${BIN} migrate --schema ${schema}\``;
+  }
   if (e?.code === '42501') {
     return (
       `${msg} (42501, at ${host}): the role in --database-url / DATABASE_URL lacks a privilege. \`${BIN} migrate\` needs ` +

@@ -1,5 +1,5 @@
 import { migrate } from '../kit-schema.repository';
-import { EXIT, target, type Command } from './bin-support';
+import { EXIT, Usage, target, type Command } from './bin-support';
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -7,15 +7,16 @@ export const migrateCommand: Command = {
   help: [
     'ticket-events migrate [--database-url <url>] [--schema ticket_events]',
     '',
-    "Creates the kit's tables (inbox_events, consumer_dead_letters, replays, replay_partitions,",
-    "dead_letter_actions) in their own schema of the consumer's database, or upgrades them to this",
+    "Creates the kit's tables (inbox_events, consumer_dead_letters, dead_letter_actions, replays,",
+    "replay_partitions, replay_pauses) in their own schema of the consumer's database, or upgrades them to this",
     "kit's version. Each step is applied once, in its own transaction, and recorded in",
     '<schema>.kit_migrations (version, name, checksum). Safe to run from every replica at start: they',
     'take turns on an advisory lock, and a second run changes nothing. Needs CREATE on the database.',
     'Exit codes: 0 migrated or already up to date, 1 failed, 2 wrong usage.',
   ],
   options: {},
-  async run(values, _positionals, io) {
+  async run(values, positionals, io) {
+    if (positionals.length) throw new Usage(`migrate takes no positional arguments (got "${positionals.join(' ')}")`);
     const t = target(values, { database: true });
     const r = await migrate({ databaseUrl: t.databaseUrl, schema: t.schema });
     if (r.applied.length)

@@ -5,6 +5,7 @@ import {
   EXIT,
   Usage,
   commandHelp,
+  sentence,
   explain,
   parse,
   target,
@@ -60,7 +61,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return await command.run(parsed.values, parsed.positionals, io);
   } catch (e) {
     if (e instanceof Usage) {
-      io.err(`${BIN} ${name}: ${e.message}. Run \`${BIN} ${name} --help\`.`);
+      io.err(`${BIN} ${name}: ${sentence(e.message)} Run \`${BIN} ${name} --help\`.`);
       return EXIT.usage;
     }
     io.err(`${BIN} ${name}: ${explain(e, targetOf(parsed.values))}`);
