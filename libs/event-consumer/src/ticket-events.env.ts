@@ -1,7 +1,7 @@
 // The kit's only reader of process.env (scripts/layering.ts allows this one file): the environment
 // variables of `TicketEventsServer.fromEnv()` and of the `ticket-events` bin.
 import type { RetryOptions } from 'kafkajs';
-import { DEFAULTS, TicketEventsOptionsError, type TicketEventsOptions } from './ticket-events.options';
+import { DEFAULTS, resolveOptions, TicketEventsOptionsError, type TicketEventsOptions } from './ticket-events.options';
 
 type Env = Record<string, string | undefined>;
 
@@ -121,5 +121,32 @@ export function optionsFromEnv(
         : drop({ port, host: text(env, 'EVENT_CONSUMER_METRICS_HOST'), setting: 'EVENT_CONSUMER_METRICS_PORT' }),
     reconnectMaxDelayMs: duration(env, 'EVENT_CONSUMER_RECONNECT_MAX_DELAY'),
   });
-  return { ...fromEnv, ...overrides, groupId, databaseUrl };
+  const options = { ...fromEnv, ...overrides, groupId, databaseUrl };
+  try {
+    resolveOptions(options);
+  } catch (err) {
+    // An option set from the environment is named by its variable, which is what the user set.
+    if (!(err instanceof TicketEventsOptionsError)) throw err;
+    const option = /^option ([\w.]+) /.exec(err.message)?.[1];
+    const variable = option && !(option.split('.')[0] in overrides) ? VARIABLE_OF[option] : undefined;
+    if (variable && env[variable] !== undefined)
+      throw new TicketEventsOptionsError(`${variable}="${env[variable]}": ${err.message}`);
+    throw err;
+  }
+  return options;
 }
+
+/** The variable each option checked by resolveOptions is read from. */
+const VARIABLE_OF: Record<string, string> = {
+  chunkSize: 'EVENT_CONSUMER_CHUNK',
+  partitionsConcurrency: 'EVENT_CONSUMER_PARTITIONS_CONCURRENCY',
+  commitIntervalMs: 'EVENT_CONSUMER_COMMIT_INTERVAL',
+  warmConnections: 'EVENT_CONSUMER_WARM_CONNECTIONS',
+  maxAttempts: 'EVENT_CONSUMER_MAX_ATTEMPTS',
+  retryBaseMs: 'EVENT_CONSUMER_RETRY_BASE',
+  retryMaxDelayMs: 'EVENT_CONSUMER_RETRY_MAX_DELAY',
+  reconnectMaxDelayMs: 'EVENT_CONSUMER_RECONNECT_MAX_DELAY',
+  'inbox.retentionMs': 'INBOX_RETENTION',
+  'inbox.purgeIntervalMs': 'INBOX_PURGE_INTERVAL',
+  'metrics.port': 'EVENT_CONSUMER_METRICS_PORT',
+};

@@ -32,6 +32,17 @@ describe('the warm-up options', () => {
       /EVENT_CONSUMER_WARM_CONNECTIONS="x" must be an integer >= 0/,
     );
   });
+
+  it('a value set from the environment that the options refuse is named by its variable', () => {
+    const env = { DATABASE_URL: 'postgresql://db/x', EVENT_CONSUMER_COMMIT_INTERVAL: '1h' };
+    expect(() => optionsFromEnv({ groupId: 'g' }, env)).toThrow(
+      'EVENT_CONSUMER_COMMIT_INTERVAL="1h": option commitIntervalMs must be at most 600000 (got 3600000)',
+    );
+    // Given in code, it is the option's own name.
+    expect(() => optionsFromEnv({ groupId: 'g', commitIntervalMs: 3_600_000 }, env)).toThrow(
+      /^option commitIntervalMs must be at most 600000/,
+    );
+  });
 });
 
 describe('the offset commit interval', () => {
