@@ -37,7 +37,7 @@ export class ConsumerMetrics {
   });
   readonly handlerSeconds = new Histogram({
     name: 'event_consumer_handler_duration_seconds',
-    help: 'Time in the handlers per transaction (one event, or one chunk for batch handlers)',
+    help: 'Time in the handlers per transaction: all the events of a chunk together, or one event retried alone',
     labelNames: this.labels,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],

@@ -40,10 +40,11 @@ export function heldDeadLetters(
   return events.flatMap((e) => {
     const head = held.get(idKey(e.event.id));
     if (!head) return [];
+    // This event first, then the dead letter it waits behind: the two ids are not to be mistaken for each other.
     const what = `${e.event.type} ${e.event.id} not handled`;
     const reason = head.pending
-      ? `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again (${what}): requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --group ${groupId} --ticket ${e.event.ticketId}; requeue --follow does this by itself)`
-      : `held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} (${what}): requeue that one, which brings this one back after it, or discard it and requeue this one`;
+      ? `${what}: held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again: requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --group ${groupId} --ticket ${e.event.ticketId}; requeue --follow does this by itself)`
+      : `${what}: held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId}: requeue that one, which brings this one back after it, or discard it and requeue this one`;
     return [{ ...eventDeadLetter(e, reason), held: head.id }];
   });
 }

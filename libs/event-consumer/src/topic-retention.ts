@@ -22,7 +22,10 @@ export async function checkTopicRetention(
     await admin.connect();
     for (let waited = 0; !(await admin.listTopics()).includes(topic); waited += 1000) {
       if (stopped()) throw new Error(`stopped while waiting for topic ${topic}`);
-      if (waited % 30_000 === 0) log?.warn(`topic ${topic} does not exist yet (the outbox relay creates it); waiting`);
+      if (waited % 30_000 === 0)
+        log?.warn(
+          `topic ${topic} does not exist yet; waiting (the ticket service creates it when it first publishes; check the topic option, TICKET_EVENTS_TOPIC, if it should exist already)`,
+        );
       await new Promise((r) => setTimeout(r, 1000));
     }
     const res = await admin.describeConfigs({

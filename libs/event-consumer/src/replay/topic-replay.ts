@@ -94,7 +94,7 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
       return { outcome: 'failed' };
     }
     if (!(await admin.listTopics()).includes(topic)) {
-      out(`replay: topic "${topic}" does not exist`);
+      out(`replay: topic "${topic}" does not exist: check --topic / TICKET_EVENTS_TOPIC (default ticket-events)`);
       return { outcome: 'unknown-topic' };
     }
     let replayId: string | undefined;
