@@ -10,14 +10,17 @@ import { Pool } from 'pg';
 import {
   Ctx,
   OnTicketEvent,
+  OnTicketEventBatch,
   Payload,
+  TicketEventBatchContext,
   TicketEventContext,
   TicketEventsServer,
   type TicketCreatedV1,
+  type TicketEvent,
 } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL } from '../support/env';
 import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
-import { deleteKitRows, EFFECTS_DDL } from '../support/kit-example';
+import { deleteKitRows, EFFECTS_DDL, recordEffects } from '../support/kit-example';
 import { capturingLogger, kitOptions } from '../support/kit-options';
 
 jest.setTimeout(120_000);
@@ -45,7 +48,24 @@ class Slow {
 @Module({ controllers: [Slow] })
 class SlowModule {}
 
-describe('event consumer kit: a handler slower than the session timeout', () => {
+/** The batch form: the chunk's events in one call, slow when the chunk holds the slow event. */
+@Controller()
+class SlowBatch {
+  @OnTicketEventBatch()
+  async created(@Payload() events: TicketEvent[], @Ctx() ctx: TicketEventBatchContext): Promise<void> {
+    calls.push(...events.map((e) => e.id));
+    if (events.some((e) => e.id === slowId)) await new Promise((r) => setTimeout(r, HANDLER_MS));
+    await recordEffects(ctx, events);
+  }
+}
+
+@Module({ controllers: [SlowBatch] })
+class SlowBatchModule {}
+
+describe.each([
+  ['per event (@OnTicketEvent)', SlowModule],
+  ['batch (@OnTicketEventBatch)', SlowBatchModule],
+])('event consumer kit: a handler slower than the session timeout, %s', (_form, module) => {
   const topic = uniqueName('kit-slow');
   const groupId = uniqueName('kit-slow-group');
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
@@ -74,7 +94,7 @@ describe('event consumer kit: a handler slower than the session timeout', () => 
         consumer: { sessionTimeout: SESSION_MS, heartbeatInterval: 1_000 },
       }),
     );
-    app = await NestFactory.createMicroservice(SlowModule, { strategy: server, logger: false });
+    app = await NestFactory.createMicroservice(module, { strategy: server, logger: false });
     await app.listen();
     const group = async () => (await fx.admin.describeGroups([groupId])).groups[0];
     const before = await eventually(group, (g) => g.state === 'Stable' && g.members.length === 1, 60_000, 'a member');

@@ -57,3 +57,15 @@ export async function deleteKitRows(db: Pool, groupId: string): Promise<void> {
 
 export const EFFECTS_DDL = `CREATE TABLE IF NOT EXISTS kit_test_effects (
   group_id text NOT NULL, event_id uuid NOT NULL, ticket_id uuid NOT NULL, partition int NOT NULL, at timestamptz NOT NULL DEFAULT now())`;
+
+/** The example's effect for each of `events`, in the handler's transaction (a batch handler's, or one event's). */
+export async function recordEffects(
+  ctx: { tx: { query(text: string, values: unknown[]): Promise<unknown> }; groupId: string; partition: number },
+  events: readonly { id: string; ticketId: string }[],
+): Promise<void> {
+  for (const event of events)
+    await ctx.tx.query(
+      'INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)',
+      [ctx.groupId, event.id, event.ticketId, ctx.partition],
+    );
+}

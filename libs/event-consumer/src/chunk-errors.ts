@@ -1,6 +1,5 @@
 import { isDatabaseUnavailable } from './database-errors';
 import type { KitHandlerError } from './decorators';
-import type { ChunkControl } from './chunk-processor';
 
 /**
  * PostgreSQL answered a chunk's COMMIT with ROLLBACK and no error: a statement in the transaction failed
@@ -58,4 +57,11 @@ export function watchedControl(control: ChunkControl): ChunkControl {
  */
 export function kafkaFailure(err: unknown): boolean {
   return !!err && typeof err === 'object' && kafkaErrors.has(err);
+}
+
+/** Kafka's side of a chunk: keep the membership alive, and learn when to stop. */
+export interface ChunkControl {
+  heartbeat(): Promise<void>;
+  /** The partition was revoked or the consumer is stopping: abandon, commit nothing more. */
+  abandoned(): boolean;
 }

@@ -3,6 +3,8 @@ import type { Pool, PoolClient } from 'pg';
 import { storableText, type TicketEvent } from '@tickets/contracts';
 import { sqlState } from './database-errors';
 import { databaseDown, errorText, kafkaFailure, TransactionAborted, unwrap, watchedControl } from './chunk-errors';
+import type { ChunkControl } from './chunk-errors';
+import { heartbeatWhile } from './handler-heartbeat';
 import type { KitLogger as Logger } from './kit-logger';
 import { SpanKind, startItemSpans, type ItemSpans } from './tracing';
 import type { ConsumerMetrics } from './consumer-metrics';
@@ -33,13 +35,6 @@ export type Invoke = (
   data: unknown,
   ctx: TicketEventContext | TicketEventBatchContext,
 ) => Promise<unknown>;
-
-/** Kafka's side of a chunk: keep the membership alive, and learn when to stop. */
-export interface ChunkControl {
-  heartbeat(): Promise<void>;
-  /** The partition was revoked or the consumer is stopping: abandon, commit nothing more. */
-  abandoned(): boolean;
-}
 
 export class Abandoned extends Error {
   override name = 'Abandoned';
@@ -397,38 +392,5 @@ export class ChunkProcessor {
     if (processed > 0) this.metrics.processed.inc(group, processed);
     if (duplicates > 0) this.metrics.duplicates.inc(group, duplicates);
     if (invalid > 0) this.metrics.deadLettered.inc({ ...group, cause: 'invalid' }, invalid);
-  }
-}
-
-/** How often a running handler offers kafkajs a heartbeat (kafkajs sends one only when its heartbeatInterval has passed). */
-const HEARTBEAT_OFFER_MS = 500;
-
-/**
- * Waits for a handler, offering a heartbeat every HEARTBEAT_OFFER_MS while it runs. A handler slower than the
- * session timeout then keeps its partition: without this the coordinator evicted the member, the chunk was
- * rolled back and read again after the rejoin, and a handler that always took that long never got past it (no
- * attempt counted, no dead letter). A heartbeat that fails (the membership changing) is thrown once the handler
- * has settled, in place of the handler's own error if it failed too: the chunk is rolled back and read again
- * after the rejoin, with no attempt counted.
- */
-async function heartbeatWhile<T>(control: ChunkControl, work: () => Promise<T>): Promise<T> {
-  let failed: { err: unknown } | undefined;
-  let beating = false;
-  const timer = setInterval(() => {
-    if (failed || beating) return;
-    beating = true;
-    control.heartbeat().then(
-      () => (beating = false),
-      (err: unknown) => (failed = { err }),
-    );
-  }, HEARTBEAT_OFFER_MS);
-  try {
-    const value = await work();
-    if (failed) throw failed.err;
-    return value;
-  } catch (err) {
-    throw failed ? failed.err : err;
-  } finally {
-    clearInterval(timer);
   }
 }
