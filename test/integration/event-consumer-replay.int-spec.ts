@@ -169,8 +169,11 @@ describe('event consumer kit: replay of a kit group', () => {
     example = undefined;
   });
 
-  it('refuses a group with no members that never committed on the topic (a mistyped id); --new-group sets its offsets', async () => {
+  it('refuses a group Kafka and the kit do not know (a mistyped id), or one with offsets on another topic only; takes one whose offsets expired; --new-group sets a new one', async () => {
     const typo = `${groupId}-typo`;
+    const elsewhere = `${groupId}-elsewhere`;
+    const expired = `${groupId}-expired`;
+    const otherTopic = `${topic}-other`;
     const offsetsOf = async (g: string) =>
       (await fx.admin.fetchOffsets({ groupId: g, topics: [topic] }))[0].partitions
         .sort((a, b) => a.partition - b.partition)
@@ -178,29 +181,49 @@ describe('event consumer kit: replay of a kit group', () => {
     const replays = async (g: string) =>
       (await db.query('SELECT 1 FROM ticket_events.replays WHERE group_id = $1', [g])).rowCount;
     const out: string[] = [];
-    const request = { group: typo, topic, from: 'earliest', wait: true, follow: false, timeoutMs: 30_000 };
+    const request = { topic, from: 'earliest', wait: true, follow: false, timeoutMs: 30_000 };
     const deps = {
       databaseUrl: TEST_DATABASE_URL,
       kafka: { brokers: TEST_KAFKA_BROKERS, clientId: 'kit-replay-it' },
       out: (l: string) => void out.push(l),
     };
     try {
-      expect(await replayTopic(request, deps)).toEqual({ outcome: 'unknown-group' });
-      expect(out.join('\n')).toContain(
-        `replay: group "${typo}" has no members and has never committed an offset on topic ${topic}: is the group id right? Nothing was changed.`,
-      );
+      expect(await replayTopic({ ...request, group: typo }, deps)).toEqual({ outcome: 'unknown-group' });
+      expect(out).toEqual([
+        `replay: group "${typo}" has no members, no committed offset and no rows in the kit's tables: is the group id right? ` +
+          "For a group that has not consumed yet, or whose offsets the broker dropped (an empty group's, after offsets.retention.minutes), add --new-group. Nothing was changed.",
+      ]);
       expect(await offsetsOf(typo)).toEqual(['-1', '-1']);
       expect(await replays(typo)).toBe(0);
-      // A group with committed offsets and no members (the example is stopped) is not refused: the test above's.
-      expect(await committed()).not.toEqual(['-1', '-1']);
 
-      const allowed = await replayTopic({ ...request, newGroup: true }, deps);
+      // Offsets on another topic only: the topic is the likelier mistake.
+      await fx.admin.createTopics({ topics: [{ topic: otherTopic, numPartitions: 1 }], waitForLeaders: true });
+      await fx.admin.setOffsets({ groupId: elsewhere, topic: otherTopic, partitions: [{ partition: 0, offset: '0' }] });
+      out.length = 0;
+      expect(await replayTopic({ ...request, group: elsewhere }, deps)).toEqual({ outcome: 'unknown-group' });
+      expect(out.join('\n')).toContain(
+        `group "${elsewhere}" has committed offsets on ${otherTopic} but none on ${topic}: check --topic / TICKET_EVENTS_TOPIC.`,
+      );
+      expect(await offsetsOf(elsewhere)).toEqual(['-1', '-1']);
+
+      // No offsets, but rows in the kit's inbox: a real group whose offsets the broker dropped. Not refused.
+      await db.query(
+        `INSERT INTO ticket_events.inbox_events (group_id, event_id, event_type, ticket_id, topic, partition, "offset")
+         VALUES ($1, gen_random_uuid(), 'ticket.created.v1', gen_random_uuid(), $2, 0, 0)`,
+        [expired, topic],
+      );
+      expect((await replayTopic({ ...request, group: expired }, deps)).outcome).toBe('started');
+      expect(await offsetsOf(expired)).toEqual(['0', '0']);
+
+      const allowed = await replayTopic({ ...request, group: typo, newGroup: true }, deps);
       expect(allowed.outcome).toBe('started');
       expect(await offsetsOf(typo)).toEqual(['0', '0']);
       expect(await replays(typo)).toBe(1);
     } finally {
-      await db.query('DELETE FROM ticket_events.replays WHERE group_id = $1', [typo]);
-      await fx.admin.deleteGroups([typo]).catch(() => undefined);
+      await db.query('DELETE FROM ticket_events.inbox_events WHERE group_id = $1', [expired]);
+      await db.query('DELETE FROM ticket_events.replays WHERE group_id = ANY($1)', [[typo, expired]]);
+      await fx.admin.deleteGroups([typo, elsewhere, expired]).catch(() => undefined);
+      await fx.admin.deleteTopics({ topics: [otherTopic] }).catch(() => undefined);
     }
   });
 });

@@ -305,6 +305,10 @@ describe('cli arguments', () => {
     expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest', '--partition', '3').partition).toBe(3);
     expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest').partition).toBeUndefined();
     expect(argsOf(replayCli, '--group', 'g', '--from', 'earliest', '--new-group').newGroup).toBe(true);
+    expect(parseCommandLine(replayCli, ['--group', 'g', '--follow', '--new-group'])).toEqual({
+      kind: 'usage',
+      message: expect.stringContaining('--new-group goes only with --from'),
+    });
   });
 
   it('webhooks: set with url and a secret file, show and clear with the tenant only, reencrypt with or without one', () => {

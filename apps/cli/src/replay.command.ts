@@ -75,7 +75,7 @@ export const replayCli: CliCommand<ReplayArgs> = {
     'new-group': {
       type: 'boolean',
       description:
-        'allow a group with no members and no committed offset on the topic (one that has not consumed yet); without it such a group is refused as a likely typo (exit 1)',
+        "allow a group with no members, no committed offset on the topic and no rows in the kit's tables (one that has not consumed yet); without it such a group is refused (exit 1)",
       default: 'off',
     },
     'no-pause': {
@@ -113,6 +113,10 @@ export const replayCli: CliCommand<ReplayArgs> = {
         `--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "${from}"`,
       );
     const follow = values.follow === true;
+    if (values['new-group'] === true && from === undefined)
+      return new UsageProblem(
+        '--new-group goes only with --from: it lets a replay set the offsets of a group that has none',
+      );
     if (from === undefined && !follow)
       return new UsageProblem('--from is required (or --follow to follow the latest replay)');
     const partitionText = values.partition as string | undefined;

@@ -30,8 +30,8 @@ export const replayCommand: Command = {
     '  --group <group>        the consumer group (required)',
     '  --from <where>         earliest, or the first message at or after an ISO-8601 time (2026-11-30T08:00:00Z)',
     '  --partition <n>        only this partition (default: every partition)',
-    '  --new-group            allow a group that has no members and no committed offset on the topic (one that',
-    '                         has not consumed yet); without it such a group is refused as a likely typo (exit 1)',
+    '  --new-group            allow a group with no members, no committed offset on the topic and no rows in the',
+    "                         kit's tables (one that has not consumed yet); without it such a group is refused (exit 1)",
     '  --no-pause             do not ask live members to pause: refuse a group with live members (exit 3)',
     '  --wait                 with --no-pause: wait for the group to become empty instead of refusing',
     '  --follow               show progress and report when the members are done',
@@ -57,6 +57,8 @@ export const replayCommand: Command = {
     if (from !== undefined && !isReplayStart(from))
       throw new Usage(`--from must be "earliest" or an ISO-8601 time such as 2026-11-30T08:00:00Z, got "${from}"`);
     const follow = values.follow === true;
+    if (values['new-group'] === true && from === undefined)
+      throw new Usage('--new-group goes only with --from: it lets a replay set the offsets of a group that has none');
     if (from === undefined && !follow)
       throw new Usage('--from earliest|<time> is required (or --follow alone to follow the latest replay)');
     const p = values.partition as string | undefined;

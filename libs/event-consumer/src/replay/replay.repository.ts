@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
+import { sqlState } from '../database-errors';
 import type { KitTables } from '../kit-schema';
 
 export interface ReplayPartitionPlan {
@@ -33,6 +34,30 @@ export class ReplayRepository {
     private readonly pool: Pool,
     private readonly t: KitTables,
   ) {}
+
+  /**
+   * Whether the kit's tables hold rows of the group: a replay, or an inbox row. The inbox has no index on the
+   * group alone, so the look is bounded (5 s); a look that runs out counts as not known.
+   */
+  async knowsGroup(group: string): Promise<boolean> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL statement_timeout = '5s'`);
+      const r = await client.query<{ known: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM ${this.t.replays} WHERE group_id = $1)
+             OR EXISTS (SELECT 1 FROM ${this.t.inbox} WHERE group_id = $1) AS known`,
+        [group],
+      );
+      return r.rows[0]?.known === true;
+    } catch (err) {
+      if (sqlState(err) === '57014') return false; // query_canceled: the statement timeout
+      throw err;
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.release();
+    }
+  }
 
   /** Records a replay (own transaction): earlier running replays of the same group and topic are superseded. */
   async create(groupId: string, topic: string, fromSpec: string, plan: ReplayPartitionPlan[]): Promise<string> {

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type KafkaConfig } from 'kafkajs';
 import { Pool } from 'pg';
 import { patchKafkajsRequestQueue } from '../kafkajs-request-queue';
 import { KitTables } from '../kit-schema';
@@ -57,6 +57,31 @@ export type ReplayOutcome =
   | { outcome: 'started' | 'completed'; replayId: string }
   | { outcome: 'unknown-topic' | 'unknown-group' | 'no-replay' | 'group-busy' | 'timeout' | 'failed' };
 
+/**
+ * Why a group with no members looks like a mistyped id, or undefined when it is a real group: one with committed
+ * offsets on the topic, or with rows in the kit's tables (a group whose offsets the broker dropped after it stayed
+ * empty past `offsets.retention.minutes`, 7 days by default). A typo would otherwise get a new group's offsets and
+ * a replay that no consumer follows.
+ */
+async function unknownGroup(
+  admin: Admin,
+  repo: ReplayRepository,
+  group: string,
+  topic: string,
+): Promise<string | undefined> {
+  const committed = (await admin.fetchOffsets({ groupId: group })).filter((t) =>
+    t.partitions.some((p) => p.offset !== '-1'),
+  );
+  if (committed.some((t) => t.topic === topic)) return undefined;
+  if (committed.length > 0)
+    return `group "${group}" has committed offsets on ${committed.map((t) => t.topic).join(', ')} but none on ${topic}: check --topic / TICKET_EVENTS_TOPIC. If ${topic} is right, add --new-group.`;
+  if (await repo.knowsGroup(group)) return undefined;
+  return (
+    `group "${group}" has no members, no committed offset and no rows in the kit's tables: is the group id right? ` +
+    "For a group that has not consumed yet, or whose offsets the broker dropped (an empty group's, after offsets.retention.minutes), add --new-group."
+  );
+}
+
 /** `from` is 'earliest' or an ISO-8601 date or time (offset optional). */
 export function isReplayStart(from: string): boolean {
   return (
@@ -110,12 +135,9 @@ export async function replayTopic(req: ReplayRequest, deps: ReplayDeps): Promise
       const live = (await admin.describeGroups([group])).groups[0];
       const members = live?.members.length ?? 0;
       if (members === 0 && !req.newGroup) {
-        const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-        if (!committed || committed.partitions.every((p) => p.offset === '-1')) {
-          out(
-            `replay: group "${group}" has no members and has never committed an offset on topic ${topic}: is the group id right? ` +
-              'Nothing was changed. To set the starting offsets of a group that has not consumed yet, add --new-group.',
-          );
+        const unknown = await unknownGroup(admin, repo, group, topic);
+        if (unknown) {
+          out(`replay: ${unknown} Nothing was changed.`);
           return { outcome: 'unknown-group' };
         }
       }
