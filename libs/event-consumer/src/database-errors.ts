@@ -70,10 +70,14 @@ export class KitDatabaseUnavailable extends Error {
 export function startupDatabaseError(err: unknown, databaseUrl: string): unknown {
   const state = sqlState(err);
   if (!isDatabaseUnavailable(err) && !(state && LOGIN_STATES.has(state))) return err;
-  const e = err as { code?: unknown; message?: unknown };
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown };
   const code = typeof e.code === 'string' ? `${e.code}: ` : '';
+  // A host name with two addresses (localhost: ::1 and 127.0.0.1) fails as an AggregateError with an empty
+  // message; its attempts say what happened.
+  const attempts = Array.isArray(e.errors) ? e.errors.map((x) => String((x as Error)?.message ?? x)) : [];
+  const said = typeof e.message === 'string' && e.message !== '' ? e.message : attempts.join('; ') || String(err);
   return new KitDatabaseUnavailable(
-    `the consumer kit cannot use PostgreSQL at ${databaseHost(databaseUrl)} (${code}${String(e.message ?? err)}): check its databaseUrl option (DATABASE_URL), and that the server is up and the database and role exist`,
+    `the consumer kit cannot use PostgreSQL at ${databaseHost(databaseUrl)} (${code}${said}): check its databaseUrl option (DATABASE_URL), and that the server is up and the database and role exist`,
     { cause: err },
   );
 }
