@@ -228,7 +228,7 @@ describe('ticket MCP tools', () => {
     });
     expect(differing.structuredContent).toMatchObject({ outcome: 'deduplicated', ticket_id: TICKET.id });
     expect(text(differing)).toContain(
-      'Its title, priority, metadata differ from what you sent and were not applied: the existing ticket keeps its own.',
+      'Its title, metadata differ from what you sent and were not applied: the existing ticket keeps its own.',
     );
     const same = await call('create_ticket', {
       intent_id: 'third-intent',

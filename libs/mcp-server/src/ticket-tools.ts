@@ -309,7 +309,7 @@ function notApplied(input: CreateArgs, ticket: Ticket): string {
   const differing = [
     input.title !== ticket.title && 'title',
     input.description !== undefined && input.description !== ticket.description && 'description',
-    (input.priority ?? 'normal') !== ticket.priority && 'priority',
+    input.priority !== undefined && input.priority !== ticket.priority && 'priority',
     input.requester !== undefined && !sameJson(input.requester, ticket.requester) && 'requester',
     input.metadata !== undefined && !sameJson(input.metadata, ticket.metadata) && 'metadata',
   ].filter((f): f is string => f !== false);
