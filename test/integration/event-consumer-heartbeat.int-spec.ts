@@ -47,10 +47,7 @@ class Gated {
       gate.entered?.();
       await gate.release;
     }
-    await ctx.tx.query(
-      'INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)',
-      [ctx.groupId, event.id, event.ticketId, ctx.partition],
-    );
+    await recordEffects(ctx, [event]);
   }
 }
 

@@ -38,10 +38,7 @@ class Slow {
   async created(@Payload() event: TicketCreatedV1, @Ctx() ctx: TicketEventContext): Promise<void> {
     calls.push(event.id);
     if (event.id === slowId) await new Promise((r) => setTimeout(r, HANDLER_MS));
-    await ctx.tx.query(
-      'INSERT INTO kit_test_effects (group_id, event_id, ticket_id, partition) VALUES ($1, $2, $3, $4)',
-      [ctx.groupId, event.id, event.ticketId, ctx.partition],
-    );
+    await recordEffects(ctx, [event]);
   }
 }
 
