@@ -2,6 +2,9 @@
 // item 1): started with both piped to this test, ready, then the test drops its read ends (as a
 // supervisor that died does) and sends SIGTERM. Before the fix the API closed its port and never
 // exited: pino's exit-time flush of the buffered shutdown lines retried the EPIPE for ever.
+// And with stdout read, each one's last line is written before it exits 0: the consumers stopped
+// through Nest's enableShutdownHooks(), which re-raises the signal, and lost the kit's "event consumer
+// stopped" still buffered in the asynchronous log destination.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TEST_KAFKA_BROKERS } from '../support/env';
@@ -50,7 +53,7 @@ const PROCESSES: Array<{ main: AppMain; ready: string; env: Record<string, strin
   },
 ];
 
-describe('SIGTERM with the readers of stdout and stderr gone', () => {
+describe('SIGTERM: every process exits 0, with its last lines written', () => {
   let fx: Awaited<ReturnType<typeof kafkaFixture>>;
   let database: RelayTestDatabase;
   let api: Server;
@@ -76,7 +79,7 @@ describe('SIGTERM with the readers of stdout and stderr gone', () => {
 
   it.each(
     PROCESSES.map((p) => [`${p.main}${p.env.RELAY_ENABLED === 'true' ? ' (relay and console on)' : ''}`, p] as const),
-  )('%s exits after SIGTERM', async (_name, p) => {
+  )('%s exits 0 after SIGTERM with the readers of stdout and stderr gone', async (_name, p) => {
     const app = startApp(p.main, { ...common, ...p.env });
     await app.line(p.ready);
     app.proc.stdout!.destroy();
@@ -85,11 +88,35 @@ describe('SIGTERM with the readers of stdout and stderr gone', () => {
     app.proc.kill('SIGTERM');
     const bound = new Promise<'still running'>((r) => setTimeout(() => r('still running'), EXIT_BOUND_MS).unref());
     const outcome = await Promise.race([app.exited, bound]);
-    // 0 from the processes that exit by themselves; Nest's shutdown hooks (the consumers) end by re-raising SIGTERM.
-    expect(outcome).not.toBe('still running');
-    expect([
-      { code: 0, signal: null },
-      { code: null, signal: 'SIGTERM' },
-    ]).toContainEqual(outcome);
+    expect(outcome).toEqual({ code: 0, signal: null });
+  });
+
+  it.each([
+    ['ticket-api', 'ticket-api stopped', PROCESSES[0]],
+    ['consumer', 'consumer stopped', PROCESSES[3]],
+    ['stats-consumer', 'stats-consumer stopped', PROCESSES[4]],
+  ] as const)('%s writes its last lines after SIGTERM, then exits 0', async (_name, last, p) => {
+    const app = startApp(p.main, { ...common, ...p.env });
+    await app.line(p.ready);
+    app.proc.kill('SIGTERM');
+    expect(await app.exited).toEqual({ code: 0, signal: null });
+    const msgs = app.lines.map((l) => String(l.msg));
+    expect(msgs.slice(-1)).toEqual([last]);
+    if (p.main !== 'ticket-api') expect(msgs).toContain('event consumer stopped');
+  });
+
+  it('a consumer stopped while it waits for its topic exits 0, without a start-up failure', async () => {
+    const app = startApp('consumer', {
+      ...common,
+      TICKET_EVENTS_TOPIC: uniqueName('stdio-gone-missing'),
+      NOTIFIER_METRICS_PORT: '0',
+      NOTIFIER_GROUP_ID: uniqueName('stdio-gone-waiting'),
+    });
+    await app.line('topic ');
+    app.proc.kill('SIGTERM');
+    expect(await app.exited).toEqual({ code: 0, signal: null });
+    const msgs = app.lines.map((l) => String(l.msg));
+    expect(msgs.filter((m) => m.includes('failed to start'))).toEqual([]);
+    expect(msgs.slice(-1)).toEqual(['consumer stopped']);
   });
 });

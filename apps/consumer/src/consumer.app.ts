@@ -43,16 +43,17 @@ export function notifierOptions(config: AppConfig, kit: EventConsumerConfig, log
 /**
  * The notifier as a Nest microservice on the kit's transport (main.ts, the tests and the benchmark
  * start it so). `over` replaces kit options (tests: topic, group, fault hooks); `dispatch: false` runs
- * no webhook dispatcher. SIGTERM: the transport finishes its chunk and leaves the group, then the
- * dispatcher stops.
+ * no webhook dispatcher; `onCreated` gets the app before it starts listening (main.ts: so that a SIGTERM
+ * during the start closes it). `app.close()`: the transport finishes its chunk and leaves the group, then
+ * the dispatcher stops.
  */
 export async function createConsumerApp(
   config: AppConfig,
   kit: EventConsumerConfig,
   logger: Logger,
-  over: Partial<TicketEventsOptions> & { dispatch?: boolean } = {},
+  over: Partial<TicketEventsOptions> & { dispatch?: boolean; onCreated?: (app: INestMicroservice) => void } = {},
 ): Promise<NotifierApp> {
-  const { dispatch = true, ...rest } = over;
+  const { dispatch = true, onCreated, ...rest } = over;
   // The statement of every chunk, parsed and planned on the kit's connections before the first fetch.
   const options = { ...notifierOptions(config, kit, logger), warmStatements: hotInboxStatements(dispatch), ...rest };
   const server = new TicketEventsServer(options);
@@ -64,7 +65,7 @@ export async function createConsumerApp(
       abortOnError: false,
     },
   );
-  app.enableShutdownHooks();
+  onCreated?.(app);
   await app.listen();
   return { app, server, dispatcher: app.get(NotifierDispatcherService) };
 }

@@ -1,7 +1,8 @@
 import './instrument';
 import { loadConfigOrExit, loadEventConsumerConfigOrExit } from '@tickets/config';
+import type { INestMicroservice } from '@nestjs/common';
 import { createLogger, guardStdio } from '@tickets/logger';
-import { failStartup } from '@tickets/startup';
+import { failStartup, stopOnSignals } from '@tickets/startup';
 import { createConsumerApp } from './consumer.app';
 
 guardStdio();
@@ -15,13 +16,17 @@ async function main(): Promise<void> {
       'NOTIFY_WEBHOOK_URL is not set: notifications of tenants without a webhook of their own are recorded as skipped',
     );
   }
+  // Installed before the start, so that a signal while it waits (for the topic, say) stops it cleanly too.
+  let app: INestMicroservice | undefined;
+  const signals = stopOnSignals('consumer', async () => app?.close(), logger);
   try {
-    const { server } = await createConsumerApp(config, kit, logger);
+    const { server } = await createConsumerApp(config, kit, logger, { onCreated: (created) => (app = created) });
     logger.info(
       { groupId: config.notifier.groupId, topic: config.kafka.topic, metricsPort: server.metricsPort },
       'consumer running (SIGTERM/SIGINT to stop)',
     );
   } catch (err) {
+    if (signals.stopping()) return; // the start ended by the signal: stopOnSignals exits
     await failStartup(
       'consumer',
       err,

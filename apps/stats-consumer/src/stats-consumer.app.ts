@@ -5,10 +5,15 @@ import { TicketEventsServer, type TicketEventsOptions } from '@tickets/event-con
 import { PinoNestLogger, type Logger } from '@tickets/logger';
 import { StatsConsumerModule } from './stats-consumer.module';
 
-/** The stats projection consumer as a Nest microservice on the kit's transport (main.ts and the tests start it so). */
+/**
+ * The stats projection consumer as a Nest microservice on the kit's transport (main.ts and the tests start
+ * it so). `onCreated` gets the app before it starts listening (main.ts: so that a SIGTERM during the start
+ * closes it).
+ */
 export async function createStatsConsumer(
   options: TicketEventsOptions,
   logger: Logger,
+  onCreated?: (app: INestMicroservice) => void,
 ): Promise<{ app: INestMicroservice; server: TicketEventsServer }> {
   const server = new TicketEventsServer(options);
   const app = await NestFactory.createMicroservice(StatsConsumerModule.forRoot(options.groupId), {
@@ -16,7 +21,7 @@ export async function createStatsConsumer(
     logger: new PinoNestLogger(logger.child({ component: 'nest' })),
     abortOnError: false,
   });
-  app.enableShutdownHooks();
+  onCreated?.(app);
   await app.listen();
   return { app, server };
 }

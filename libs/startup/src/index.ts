@@ -9,3 +9,4 @@ export {
 } from './startup-failure';
 export { listen } from './listen';
 export { failStartup } from './fail-startup';
+export { stopOnSignals } from './stop-on-signals';
