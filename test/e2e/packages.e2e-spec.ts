@@ -268,6 +268,8 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
   let api: Awaited<ReturnType<typeof startApiProcess>>;
   let tenant: TestTenant;
   let consumer: ChildProcess | undefined;
+  /** What the consumer started last printed (stdout and stderr). */
+  let consumerOutput = '';
   let kafka: Awaited<ReturnType<typeof kafkaFixture>>;
   const env = () => ({
     DATABASE_URL: database.url,
@@ -286,6 +288,7 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
       '@nestjs/common',
       '@nestjs/core',
       '@nestjs/microservices',
+      'pino',
       'reflect-metadata',
       'rxjs',
     ]);
@@ -316,16 +319,19 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
       env: { ...process.env, ...env() },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    consumerOutput = '';
+    child.stdout!.on('data', (d: Buffer) => (consumerOutput += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (consumerOutput += d.toString()));
     await eventually(
-      () => output,
+      () => consumerOutput,
       (o) => o.includes('consuming') || child.exitCode !== null,
       60_000,
       'the consumer to start',
     );
-    expect({ exit: child.exitCode, output: child.exitCode === null ? '' : output }).toEqual({ exit: null, output: '' });
+    expect({ exit: child.exitCode, output: child.exitCode === null ? '' : consumerOutput }).toEqual({
+      exit: null,
+      output: '',
+    });
     return child;
   };
   const stop = (child: ChildProcess | undefined, signal: NodeJS.Signals) =>
@@ -421,6 +427,9 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
 
     // The whole topic read again (the group stopped first): every event skipped by the inbox.
     await stop(consumer, 'SIGTERM');
+    // Its last line is out before the process ends (the README's synchronous pino destination).
+    const lastLine = consumerOutput.trimEnd().split('\n').at(-1) ?? '';
+    expect(lastLine).toContain('"msg":"event consumer stopped"');
     const replay = await run(
       join(example.dir, 'node_modules', '.bin', 'ticket-events'),
       ['replay', '--group', groupId, '--from', 'earliest'],

@@ -4,6 +4,7 @@
 import 'reflect-metadata';
 import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import pino from 'pino';
 import { Ctx, OnTicketEvent, Payload, TicketEventContext, TicketEventsServer } from '@tickets/event-consumer';
 import type { TicketCancelledV1, TicketCreatedV1, TicketEvent } from '@tickets/event-consumer';
 
@@ -35,6 +36,9 @@ async function main(): Promise<void> {
     groupId: process.env.GROUP_ID ?? 'ticket-log',
     databaseUrl: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/ticket_log',
     metrics: { port: Number(process.env.METRICS_PORT ?? 9464) },
+    // Retries, dead letters, starts and stops as JSON lines; synchronous, so that the last ones are out
+    // before enableShutdownHooks() ends the process by raising SIGTERM again.
+    logger: pino(pino.destination({ sync: true })),
     // Parsed and planned on the kit's connections at start, so the first events after a deploy do not wait for it.
     warmStatements: [LOG_INSERT],
   });
