@@ -2,9 +2,12 @@
 // schema, created by the compiled `ticket-events` bin (run as a child process), a consumer applying
 // each event once through duplicate publishes and a replay, and the bin's replay and dead-letters
 // commands on that database. Also the kit's own error for a taken metrics port.
+
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Pool } from 'pg';
 import { MetricsPortError } from '@tickets/event-consumer';
 import { TEST_KAFKA_BROKERS } from '../support/env';
@@ -73,6 +76,18 @@ it('the bin: --help on itself and on each command; a missing database says how t
     expect(h.code).toBe(0);
     expect(h.out).toContain(usage);
     expect(h.out).toContain('--database-url <url>');
+    // migrate acts on the database alone: its help lists no broker or topic.
+    expect([h.out.includes('--brokers <'), h.out.includes('--topic <')]).toEqual(
+      c === 'migrate' ? [false, false] : [true, true],
+    );
+  }
+  const { version } = JSON.parse(
+    readFileSync(join(__dirname, '..', '..', 'libs/event-consumer/package.json'), 'utf8'),
+  ) as {
+    version: string;
+  };
+  for (const flag of ['--version', '-v']) {
+    expect(await runKitBin([flag])).toEqual({ code: 0, out: `@tickets/event-consumer ${version}\n`, err: '' });
   }
   const missing = await runKitBin(['migrate']);
   expect(missing.code).toBe(2);

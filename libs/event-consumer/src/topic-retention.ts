@@ -38,8 +38,8 @@ export async function checkTopicRetention(
       res.resources[0]?.configEntries.find((c) => c.configName === name)?.configValue ?? undefined;
     const refuse = (kept: string, fix: string) =>
       new Error(
-        `topic ${topic} ${kept} but the inbox keeps event ids for ${inboxRetentionMs} ms: a replay would handle the ` +
-          `oldest events a second time. ${fix}`,
+        `topic ${topic} ${kept} but the inbox keeps event ids for ${readable(inboxRetentionMs)}: a replay would ` +
+          `handle the oldest events a second time. ${fix}`,
       );
     const policy = config('cleanup.policy') ?? 'delete';
     if (!policy.split(',').includes('delete'))
@@ -59,11 +59,39 @@ export async function checkTopicRetention(
     const keptMs = longestKeptMs(retentionMs, segmentMs);
     if (keptMs > inboxRetentionMs)
       throw refuse(
-        `may keep a message for ${keptMs} ms (retention.ms ${retentionMs} + segment.ms ${segmentMs}: a segment goes ` +
-          `only once its newest record is past retention.ms; + ${KAFKA_RETENTION_CHECK_MS} ms for the broker's retention check)`,
-        `Raise inbox.retentionMs (INBOX_RETENTION) to at least ${keptMs} ms, or lower the topic's retention.ms or segment.ms.`,
+        `may keep a message for ${readable(keptMs)} (retention.ms ${readable(retentionMs)} + segment.ms ` +
+          `${readable(segmentMs)}: a segment goes only once its newest record is past retention.ms; ` +
+          `+ ${readable(KAFKA_RETENTION_CHECK_MS)} for the broker's retention check)`,
+        `Raise inbox.retentionMs (INBOX_RETENTION) to at least ${keptMs} ms (INBOX_RETENTION=${roundedUp(keptMs)} covers ` +
+          `it), or lower the topic's retention.ms or segment.ms.`,
       );
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
+}
+
+const UNITS: Array<[string, number]> = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1_000],
+  ['ms', 1],
+];
+
+/** `ms` in the units an operator reads and writes: 173100000 → "2d 5m", 1500 → "1s 500ms", 0 → "0ms". */
+export function readable(ms: number): string {
+  const parts: string[] = [];
+  let rest = Math.round(ms);
+  for (const [unit, size] of UNITS) {
+    const n = Math.floor(rest / size);
+    if (n > 0) parts.push(`${n}${unit}`);
+    rest -= n * size;
+  }
+  return parts.length ? parts.join(' ') : '0ms';
+}
+
+/** The smallest duration of one unit (what INBOX_RETENTION takes) that is at least `ms`: 173100000 → "3d". */
+export function roundedUp(ms: number): string {
+  const [unit, size] = UNITS.find(([, size]) => ms >= size) ?? UNITS[UNITS.length - 1];
+  return `${Math.ceil(ms / size)}${unit}`;
 }

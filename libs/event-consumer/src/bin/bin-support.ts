@@ -29,19 +29,23 @@ export const COMMON: Options = {
   help: { type: 'boolean', short: 'h' },
 };
 
-export const COMMON_HELP = [
-  "  --database-url <url>   the consumer's PostgreSQL (default: DATABASE_URL)",
-  '  --brokers <a:9092,..>  Kafka bootstrap brokers (default: KAFKA_BROKERS)',
-  '  --topic <topic>        the events topic (default: TICKET_EVENTS_TOPIC, else ticket-events)',
-  "  --schema <name>        schema of the kit's tables (default: EVENT_CONSUMER_SCHEMA, else ticket_events)",
-  '  -h, --help             this help',
-];
+export type Place = 'database-url' | 'brokers' | 'topic' | 'schema';
+
+const COMMON_HELP: Record<Place | 'help', string> = {
+  'database-url': "  --database-url <url>   the consumer's PostgreSQL (default: DATABASE_URL)",
+  brokers: '  --brokers <a:9092,..>  Kafka bootstrap brokers (default: KAFKA_BROKERS)',
+  topic: '  --topic <topic>        the events topic (default: TICKET_EVENTS_TOPIC, else ticket-events)',
+  schema: "  --schema <name>        schema of the kit's tables (default: EVENT_CONSUMER_SCHEMA, else ticket_events)",
+  help: '  -h, --help             this help',
+};
 
 export interface Command {
   name: string;
   summary: string;
   help: string[];
   options: Options;
+  /** The places it acts on, listed in its help; default all four. */
+  places?: Place[];
   run(values: Values, positionals: string[], io: Io): Promise<number>;
 }
 
@@ -66,7 +70,14 @@ export function sentence(s: string): string {
 }
 
 export function commandHelp(c: Command): string {
-  return [...c.help, '', 'Where (flags win over the environment):', ...COMMON_HELP].join('\n');
+  const places = c.places ?? (['database-url', 'brokers', 'topic', 'schema'] as const);
+  return [
+    ...c.help,
+    '',
+    'Where (flags win over the environment):',
+    ...places.map((p) => COMMON_HELP[p]),
+    COMMON_HELP.help,
+  ].join('\n');
 }
 
 export interface Target {

@@ -15,6 +15,7 @@ export const migrateCommand: Command = {
     'Exit codes: 0 migrated or already up to date, 1 failed, 2 wrong usage.',
   ],
   options: {},
+  places: ['database-url', 'schema'],
   async run(values, positionals, io) {
     if (positionals.length) throw new Usage(`migrate takes no positional arguments (got "${positionals.join(' ')}")`);
     const t = target(values, { database: true });

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // `ticket-events`: the consumer kit's command line (npx ticket-events --help).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   BIN,
   EXIT,
@@ -25,15 +27,28 @@ function help(): string {
     '',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(14)} ${c.summary}`),
     '',
-    `Every command reads DATABASE_URL, KAFKA_BROKERS and TICKET_EVENTS_TOPIC (default ticket-events); the flags`,
-    '--database-url, --brokers, --topic and --schema win over them.',
-    `Run \`${BIN} <command> --help\` for a command's options and exit codes.`,
+    `The commands read DATABASE_URL, KAFKA_BROKERS and TICKET_EVENTS_TOPIC (default ticket-events); migrate only`,
+    'DATABASE_URL. The flags --database-url, --brokers, --topic and --schema win over them.',
+    `Run \`${BIN} <command> --help\` for a command's options and exit codes; \`${BIN} --version\` for the kit's version.`,
   ].join('\n');
+}
+
+/** The installed kit's version, from its package.json (two levels up from dist/bin and from src/bin). */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+  };
+  return `${pkg.name} ${pkg.version}`;
 }
 
 /** Runs one invocation; resolves to the exit code. */
 export async function main(argv: string[], io: Io): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-v' || name === 'version') {
+    io.out(version());
+    return EXIT.ok;
+  }
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     const about = name === 'help' ? COMMANDS.find((c) => c.name === rest[0]) : undefined;
     io.out(about ? commandHelp(about) : help());
