@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_MAIN as MAIN, startMcpStdio } from '../support/mcp-stdio';
-import { startTestStack, type TestStack, type TestTenant } from '../support/stack';
+import { ROOT, startTestStack, type TestStack, type TestTenant } from '../support/stack';
 import { startApp } from '../support/app-process';
 import { trackChild } from '../support/children';
 
@@ -151,9 +151,11 @@ describe('tickets MCP server over stdio', () => {
   });
 
   /** Runs the server with this environment until it exits by itself (a refused start): its exit code and output. */
-  const refusedStart = async (extra: Record<string, string>) => {
+  const refusedStart = async (extra: Record<string, string>, args: string[] = []) => {
     const env = { ...getDefaultEnvironment(), TICKETS_API_URL: stack.baseUrl, ...extra };
-    const child = trackChild(spawn(process.execPath, [MAIN], { cwd: tmpdir(), env, stdio: ['pipe', 'pipe', 'pipe'] }));
+    const child = trackChild(
+      spawn(process.execPath, [MAIN, ...args], { cwd: tmpdir(), env, stdio: ['pipe', 'pipe', 'pipe'] }),
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -161,6 +163,29 @@ describe('tickets MCP server over stdio', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     return { code, stdout, stderr };
   };
+
+  it('answers --help and --version without starting, and refuses arguments: its settings are the environment', async () => {
+    const help = await refusedStart({}, ['--help']);
+    expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: '' });
+    for (const name of ['TICKETS_API_KEY', 'TICKETS_API_URL', 'TICKETS_KEY_STORE', 'create_ticket', 'check_request'])
+      expect(help.stdout).toContain(name);
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'libs/mcp-server/package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(await refusedStart({}, ['--version'])).toEqual({
+      code: 0,
+      stdout: `@tickets/mcp-server ${version}\n`,
+      stderr: '',
+    });
+    const stray = await refusedStart({ TICKETS_API_KEY: tenant.apiKey }, ['--api-key', 'tk_x']);
+    expect(stray).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'tickets-mcp: unexpected arguments "--api-key" "tk_x": it takes its settings from the environment ' +
+        '(TICKETS_API_KEY, TICKETS_API_URL, ...). Run `tickets-mcp --help`.\n',
+    });
+  });
 
   it('refuses to start without TICKETS_API_KEY and says so on stderr (stdout stays clean)', async () => {
     const { code, stdout, stderr } = await refusedStart({});

@@ -1,0 +1,39 @@
+import { TICKET_TOOL_NAMES } from '../ticket-tools';
+import { VERSION } from '../version';
+
+const BIN = 'tickets-mcp';
+
+function help(): string {
+  return [
+    `${BIN}: the ticket tools as an MCP server on stdio, for an agent host to start:`,
+    `  ${TICKET_TOOL_NAMES.join(', ')}.`,
+    'It speaks MCP on stdout and logs to stderr; run from a terminal, it waits for a host on stdin.',
+    '',
+    'Configured by the environment, not by arguments:',
+    "  TICKETS_API_KEY              required: the ticket API key it acts with (the service's CLI: api-keys create)",
+    '  TICKETS_API_URL              the ticket API (default http://127.0.0.1:3000)',
+    "  TICKETS_KEY_STORE            a JSON file that keeps unfinished intents' keys across restarts (default: memory)",
+    '  TICKETS_TOOL_DEADLINE_MS     how long one write call keeps at its intent before it answers (default 30000)',
+    '  TICKETS_ATTEMPT_TIMEOUT_MS   one HTTP attempt (default 10000)',
+    '  TICKETS_METRICS_PORT         serve GET /metrics on this port (default: not served)',
+    '  LOG_LEVEL                    stderr log level (default info)',
+    'The package README lists the rest, and an agent host entry:',
+    '  {"command": "npx", "args": ["-y", "@tickets/mcp-server"], "env": {"TICKETS_API_KEY": "tk_..."}}',
+  ].join('\n');
+}
+
+/**
+ * What the bin answers to its arguments without starting: --help, --version, or a usage error (exit 2) for
+ * anything else, since the server takes its settings from the environment and would otherwise ignore them.
+ * Undefined: no arguments, start the server.
+ */
+export function cliAnswer(args: string[]): { code: number; out?: string; err?: string } | undefined {
+  if (args.length === 0) return undefined;
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return { code: 0, out: help() };
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v'))
+    return { code: 0, out: `@tickets/mcp-server ${VERSION}` };
+  return {
+    code: 2,
+    err: `${BIN}: unexpected argument${args.length > 1 ? 's' : ''} ${args.map((a) => `"${a}"`).join(' ')}: it takes its settings from the environment (TICKETS_API_KEY, TICKETS_API_URL, ...). Run \`${BIN} --help\`.`,
+  };
+}
