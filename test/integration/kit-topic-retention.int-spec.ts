@@ -46,7 +46,7 @@ describe('checkTopicRetention', () => {
   it('counts segment.ms on top of retention.ms: an inbox as long as the topic retention is refused, one that covers both starts', async () => {
     const topic = await topicWith({ 'retention.ms': String(DAY), 'segment.ms': String(DAY) });
     await expect(check(topic, DAY)).rejects.toThrow(
-      `topic ${topic} may keep a message for 2d 5m (retention.ms 1d + segment.ms 1d: a segment goes only once its ` +
+      `topic ${topic} may keep a message for 2d 5m (retention.ms ${DAY} = 1d, + segment.ms ${DAY} = 1d: a segment goes only once its ` +
         `newest record is past retention.ms; + 5m for the broker's retention check) but the inbox keeps event ids ` +
         `for 1d: a replay would handle the oldest events a second time.`,
     );

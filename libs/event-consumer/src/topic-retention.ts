@@ -59,8 +59,8 @@ export async function checkTopicRetention(
     const keptMs = longestKeptMs(retentionMs, segmentMs);
     if (keptMs > inboxRetentionMs)
       throw refuse(
-        `may keep a message for ${readable(keptMs)} (retention.ms ${readable(retentionMs)} + segment.ms ` +
-          `${readable(segmentMs)}: a segment goes only once its newest record is past retention.ms; ` +
+        `may keep a message for ${readable(keptMs)} (retention.ms ${retentionMs} = ${readable(retentionMs)}, + ` +
+          `segment.ms ${segmentMs} = ${readable(segmentMs)}: a segment goes only once its newest record is past retention.ms; ` +
           `+ ${readable(KAFKA_RETENTION_CHECK_MS)} for the broker's retention check)`,
         `Raise inbox.retentionMs (INBOX_RETENTION) to at least ${keptMs} ms (INBOX_RETENTION=${roundedUp(keptMs)} covers ` +
           `it), or lower the topic's retention.ms or segment.ms.`,
