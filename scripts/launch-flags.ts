@@ -24,13 +24,21 @@ export const HEAP_CAP = ['--max-old-space-size=192', '--max-semi-space-size=16']
 export const JIT_THREADS = ['--concurrent-turbofan-max-threads=1'] as const;
 
 /**
- * The notification consumer's: HEAP_CAP, and old space grown to twice what survived a full collection instead
- * of at most 1.3x (V8's MaxGrowingFactor under a cap below its default minimum heap size). At 1.3x the
- * consumer, with ~23 MB live, ran a full collection every 2 s for the first minutes of load (11-12 per 20 s
- * loop at 300 events/s), and their marking threads took the cores from every process on a 2-core box; at 2x
- * it ran 0-4 per loop, for ~25 MB more peak RSS (docs/benchmarks.md, "The consumer's full collections").
+ * The notification consumer's: the API's young generation (8 MB semi-spaces), and old space grown to twice
+ * what survived a full collection instead of at most 1.3x (V8's MaxGrowingFactor under a cap below its default
+ * minimum heap size). At 1.3x the consumer, with ~23 MB live, ran a full collection every 2 s for the first
+ * minutes of load (11-12 per 20 s loop at 300 events/s), and their marking threads took the cores from every
+ * process on a 2-core box; at 2x it ran 0-4 per loop, for ~25 MB more peak RSS (docs/benchmarks.md, "The
+ * consumer's full collections"). The 8 MB semi-spaces take 13 MB of that back (peak 178-187 MB against
+ * 191-200 MB with 16, 8 runs each) at the same CPU and the same number of full collections
+ * (docs/benchmarks.md, "The consumer's young generation").
  */
-export const CONSUMER_NODE_ARGS = [...HEAP_CAP, '--heap-growing-percent=100', ...JIT_THREADS] as const;
+export const CONSUMER_NODE_ARGS = [
+  '--max-old-space-size=192',
+  '--max-semi-space-size=8',
+  '--heap-growing-percent=100',
+  ...JIT_THREADS,
+] as const;
 
 /**
  * The API's: a young generation half HEAP_CAP's (the API's peak RSS under bench:create 200-211 MB against

@@ -98,7 +98,7 @@ if [ -z "${NOTIFY_WEBHOOK_URL:-}" ]; then
   pids+=($!)
   SINK_NOTE="a local sink that prints each delivery below ($NOTIFY_WEBHOOK_URL; set NOTIFY_WEBHOOK_URL/SECRET for your own)"
 fi
-supervise consumer node --max-old-space-size=192 --max-semi-space-size=16 --heap-growing-percent=100 --concurrent-turbofan-max-threads=1 apps/consumer/dist/main.js &
+supervise consumer node --max-old-space-size=192 --max-semi-space-size=8 --heap-growing-percent=100 --concurrent-turbofan-max-threads=1 apps/consumer/dist/main.js &
 pids+=($!)
 # The statistics projection behind GET /v1/stats (a second consumer group on the same topic).
 supervise stats node --max-old-space-size=192 --max-semi-space-size=16 --concurrent-turbofan-max-threads=1 apps/stats-consumer/dist/main.js &
