@@ -187,6 +187,29 @@ describe('tickets MCP server over stdio', () => {
     });
   });
 
+  it('refuses to start with a TICKETS_API_KEY the API refuses, exit 2; starts with a warning when the API cannot be asked', async () => {
+    const refused = await refusedStart({ TICKETS_API_KEY: 'tk_not_a_key_of_this_api' });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe(
+      `tickets-mcp: TICKETS_API_KEY is refused by ${stack.baseUrl} (401 unauthorized): check that it is this API's key and not revoked; the service's CLI creates one (api-keys create --tenant <slug>).\n`,
+    );
+    expect(refused.stdout).toBe('');
+    // An API that is down at start: the server starts, says it could not check, and each call asks again.
+    const down = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    try {
+      const app = startApp('mcp-server', {
+        TICKETS_API_KEY: tenant.apiKey,
+        TICKETS_API_URL: `http://127.0.0.1:${(down.address() as AddressInfo).port}`,
+      });
+      expect(await app.line('could not check TICKETS_API_KEY at start')).toMatchObject({ level: 40 });
+      await app.line('tickets MCP server ready on stdio');
+      await app.stop();
+    } finally {
+      await new Promise((resolve) => down.close(resolve));
+    }
+  });
+
   it('refuses to start without TICKETS_API_KEY and says so on stderr (stdout stays clean)', async () => {
     const { code, stdout, stderr } = await refusedStart({});
     expect(code).toBe(2);

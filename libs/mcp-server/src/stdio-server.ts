@@ -2,6 +2,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { FileKeyStore, InMemoryKeyStore, TicketClient, type TicketClientEvent } from '@tickets/agent-client';
 import { clientBackend } from './client-backend';
+import { checkApiKey } from './key-check';
 import { loadMcpServerConfig, McpConfigError, type McpServerConfig } from './mcp-server.config';
 import { serveStdioMetrics, type StdioMetrics } from './metrics-endpoint';
 import { stderrLogger, type StderrLogger } from './stderr-logger';
@@ -63,6 +64,18 @@ export async function runStdioServer(): Promise<void> {
     // The client's own checks (e.g. a port fetch refuses to connect to): a bad environment, as above.
     refuseToStart(`TICKETS_API_URL=${config.apiUrl} cannot be used: ${messageOf(error)}`);
   }
+  // A key the API refuses would fail every tool call: say so now, as for a bad variable. An API that cannot
+  // be asked now (down, slow) is not a reason to refuse: the tools ask it again on each call.
+  const key = await checkApiKey(config.apiUrl, config.apiKey);
+  if (key.verdict === 'refused')
+    refuseToStart(
+      `TICKETS_API_KEY is refused by ${config.apiUrl} (${key.detail}): check that it is this API's key and not revoked; the service's CLI creates one (api-keys create --tenant <slug>).`,
+    );
+  if (key.verdict === 'unknown')
+    logger.warn(
+      { apiUrl: config.apiUrl, reason: key.detail },
+      'could not check TICKETS_API_KEY at start; each tool call asks the API again',
+    );
   // TICKETS_METRICS_PORT: the client's events and the tool calls also become Prometheus metrics, served on GET /metrics.
   if (config.metrics) {
     try {
