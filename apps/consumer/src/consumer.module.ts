@@ -20,7 +20,7 @@ export class ConsumerModule {
       controllers: [NotifierController],
       providers: [
         InboxRepository,
-        // Nest's shutdown hooks end the process with the signal: the last spans are sent before that.
+        // app.close() (main.ts on SIGTERM, then it exits): the last spans are sent before the exit.
         { provide: FLUSH_TELEMETRY, useValue: { onApplicationShutdown: flushTelemetry } },
         { provide: DEFAULT_WEBHOOK_URL, useValue: config.notifier.webhookUrl ?? null },
         {

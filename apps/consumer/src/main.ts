@@ -16,16 +16,19 @@ async function main(): Promise<void> {
       'NOTIFY_WEBHOOK_URL is not set: notifications of tenants without a webhook of their own are recorded as skipped',
     );
   }
-  // Installed before the start, so that a signal while it waits (for the topic, say) stops it cleanly too.
-  let app: INestMicroservice | undefined;
-  const signals = stopOnSignals('consumer', async () => app?.close(), logger);
+  // Installed before the start, so that a signal while it starts (waiting for the topic, say) stops it cleanly
+  // too: the stop waits for the app to exist (or for the start to fail) and closes it.
+  let created!: (app: INestMicroservice | undefined) => void;
+  const app = new Promise<INestMicroservice | undefined>((resolve) => (created = resolve));
+  const signals = stopOnSignals('consumer', async () => (await app)?.close(), logger);
   try {
-    const { server } = await createConsumerApp(config, kit, logger, { onCreated: (created) => (app = created) });
+    const { server } = await createConsumerApp(config, kit, logger, { onCreated: created });
     logger.info(
       { groupId: config.notifier.groupId, topic: config.kafka.topic, metricsPort: server.metricsPort },
       'consumer running (SIGTERM/SIGINT to stop)',
     );
   } catch (err) {
+    created(undefined);
     if (signals.stopping()) return; // the start ended by the signal: stopOnSignals exits
     await failStartup(
       'consumer',

@@ -13,7 +13,7 @@ export class StatsConsumerModule {
       providers: [
         StatsProjectionRepository,
         { provide: STATS_GROUP_ID, useValue: groupId },
-        // Nest's shutdown hooks end the process with the signal: the last spans are sent before that.
+        // app.close() (main.ts on SIGTERM, then it exits): the last spans are sent before the exit.
         { provide: FLUSH_TELEMETRY, useValue: { onApplicationShutdown: flushTelemetry } },
       ],
     };

@@ -1,7 +1,7 @@
 import { exitProcess, type Logger } from '@tickets/logger';
 
 /**
- * SIGTERM and SIGINT stop the process through `close` (a Nest microservice's: the kit's chunk in progress
+ * SIGTERM, SIGINT and SIGHUP stop the process through `close` (a Nest microservice's: the kit's chunk in progress
  * commits, the group is left, the shutdown hooks run), then exit 0 once every line logged is written, or 1
  * if `close` failed. A second signal while stopping exits at once (1). `stopping()` tells a start that
  * failed whether a signal ended it (then this function exits, and the start need not report a failure).
@@ -37,5 +37,7 @@ export function stopOnSignals(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // A closed terminal (npm run start:consumer in it): the same graceful stop, not a kill mid-chunk.
+  process.on('SIGHUP', onSignal);
   return { stopping: () => stopping };
 }
