@@ -23,10 +23,10 @@ describe('checkApiKey: only a 401 refuses the key', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it('asks for an idempotency key nobody uses, with the key as a bearer token: 404 means the key is taken', async () => {
-    answer = () => ({ status: 404, body: '{"code":"idempotency_key_not_found"}' });
+  it('asks for a ticket nobody has, with the key as a bearer token: 404 means the key is taken', async () => {
+    answer = () => ({ status: 404, body: '{"code":"ticket_not_found"}' });
     expect(await checkApiKey(url, 'tk_good')).toEqual({ verdict: 'taken' });
-    expect(seen.at(-1)).toEqual({ path: '/v1/idempotency-keys/tickets-mcp-start-check', auth: 'Bearer tk_good' });
+    expect(seen.at(-1)).toEqual({ path: '/v1/tickets/00000000-0000-0000-0000-000000000000', auth: 'Bearer tk_good' });
   });
 
   it('401: refused, with the problem code', async () => {

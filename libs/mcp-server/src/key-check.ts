@@ -2,13 +2,18 @@
 export type KeyCheck =
   { verdict: 'taken' } | { verdict: 'refused'; detail: string } | { verdict: 'unknown'; detail: string };
 
-/** An idempotency key no request sends: the API answers 404 for it when it takes the API key, 401 when not. */
-const PROBE_PATH = '/v1/idempotency-keys/tickets-mcp-start-check';
+/**
+ * A ticket id no ticket has (the nil UUID): the API answers 404 for it when it takes the API key, 401 when not.
+ * Not an idempotency key: a status query for an unknown key counts in the metric that tells operators their
+ * clients' create timeout is too short.
+ */
+const PROBE_PATH = '/v1/tickets/00000000-0000-0000-0000-000000000000';
 
 /**
- * Asks the API once, within `boundMs`, whether it takes `apiKey`: a GET of an idempotency key nobody uses,
- * which reads one row at most and changes nothing. Only a 401 means the key is wrong; an API that is down,
- * slow or answering anything else leaves the question open (each tool call asks the API again).
+ * Asks the API once, within `boundMs`, whether it takes `apiKey`: a GET of a ticket no one has, one primary-key
+ * lookup that finds nothing (the API records the key's use, as for any call). Only a 401 means the key is
+ * wrong; an API that is down, slow or answering anything else leaves the question open (each tool call asks
+ * the API again).
  */
 export async function checkApiKey(apiUrl: string, apiKey: string, boundMs = 3_000): Promise<KeyCheck> {
   try {
