@@ -160,7 +160,8 @@ describe('tickets MCP server over stdio', () => {
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close', not 'exit': by then stdout and stderr have been read to their last byte.
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     return { code, stdout, stderr };
   };
 
@@ -337,9 +338,12 @@ describe('tickets MCP server over stdio', () => {
     // the whole tool deadline (10 minutes here). The API never answers, so the create is in flight until cancelled.
     let arrived!: () => void;
     const requestArrived = new Promise<void>((r) => (arrived = r));
+    // The create's request, not the key check the server makes at start (which this API leaves unanswered too).
     const silentApi = createServer((socket) => {
       sockets.add(socket);
-      arrived();
+      socket.on('data', (d: Buffer) => {
+        if (d.toString('latin1').startsWith('POST /v1/tickets')) arrived();
+      });
     });
     const sockets = new Set<Socket>();
     await new Promise<void>((r) => silentApi.listen(0, '127.0.0.1', r));

@@ -337,7 +337,8 @@ describe('examples/downstream-consumer: the consumer kit from its tarball, in a 
   const stop = (child: ChildProcess | undefined, signal: NodeJS.Signals) =>
     new Promise<void>((resolve) => {
       if (!child || child.exitCode !== null || child.signalCode) return resolve();
-      child.once('exit', () => resolve());
+      // 'close', not 'exit': by then its output has been read to the last line.
+      child.once('close', () => resolve());
       child.kill(signal);
     });
   // This tenant's events in the log (the relay also publishes whatever other tests left in the shared

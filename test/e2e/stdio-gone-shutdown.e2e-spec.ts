@@ -92,14 +92,16 @@ describe('SIGTERM: every process exits 0, with its last lines written', () => {
   });
 
   it.each([
-    ['ticket-api', 'ticket-api stopped', PROCESSES[0]],
-    ['consumer', 'consumer stopped', PROCESSES[3]],
-    ['stats-consumer', 'stats-consumer stopped', PROCESSES[4]],
-  ] as const)('%s writes its last lines after SIGTERM, then exits 0', async (_name, last, p) => {
+    ['ticket-api', 'SIGTERM', 'ticket-api stopped', PROCESSES[0]],
+    ['consumer', 'SIGTERM', 'consumer stopped', PROCESSES[3]],
+    ['stats-consumer', 'SIGTERM', 'stats-consumer stopped', PROCESSES[4]],
+    // A closed terminal: the same graceful stop.
+    ['consumer', 'SIGHUP', 'consumer stopped', PROCESSES[3]],
+  ] as const)('%s writes its last lines after %s, then exits 0', async (_name, signal, last, p) => {
     const app = startApp(p.main, { ...common, ...p.env });
     await app.line(p.ready);
-    app.proc.kill('SIGTERM');
-    expect(await app.exited).toEqual({ code: 0, signal: null });
+    app.proc.kill(signal);
+    expect(await app.closed).toEqual({ code: 0, signal: null });
     const msgs = app.lines.map((l) => String(l.msg));
     expect(msgs.slice(-1)).toEqual([last]);
     if (p.main !== 'ticket-api') expect(msgs).toContain('event consumer stopped');
@@ -114,7 +116,7 @@ describe('SIGTERM: every process exits 0, with its last lines written', () => {
     });
     await app.line('topic ');
     app.proc.kill('SIGTERM');
-    expect(await app.exited).toEqual({ code: 0, signal: null });
+    expect(await app.closed).toEqual({ code: 0, signal: null });
     const msgs = app.lines.map((l) => String(l.msg));
     expect(msgs.filter((m) => m.includes('failed to start'))).toEqual([]);
     expect(msgs.slice(-1)).toEqual(['consumer stopped']);

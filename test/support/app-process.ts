@@ -21,6 +21,8 @@ export interface AppProcess {
   /** Everything it printed (stdout and stderr). */
   output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** As `exited`, once stdout and stderr are also read to their end ('close'): for assertions on the last lines. */
+  closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** The first log line whose msg starts with `text`; rejects if the process exits first or after `timeoutMs`. */
   line(text: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
@@ -60,11 +62,15 @@ export function startApp(main: AppMain, env: Record<string, string>): AppProcess
       resolve({ code, signal });
     }),
   );
+  const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('close', (code, signal) => resolve({ code, signal })),
+  );
   return {
     proc,
     lines,
     output: () => text,
     exited,
+    closed,
     line: (needle, timeoutMs = 60_000) =>
       new Promise((resolve, reject) => {
         const check = (): void => {
