@@ -6,7 +6,8 @@
  */
 
 /**
- * The V8 heap cap of the relay, the consumers and the API (with a smaller young generation for the API, below).
+ * The V8 heap cap of the relay and the statistics consumer; the API and the notification consumer take the same
+ * old-space cap with a smaller young generation (below).
  * Without it V8 sizes old space from the machine's RAM and lets garbage pile up to hundreds of MB before a
  * full collection; the semi-space cap keeps Node 24's larger young generation from adding 40-55 MB of peak
  * RSS (docs/benchmarks.md).

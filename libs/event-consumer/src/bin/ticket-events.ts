@@ -27,8 +27,9 @@ function help(): string {
     '',
     ...COMMANDS.map((c) => `  ${c.name.padEnd(14)} ${c.summary}`),
     '',
-    `The commands read DATABASE_URL, KAFKA_BROKERS and TICKET_EVENTS_TOPIC (default ticket-events); migrate only`,
-    'DATABASE_URL. The flags --database-url, --brokers, --topic and --schema win over them.',
+    'The commands read DATABASE_URL, KAFKA_BROKERS, TICKET_EVENTS_TOPIC (default ticket-events) and',
+    'EVENT_CONSUMER_SCHEMA (default ticket_events); migrate needs no broker or topic. The flags --database-url,',
+    '--brokers, --topic and --schema win over them.',
     `Run \`${BIN} <command> --help\` for a command's options and exit codes; \`${BIN} --version\` for the kit's version.`,
   ].join('\n');
 }
