@@ -1,11 +1,10 @@
 // The kit's only reader of process.env (scripts/layering.ts allows this one file): the environment
 // variables of `TicketEventsServer.fromEnv()` and of the `ticket-events` bin.
 import type { RetryOptions } from 'kafkajs';
+import { DURATION_UNITS } from './durations';
 import { DEFAULTS, resolveOptions, TicketEventsOptionsError, type TicketEventsOptions } from './ticket-events.options';
 
 type Env = Record<string, string | undefined>;
-
-const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 function duration(env: Env, name: string): number | undefined {
   const text = env[name];
@@ -13,7 +12,7 @@ function duration(env: Env, name: string): number | undefined {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(text);
   if (!m)
     throw new TicketEventsOptionsError(`${name}="${text}" is not a duration (use e.g. 500ms, 30s, 10m, 24h, 30d)`);
-  return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']);
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2] ?? 'ms']);
 }
 
 function integer(env: Env, name: string, min: number): number | undefined {

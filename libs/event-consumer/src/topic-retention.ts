@@ -1,5 +1,6 @@
 import { ConfigResourceTypes, type Kafka } from 'kafkajs';
 import type { KitLogger as Logger } from './kit-logger';
+import { readable, roundedUp } from './durations';
 import { KAFKA_DEFAULT_SEGMENT_MS, KAFKA_RETENTION_CHECK_MS, longestKeptMs } from './retention-floor';
 
 /**
@@ -68,30 +69,4 @@ export async function checkTopicRetention(
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
-}
-
-const UNITS: Array<[string, number]> = [
-  ['d', 86_400_000],
-  ['h', 3_600_000],
-  ['m', 60_000],
-  ['s', 1_000],
-  ['ms', 1],
-];
-
-/** `ms` in the units an operator reads and writes: 173100000 → "2d 5m", 1500 → "1s 500ms", 0 → "0ms". */
-export function readable(ms: number): string {
-  const parts: string[] = [];
-  let rest = Math.round(ms);
-  for (const [unit, size] of UNITS) {
-    const n = Math.floor(rest / size);
-    if (n > 0) parts.push(`${n}${unit}`);
-    rest -= n * size;
-  }
-  return parts.length ? parts.join(' ') : '0ms';
-}
-
-/** The smallest duration of one unit (what INBOX_RETENTION takes) that is at least `ms`: 173100000 → "3d". */
-export function roundedUp(ms: number): string {
-  const [unit, size] = UNITS.find(([, size]) => ms >= size) ?? UNITS[UNITS.length - 1];
-  return `${Math.ceil(ms / size)}${unit}`;
 }

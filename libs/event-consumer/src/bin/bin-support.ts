@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseHost } from '../database-errors';
+import { DURATION_UNITS } from '../durations';
 import { DEFAULT_SCHEMA, KitSchemaError, KitTables } from '../kit-schema';
 import { binEnvironment, brokersOf } from '../ticket-events.env';
 
@@ -114,12 +115,10 @@ export function target(values: Values, need: { database?: boolean; brokers?: boo
   };
 }
 
-const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 export function duration(text: string, flag: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
   if (!m) throw new Usage(`${flag} "${text}" is not a duration (30s, 10m, 24h, 7d)`);
-  return Math.round(Number(m[1]) * UNITS[m[2]]);
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]]);
 }
 
 /** An ISO-8601 time, or a duration back from now (24h). */

@@ -1,4 +1,4 @@
-import { readable, roundedUp } from './topic-retention';
+import { readable, roundedUp } from './durations';
 
 describe('durations in the retention refusal', () => {
   it.each([
