@@ -93,9 +93,12 @@ describe('SIGTERM: every process exits 0, with its last lines written', () => {
 
   it.each([
     ['ticket-api', 'SIGTERM', 'ticket-api stopped', PROCESSES[0]],
+    ['relay', 'SIGTERM', 'outbox-relay stopped', PROCESSES[2]],
     ['consumer', 'SIGTERM', 'consumer stopped', PROCESSES[3]],
     ['stats-consumer', 'SIGTERM', 'stats-consumer stopped', PROCESSES[4]],
-    // A closed terminal: the same graceful stop.
+    // A closed terminal: the same graceful stop (npm start's processes get it from the terminal).
+    ['ticket-api (relay and console on)', 'SIGHUP', 'ticket-api stopped', PROCESSES[1]],
+    ['relay', 'SIGHUP', 'outbox-relay stopped', PROCESSES[2]],
     ['consumer', 'SIGHUP', 'consumer stopped', PROCESSES[3]],
   ] as const)('%s writes its last lines after %s, then exits 0', async (_name, signal, last, p) => {
     const app = startApp(p.main, { ...common, ...p.env });
@@ -104,7 +107,8 @@ describe('SIGTERM: every process exits 0, with its last lines written', () => {
     expect(await app.closed).toEqual({ code: 0, signal: null });
     const msgs = app.lines.map((l) => String(l.msg));
     expect(msgs.slice(-1)).toEqual([last]);
-    if (p.main !== 'ticket-api') expect(msgs).toContain('event consumer stopped');
+    if (p.main === 'consumer' || p.main === 'stats-consumer') expect(msgs).toContain('event consumer stopped');
+    if (p.main === 'relay' || p.env.RELAY_ENABLED === 'true') expect(msgs).toContain('outbox relay stopped');
   });
 
   it('a consumer stopped while it waits for its topic exits 0, without a start-up failure', async () => {

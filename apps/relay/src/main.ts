@@ -1,17 +1,17 @@
 // The outbox relay on its own: `npm run start:relay`. Same relay as the one inside the API
 // (RELAY_ENABLED); any number of copies may run, one per database publishes (docs/relay.md).
 // It starts and keeps running while the broker or the database is down (it logs one line when
-// either becomes unreachable and one when it is back). SIGTERM/SIGINT: the in-flight batch
-// finishes or is abandoned unmarked, the lock is released (a standby leads within milliseconds),
-// then the process exits 0. /metrics and /health/ready on RELAY_METRICS_PORT (9466; 0: any free
-// port; -1: none).
+// either becomes unreachable and one when it is back). SIGTERM, SIGINT or SIGHUP (`stopOnSignals`):
+// the in-flight batch finishes or is abandoned unmarked, the lock is released (a standby leads
+// within milliseconds), then the process exits 0 once its last lines are written. /metrics and
+// /health/ready on RELAY_METRICS_PORT (9466; 0: any free port; -1: none).
 import './instrument';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { loadConfigOrExit, type AppConfig } from '@tickets/config';
-import { createLogger, exitProcess, guardStdio, type Logger } from '@tickets/logger';
+import { createLogger, guardStdio, type Logger } from '@tickets/logger';
 import { serveMetrics, type MetricsEndpoint } from '@tickets/metrics';
 import { OutboxRelay, relayOptionsFromConfig } from '@tickets/outbox';
-import { failStartup, type StartupContext } from '@tickets/startup';
+import { failStartup, stopOnSignals, type StartupContext } from '@tickets/startup';
 import { flushTelemetry } from '@tickets/telemetry';
 
 const STATS_LOG_INTERVAL_MS = 60_000;
@@ -64,23 +64,6 @@ async function run(config: AppConfig, logger: Logger): Promise<void> {
     );
   }
 
-  let stopping = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping');
-    clearInterval(statsTimer);
-    Promise.all([relay.stop(), endpoint?.close()]).then(
-      () => flushTelemetry().then(() => exitProcess(0)),
-      (err) => {
-        logger.error({ err }, 'stop failed');
-        void exitProcess(1);
-      },
-    );
-  };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
-
   const statsTimer = setInterval(() => {
     relay.stats().then(
       (stats) => logger.info({ stats }, 'outbox stats'),
@@ -88,6 +71,15 @@ async function run(config: AppConfig, logger: Logger): Promise<void> {
     );
   }, STATS_LOG_INTERVAL_MS);
   statsTimer.unref();
+  stopOnSignals(
+    'outbox-relay',
+    async () => {
+      clearInterval(statsTimer);
+      await Promise.all([relay.stop(), endpoint?.close()]);
+      await flushTelemetry();
+    },
+    logger,
+  );
 
   await relay.start();
   logger.info({ metricsPort: endpoint?.port }, 'outbox relay started (SIGTERM/SIGINT to stop)');

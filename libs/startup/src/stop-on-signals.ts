@@ -1,9 +1,10 @@
 import { exitProcess, type Logger } from '@tickets/logger';
 
 /**
- * SIGTERM, SIGINT and SIGHUP stop the process through `close` (a Nest microservice's: the kit's chunk in progress
- * commits, the group is left, the shutdown hooks run), then exit 0 once every line logged is written, or 1
- * if `close` failed. A second signal while stopping exits at once (1). `stopping()` tells a start that
+ * SIGTERM, SIGINT and SIGHUP stop the process through `close` (the API's: HTTP drained and its relay stopped; the
+ * relay's: the batch in flight ended and the lock released; a consumer's Nest microservice: the kit's chunk in
+ * progress commits, the group is left, the shutdown hooks run), then exit 0 once every line logged is written
+ * ("<name> stopped" last), or 1 if `close` failed. A second signal while stopping exits at once (1). `stopping()` tells a start that
  * failed whether a signal ended it (then this function exits, and the start need not report a failure).
  *
  * Why not Nest's `enableShutdownHooks()`: it ends by raising the signal again, which kills the process
@@ -37,7 +38,8 @@ export function stopOnSignals(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  // A closed terminal (npm run start:consumer in it): the same graceful stop, not a kill mid-chunk.
+  // A closed terminal (npm start or npm run start:<process> in it): the same graceful stop, not a kill mid-chunk
+  // or mid-request.
   process.on('SIGHUP', onSignal);
   return { stopping: () => stopping };
 }

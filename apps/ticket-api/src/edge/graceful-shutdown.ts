@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { exitProcess, type Logger } from '@tickets/logger';
+import type { Logger } from '@tickets/logger';
+import { stopOnSignals } from '@tickets/startup';
 import { RelayService } from '../relay/relay.service';
 import { beginDrain } from './http-edge';
 import { flushTelemetry } from '@tickets/telemetry';
@@ -44,40 +45,25 @@ export async function drainHttp(app: NestFastifyApplication, graceMs: number): P
 }
 
 /**
- * SIGTERM and SIGINT: drain HTTP (bounded by SHUTDOWN_GRACE) while the in-process relay stops (its
- * lock is released, so a standby relay leads at once), then close the app and exit 0. A second signal
- * during the drain exits at once.
+ * SIGTERM, SIGINT and SIGHUP (`stopOnSignals`): drain HTTP (bounded by SHUTDOWN_GRACE) while the in-process
+ * relay stops (its lock is released, so a standby relay leads at once), then close the app and exit 0 once
+ * the last lines are written. A second signal during the drain exits at once (1).
  */
 export function installGracefulShutdown(app: NestFastifyApplication, graceMs: number, logger: Logger): void {
   const log = logger.child({ component: 'shutdown' });
-  let started = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (started) {
-      log.warn({ signal }, 'second signal during the shutdown: exiting now');
-      void exitProcess(1, 200);
-    }
-    started = true;
-    log.info({ signal, graceMs }, 'shutting down: draining HTTP and stopping the relay');
-    const relayStopped = app.get(RelayService).stop();
-    void drainHttp(app, graceMs)
-      .then(async (drain) => {
-        if (drain.cutConnections)
-          log.warn(
-            { ...drain },
-            `requests still running after SHUTDOWN_GRACE: ${drain.cutConnections} connections cut`,
-          );
-        else log.info({ ...drain }, 'HTTP drained: every request in flight answered');
-        await relayStopped;
-        await app.close();
-        await flushTelemetry();
-        log.info('ticket-api stopped');
-        await exitProcess(0);
-      })
-      .catch((err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        void exitProcess(1);
-      });
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  stopOnSignals(
+    'ticket-api',
+    async () => {
+      log.info({ graceMs }, 'draining HTTP and stopping the relay');
+      const relayStopped = app.get(RelayService).stop();
+      const drain = await drainHttp(app, graceMs);
+      if (drain.cutConnections)
+        log.warn({ ...drain }, `requests still running after SHUTDOWN_GRACE: ${drain.cutConnections} connections cut`);
+      else log.info({ ...drain }, 'HTTP drained: every request in flight answered');
+      await relayStopped;
+      await app.close();
+      await flushTelemetry();
+    },
+    logger,
+  );
 }
