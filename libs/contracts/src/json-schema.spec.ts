@@ -2,6 +2,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isTicketEvent } from './envelope-check';
 import { ticketEventJsonSchema } from './json-schema';
 
 const shipped = JSON.parse(readFileSync(join(__dirname, '..', 'ticket-event.schema.json'), 'utf8'));
@@ -39,5 +40,20 @@ describe('the envelope JSON Schema shipped in @tickets/contracts', () => {
     const { id: _id, ...noId } = event;
     expect(validate(noId)).toBe(false);
     expect(validate({ ...event, type: 'ticket.archived.v9' })).toBe(false);
+  });
+
+  it('accepts fields it does not name, in the envelope and in its data, as the zod schema does', () => {
+    // New optional fields may be added without a version change (docs/asyncapi.yaml): a consumer validating
+    // with the shipped schema must not refuse an event for them.
+    const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
+    const validate = ajv.compile(shipped);
+    const later = {
+      ...event,
+      schemaHint: 'added later',
+      data: { ...event.data, dueAt: '2026-12-09T10:00:00.000Z', requester: { name: 'Ann', team: 'ops' } },
+    };
+    expect(validate(later)).toBe(true);
+    expect(isTicketEvent(later)).toBe(true);
   });
 });
