@@ -21,3 +21,5 @@ export type { EventType } from './events';
 export { ticketEventJsonSchema } from './json-schema';
 export { isTicketEvent } from './envelope-check';
 export { safeParseJson } from './safe-parse';
+export { ticketCreatedEvent, ticketCancelledEvent, ticketEventMessage } from './fixtures';
+export type { TicketEventFields, TicketEventMessage } from './fixtures';
