@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isTicketEvent } from '@tickets/contracts';
+import { isTicketEvent, ticketCreatedEvent, ticketEventMessage } from '@tickets/contracts';
 import { buildOutboundMessage, chunkMessages, type OutboundMessage, type OutboxRow } from './outbox-message';
 
 // The contracts as they are, except that a test can make isTicketEvent refuse every envelope: the case where
@@ -15,32 +15,10 @@ afterEach(() => {
 });
 
 function row(overrides: Partial<OutboxRow> = {}, envelope: Record<string, unknown> = {}): OutboxRow {
-  const eventId = randomUUID();
-  const ticketId = randomUUID();
-  const now = new Date().toISOString();
-  const payload = {
-    id: eventId,
-    type: 'ticket.created.v1',
-    occurredAt: now,
-    tenantId: randomUUID(),
-    ticketId,
-    idempotencyKey: 'k-1',
-    correlationId: 'c-1',
-    data: {
-      id: ticketId,
-      title: 't',
-      description: null,
-      priority: 'normal',
-      status: 'open',
-      externalRef: null,
-      requester: null,
-      metadata: null,
-      createdAt: now,
-      updatedAt: now,
-    },
-    futureField: 'kept',
-    ...envelope,
-  };
+  const event = ticketCreatedEvent({ idempotencyKey: 'k-1', correlationId: 'c-1', data: { title: 't' } });
+  const eventId = event.id;
+  const ticketId = event.ticketId;
+  const payload = { ...event, futureField: 'kept', ...envelope };
   return {
     seq: '1',
     eventId,
@@ -54,6 +32,21 @@ function row(overrides: Partial<OutboxRow> = {}, envelope: Record<string, unknow
 }
 
 describe('buildOutboundMessage', () => {
+  it("sends what the contracts' ticketEventMessage gives for the same event (the test events downstream teams produce)", () => {
+    const event = ticketCreatedEvent({ correlationId: 'c-9' });
+    const built = buildOutboundMessage({
+      seq: '1',
+      eventId: event.id,
+      aggregateId: event.ticketId,
+      eventType: event.type,
+      payload: JSON.stringify(event),
+      headers: { 'correlation-id': 'c-9' },
+      attempts: 0,
+    });
+    if (!built.ok) throw new Error(built.reason);
+    expect(built.value.message).toEqual(ticketEventMessage(event));
+  });
+
   it('keys by ticket id, sends the stored text verbatim and copies only the event headers', () => {
     const r = row({ headers: { traceparent: '00-abc-def-01', 'correlation-id': 'c-1', authorization: 'nope', n: 1 } });
     const built = buildOutboundMessage(r);
