@@ -75,7 +75,7 @@ class FakeConsumer extends EventEmitter {
   }
 }
 
-function setup(leaveStaleMember: (memberId: string) => Promise<unknown> = async () => 'left') {
+function setup(leaveStaleMember: (memberId: string) => Promise<unknown> = async () => 'left', remindEveryMs?: number) {
   const world: World = { brokerDown: false, joinCrashes: [] };
   const made: FakeConsumer[] = [];
   const kafka = {
@@ -83,20 +83,26 @@ function setup(leaveStaleMember: (memberId: string) => Promise<unknown> = async 
       made[made.push(new FakeConsumer(world, config, `member-${made.length}`)) - 1],
   } as unknown as Kafka;
   const lines: string[] = [];
-  const log = {
-    info: (_: unknown, m: string) => lines.push(m),
-    warn: (_: unknown, m: string) => lines.push(m),
-    error: (_: unknown, m: string) => lines.push(m),
-  };
+  const fields: unknown[] = [];
+  const push = (o: unknown, m: string) => fields.push(o) && lines.push(m);
+  const log = { info: push, warn: push, error: push };
   let rebuilt = 0;
   const m = new KafkaMembership(
     kafka,
-    { groupId: 'g', topic: 't', fromBeginning: true, reconnectMaxDelayMs: 20, leaveStaleMember },
+    {
+      groupId: 'g',
+      topic: 't',
+      fromBeginning: true,
+      reconnectMaxDelayMs: 20,
+      leaveStaleMember,
+      brokers: { brokers: ['127.0.0.1:9999'], setting: 'the brokers option (KAFKA_BROKERS)' },
+      remindEveryMs,
+    },
     { eachBatch: async () => undefined },
     log as never,
     { rebuilt: () => rebuilt++ },
   );
-  return { world, made, m, lines, rebuilt: () => rebuilt };
+  return { world, made, m, lines, fields, rebuilt: () => rebuilt };
 }
 
 const until = async (cond: () => boolean) => {
@@ -205,6 +211,33 @@ describe('KafkaMembership', () => {
       other.m.start(async () => Promise.reject(new Error('topic t keeps messages for ever'))),
     ).rejects.toThrow('for ever');
     expect(other.made).toHaveLength(0);
+  });
+
+  it('names the brokers and their setting while it waits for them, reminds every remindEveryMs, and says when they answer', async () => {
+    const { world, made, m, lines, fields } = setup(undefined, 40);
+    world.brokerDown = true;
+    const started = m.start();
+    await until(() => lines.filter((l) => /^still waiting/.test(l)).length >= 2);
+    const first = lines[0];
+    expect(first).toContain('kafka unreachable at start at 127.0.0.1:9999');
+    expect(first).toContain('check the brokers option (KAFKA_BROKERS)');
+    expect(lines[1]).toMatch(/^still waiting for kafka at 127\.0\.0\.1:9999 after \d+m?s; check the brokers option/);
+    expect(fields[1]).toMatchObject({ brokers: ['127.0.0.1:9999'], waitingMs: expect.any(Number) });
+    const reminders = lines.length;
+    expect(reminders).toBeLessThan(made.length); // not a line per attempt
+    world.brokerDown = false;
+    await started;
+    expect(lines.filter((l) => /^kafka answered after .* of waiting at start$/.test(l))).toHaveLength(1);
+    expect(fields[lines.findIndex((l) => /^kafka answered/.test(l))]).toMatchObject({ attempts: made.length });
+
+    // A rebuild that waits reminds the same way.
+    world.brokerDown = true;
+    made[made.length - 1].crash(false);
+    const before = lines.filter((l) => /^still waiting/.test(l)).length;
+    await until(() => lines.filter((l) => /^still waiting/.test(l)).length > before);
+    world.brokerDown = false;
+    await until(() => m.status().ready);
+    await m.stop();
   });
 
   it('leaves a retriable crash to kafkajs (no rebuild) and stops a rebuild in progress on stop()', async () => {

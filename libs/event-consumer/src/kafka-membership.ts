@@ -1,4 +1,6 @@
 import type { Consumer, ConsumerConfig, ConsumerRunConfig, Kafka } from 'kafkajs';
+import { BrokerWait, DEFAULT_REMIND_EVERY_MS, errorLine, type BrokerSetting } from './broker-wait';
+import { readable } from './durations';
 import type { KitLogger as Logger } from './kit-logger';
 import { consumerWithJoinTap } from './coordinator-tap';
 import { leaveAsStaleMember } from './stale-member';
@@ -19,6 +21,10 @@ export interface MembershipOptions {
   reconnectMaxDelayMs: number;
   /** Takes a stale member (of a consumer that gave up, or of a failed join) out of the group (default: a LeaveGroup at the coordinator). */
   leaveStaleMember?: (memberId: string) => Promise<unknown>;
+  /** The brokers and what sets them, named in the lines of a wait for the broker (default: the `brokers` option). */
+  brokers?: BrokerSetting;
+  /** How often a wait for the broker is logged again (default 30 s). */
+  remindEveryMs?: number;
 }
 
 const UNREACHABLE = new Set([
@@ -126,6 +132,7 @@ export class KafkaMembership {
    * replay pauses the group, so the checks run but the group is joined only at `rejoin()`.
    */
   async start(before: () => Promise<void> = async () => undefined, paused = false): Promise<void> {
+    let wait: BrokerWait | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         await before();
@@ -133,20 +140,36 @@ export class KafkaMembership {
           this.paused = true;
           this.setState('paused');
         } else await this.connect();
+        if (wait) {
+          const ended = wait.ended();
+          this.log?.info(ended, `kafka answered after ${readable(ended.waitedMs)} of waiting at start`);
+        }
         return;
       } catch (err) {
         if (this.stopping || !worthRetryingAtStart(err)) throw err;
-        if (attempt === 1)
+        if (!wait) {
+          wait = this.brokerWait();
           this.log?.error(
-            { err: `${(err as Error).name}: ${(err as Error).message}` },
+            { brokers: this.where.brokers, err: errorLine(err) },
             brokerUnreachable(err)
-              ? 'kafka unreachable at start; retrying with backoff until the broker answers'
+              ? `kafka unreachable at start at ${this.where.brokers.join(',')}; retrying with backoff until the broker answers (${BrokerWait.check(this.where)})`
               : 'joining the group failed at start; retrying with backoff',
           );
+        }
+        wait.failed(err);
         await this.backoff(attempt);
         if (this.stopping) throw new Error('stopped while waiting for the broker', { cause: err });
       }
     }
+  }
+
+  /** The brokers and their setting, as the lines of a wait name them. */
+  private get where(): BrokerSetting {
+    return this.o.brokers ?? { brokers: [], setting: 'the brokers option' };
+  }
+
+  private brokerWait(): BrokerWait {
+    return new BrokerWait(this.where, this.o.remindEveryMs ?? DEFAULT_REMIND_EVERY_MS, this.log);
   }
 
   /** Leaves the group: kafkajs lets the batch in flight finish its chunk (see TicketEventsServer.eachBatch). */
@@ -266,6 +289,7 @@ export class KafkaMembership {
   /** Builds a new consumer with backoff until one runs (after `old` gave up, or after a pause). */
   private async rebuild(old?: Consumer): Promise<void> {
     await old?.disconnect().catch(() => undefined);
+    const wait = this.brokerWait();
     for (let attempt = 1; !this.stopping && !this.paused; attempt++) {
       await this.backoff(attempt);
       if (this.stopping || this.paused) return;
@@ -273,12 +297,13 @@ export class KafkaMembership {
         await this.connect();
         if (old) this.hooks.rebuilt?.();
         this.log?.info(
-          { attempts: attempt },
+          wait.ended(),
           old ? 'kafka consumer rebuilt; joining the group' : 'joining the group again after the pause',
         );
         return;
-      } catch {
+      } catch (err) {
         // Still down, or the join failed: the next attempt after the backoff (connect() disconnected its consumer).
+        wait.failed(err);
       }
     }
   }

@@ -177,6 +177,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
           topic: this.options.topic,
           fromBeginning: this.options.fromBeginning,
           reconnectMaxDelayMs: this.options.reconnectMaxDelayMs,
+          brokers: { brokers: this.options.brokers, setting: 'the brokers option (KAFKA_BROKERS with fromEnv())' },
         },
         // Commits per consumer: a commit carries that consumer's resolved offsets. They end with it: kafkajs
         // emits STOP after a stop's LeaveGroup and after a crash, before it disconnects.
