@@ -17,6 +17,7 @@ export type {
   TicketRequester,
   WriteOptions,
 } from './ticket-client.types';
+export { notAppliedFields, type NotAppliedField } from './not-applied';
 export { PermanentError, RetryableError, TicketClientError, UnknownOutcomeError } from './ticket-client.errors';
 export type { ClientErrorCode, ServerErrorCode, TicketClientErrorCode } from './ticket-client.errors';
 export type { ClientOperation, TicketClientEvent, TicketClientEventHandler } from './ticket-client.events';

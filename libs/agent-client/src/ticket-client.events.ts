@@ -1,6 +1,7 @@
 import type { CircuitState } from './circuit-breaker';
 import type { TicketClientError } from './ticket-client.errors';
-import type { RequestState } from './ticket-client.types';
+import type { NotAppliedField } from './not-applied';
+import type { RequestState, Ticket } from './ticket-client.types';
 
 export type ClientOperation = 'create' | 'cancel' | 'get' | 'find' | 'status';
 
@@ -15,7 +16,15 @@ export type TicketClientEvent =
   | (EventBase & { type: 'attempt'; attempt: number; method: string; path: string })
   | (EventBase & { type: 'retry'; attempt: number; delayMs: number; reason: string })
   | (EventBase & { type: 'replay'; ticketId: string })
-  | (EventBase & { type: 'deduplicated'; ticketId: string; externalRef: string | null })
+  | (EventBase & {
+      type: 'deduplicated';
+      ticketId: string;
+      externalRef: string | null;
+      /** The existing ticket's status: a reference keeps its ticket even once cancelled. */
+      status: Ticket['status'];
+      /** The fields sent that the existing ticket does not have (`notAppliedFields`). */
+      notApplied: NotAppliedField[];
+    })
   | (EventBase & { type: 'status-query'; state: RequestState | 'failed' })
   | { type: 'breaker-state-change'; baseUrl: string; from: CircuitState; to: CircuitState }
   | (EventBase & { type: 'budget-exhausted' })

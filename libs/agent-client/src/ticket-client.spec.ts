@@ -198,10 +198,17 @@ describe('TicketClient over HTTP', () => {
     server.respond((_req, res) =>
       json(res, 200, ticket({ externalRef: 'ORD-1' }), { 'ticket-deduplicated': 'externalRef' }),
     );
-    expect((await client().createTicket({ title: 't', externalRef: 'ORD-1' }, { intentId: 'j' })).outcome).toBe(
-      'deduplicated',
+    expect(
+      await client().createTicket({ title: 't', priority: 'urgent', externalRef: 'ORD-1' }, { intentId: 'j' }),
+    ).toMatchObject({ outcome: 'deduplicated', notApplied: ['title', 'priority'] });
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'deduplicated',
+        externalRef: 'ORD-1',
+        status: 'open',
+        notApplied: ['title', 'priority'],
+      }),
     );
-    expect(events).toContainEqual(expect.objectContaining({ type: 'deduplicated', externalRef: 'ORD-1' }));
   });
 
   it('409 idempotency_key_in_use: waits for Retry-After, then retries with the same key', async () => {

@@ -8,6 +8,7 @@ import { deriveIdempotencyKey, formatIdempotencyKeyHeader, newIdempotencyKey, Wr
 import { IdempotencyKeyStore, InMemoryKeyStore, underIntentLock } from './key-store';
 import { RetryBudget } from './retry-budget';
 import { keyStoreError } from './key-store-error';
+import { notAppliedFields } from './not-applied';
 import { PermanentError } from './ticket-client.errors';
 import type { ClientOperation } from './ticket-client.events';
 import {
@@ -112,7 +113,7 @@ export class TicketClient {
    */
   async createTicket(input: CreateTicketInput, options: CreateTicketOptions = {}): Promise<CreateTicketResult> {
     const { key, storeEntry } = await this.keyFor('create', options);
-    return this.write<CreateOutcome>({
+    const result = await this.write<CreateOutcome>({
       operation: 'create',
       path: '/v1/tickets',
       body: input,
@@ -124,6 +125,13 @@ export class TicketClient {
       outcome: (status, replayed, mayHaveLanded) =>
         status === 200 ? 'deduplicated' : replayed && !mayHaveLanded ? 'replayed' : 'created',
     });
+    if (result.outcome !== 'deduplicated') return { ...result, outcome: result.outcome };
+    // The ticket another key made for this externalRef: say what of this input it does not have.
+    const { id: ticketId, externalRef, status } = result.ticket;
+    const notApplied = notAppliedFields(input, result.ticket);
+    const base = { operation: 'create', idempotencyKey: key, intentId: options.intentId } as const;
+    this.runner.emit({ ...base, type: 'deduplicated', ticketId, externalRef, status, notApplied });
+    return { ...result, outcome: 'deduplicated', notApplied };
   }
 
   /** Cancels a ticket; cancelling twice is not an error (the second call returns the cancelled ticket). */
@@ -200,14 +208,6 @@ export class TicketClient {
       const ticket = asTicket(body);
       const outcome = call.outcome(status, replayed, state.mayHaveLanded);
       if (replayed) this.runner.emit({ ...eventBase(state), type: 'replay', ticketId: ticket.id });
-      if (call.operation === 'create' && status === 200) {
-        this.runner.emit({
-          ...eventBase(state),
-          type: 'deduplicated',
-          ticketId: ticket.id,
-          externalRef: ticket.externalRef,
-        });
-      }
       await this.forgetKey(call.storeEntry);
       return {
         outcome,

@@ -1,3 +1,5 @@
+import type { NotAppliedField } from './not-applied';
+
 export type TicketPriority = 'low' | 'normal' | 'high' | 'urgent';
 
 export interface TicketRequester {
@@ -69,7 +71,8 @@ export interface ReadOptions {
  *   replay confirmed that one of this call's attempts went through).
  * - `replayed`: the key had already done its work before this call (an earlier call or a previous
  *   run of the agent); this is that ticket.
- * - `deduplicated`: a ticket with the same `externalRef` already existed, made under another key.
+ * - `deduplicated`: a ticket with the same `externalRef` already existed, made under another key. It may be
+ *   cancelled: a reference keeps its one ticket for good.
  */
 export type CreateOutcome = 'created' | 'replayed' | 'deduplicated';
 
@@ -87,7 +90,12 @@ export interface WriteResult<O> {
   confirmedBy: 'response' | 'status-query';
 }
 
-export type CreateTicketResult = WriteResult<CreateOutcome>;
+/**
+ * A deduplicated create also says which of the fields sent were not applied (`notAppliedFields`): the existing
+ * ticket keeps its own, and keeps its `externalRef` for good, even once cancelled (check `ticket.status`).
+ */
+export type CreateTicketResult =
+  WriteResult<'created' | 'replayed'> | (WriteResult<'deduplicated'> & { notApplied: NotAppliedField[] });
 export type CancelTicketResult = WriteResult<CancelOutcome>;
 
 export type RequestState = 'processing' | 'completed' | 'expired' | 'unknown';

@@ -30,6 +30,8 @@ export interface CreateToolResult {
   idempotencyKey: string;
   /** Write attempts this call made (1 when nothing had to be retried). */
   attempts: number;
+  /** deduplicated: the fields sent that the existing ticket does not have (the agent client's `notAppliedFields`). */
+  notApplied?: string[];
 }
 
 export interface CancelToolResult {

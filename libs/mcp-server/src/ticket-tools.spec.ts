@@ -237,6 +237,23 @@ describe('ticket MCP tools', () => {
       external_ref: 'ORD-1',
     });
     expect(text(same)).not.toContain('not applied');
+    expect(text(same)).toContain('Returned it, no new ticket made.');
+    expect(differing.structuredContent).toMatchObject({ not_applied: ['title', 'metadata'] });
+
+    // A reference keeps its ticket even once cancelled: the model must not take it for an open one.
+    handler = (_req, res) =>
+      send(res, 200, { ...TICKET, status: 'cancelled' }, { 'ticket-deduplicated': 'externalRef' });
+    const cancelled = await call('create_ticket', {
+      intent_id: 'fourth-intent',
+      title: TICKET.title,
+      external_ref: 'ORD-1',
+    });
+    expect(cancelled.isError).toBeFalsy();
+    expect(text(cancelled)).toMatch(
+      new RegExp(
+        `^A ticket with external_ref "ORD-1" already existed: ${TICKET.id}, and it is cancelled: an external_ref keeps its one ticket for good, even once cancelled, so no new ticket was made\\.`,
+      ),
+    );
 
     handler = (_req, res) => send(res, 201, TICKET, { 'idempotent-replayed': 'true' });
     const replayed = await call('create_ticket', { intent_id: 'email-4711', title: TICKET.title, priority: 'high' });

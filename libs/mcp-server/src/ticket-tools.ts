@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { RequestStatus, Ticket } from '@tickets/agent-client';
 import { toolIdempotencyKey, type TicketToolsBackend } from './backend';
+import { toolArgumentPath } from './argument-names';
 import { reportSdkRejections } from './sdk-rejections';
 import { invalidArguments, toolError } from './tool-errors';
 
@@ -26,7 +27,7 @@ const TicketShape = z.object({
 const CREATE_DESCRIPTION = `Create a support ticket, at most once per request.
 intent_id: make up one stable id for THIS request (e.g. "email-4711-printer-on-fire") and pass the SAME intent_id every time you retry, resume after an error or timeout, or re-plan this same request. The service then returns the ticket it already made instead of creating a duplicate. Use a new intent_id only for a genuinely different request.
 If you are unsure whether a ticket already exists for this request (e.g. after a restart), call find_ticket with its external_ref first.
-The result's outcome is "created" (made now), "replayed" (this intent_id had already created it earlier; no new ticket) or "deduplicated" (a ticket with this external_ref already existed; no new ticket).`;
+The result's outcome is "created" (made now), "replayed" (this intent_id had already created it earlier; no new ticket) or "deduplicated" (a ticket with this external_ref already existed, possibly cancelled: a reference keeps its one ticket for good; no new ticket).`;
 
 type Text = { type: 'text'; text: string };
 
@@ -154,6 +155,8 @@ export function registerTicketTools(
           intent_id: z.string(),
           attempts: z.number(),
           ticket: TicketShape,
+          /** deduplicated: the arguments the existing ticket does not have, which it did not take. */
+          not_applied: z.array(z.string()).optional(),
         },
         annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: true },
       },
@@ -174,10 +177,11 @@ export function registerTicketTools(
             signal: extra.signal,
           });
           const t = result.ticket;
+          const notApplied = (result.notApplied ?? []).map(toolArgumentPath);
           const sentence = {
             created: `Created ticket ${t.id} ("${t.title}") now.`,
             replayed: `Ticket ${t.id} had already been created for intent_id "${args.intent_id}"; returned it as that first call answered, no new ticket made (get_ticket shows its state now).`,
-            deduplicated: `A ticket with external_ref "${t.externalRef ?? ''}" already existed: ${t.id}. Returned it, no new ticket made.${notApplied(input, t)}`,
+            deduplicated: deduplicatedSentence(t, notApplied),
           }[result.outcome];
           return ok(`${sentence} Idempotency key: ${result.idempotencyKey}.`, {
             outcome: result.outcome,
@@ -186,6 +190,7 @@ export function registerTicketTools(
             intent_id: args.intent_id,
             attempts: result.attempts,
             ticket: t,
+            ...(result.outcome === 'deduplicated' ? { not_applied: notApplied } : {}),
           });
         }),
     );
@@ -302,42 +307,19 @@ export function registerTicketTools(
 }
 
 /**
- * For a deduplicated create: the arguments that differ from the ticket that already existed, which keeps its own
- * (an empty string when none does). The model may otherwise believe its title or priority was applied.
+ * A deduplicated create: which ticket, whether it is still open (a reference keeps its one ticket for good, so a
+ * cancelled one is returned too), and what of the call was not applied. The model may otherwise believe its
+ * ticket is open, or that its title or priority was applied.
  */
-function notApplied(input: CreateArgs, ticket: Ticket): string {
-  const differing = [
-    input.title !== ticket.title && 'title',
-    input.description !== undefined && input.description !== ticket.description && 'description',
-    input.priority !== undefined && input.priority !== ticket.priority && 'priority',
-    input.requester !== undefined && !sameJson(input.requester, ticket.requester) && 'requester',
-    input.metadata !== undefined && !sameJson(input.metadata, ticket.metadata) && 'metadata',
-  ].filter((f): f is string => f !== false);
-  if (differing.length === 0) return '';
-  return ` Its ${differing.join(', ')} ${differing.length === 1 ? 'differs' : 'differ'} from what you sent and ${differing.length === 1 ? 'was' : 'were'} not applied: the existing ticket keeps its own.`;
-}
-
-type CreateArgs = {
-  title: string;
-  description?: string;
-  priority?: string;
-  requester?: Record<string, unknown>;
-  metadata?: Record<string, unknown>;
-};
-
-/** The same JSON value, whatever the order of object keys. */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  return ka.every(
-    (k) =>
-      Object.prototype.hasOwnProperty.call(b, k) &&
-      sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
-  );
+function deduplicatedSentence(ticket: Ticket, notApplied: readonly string[]): string {
+  const existed = `A ticket with external_ref "${ticket.externalRef ?? ''}" already existed: ${ticket.id}`;
+  const sentence =
+    ticket.status === 'open'
+      ? `${existed}. Returned it, no new ticket made.`
+      : `${existed}, and it is ${ticket.status}: an external_ref keeps its one ticket for good, even once cancelled, so no new ticket was made.`;
+  if (notApplied.length === 0) return sentence;
+  const one = notApplied.length === 1;
+  return `${sentence} Its ${notApplied.join(', ')} ${one ? 'differs' : 'differ'} from what you sent and ${one ? 'was' : 'were'} not applied: the existing ticket keeps its own.`;
 }
 
 function found(ticket: Ticket | null, notFound: string): CallToolResult {

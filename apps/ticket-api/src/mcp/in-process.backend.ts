@@ -3,9 +3,11 @@ import { CancelTicketInput, CreateTicketInput, ListTicketsQuery, TicketIdParam }
 import { DomainError } from '@tickets/errors';
 import type { Logger } from '@tickets/logger';
 import {
+  notAppliedFields,
   PermanentError,
   RetryableError,
   UnknownOutcomeError,
+  type CreateTicketInput as ToolCreateInput,
   type Problem,
   type RequestStatus,
   type Ticket,
@@ -52,21 +54,17 @@ export class InProcessTicketsBackend implements TicketToolsBackend {
     private readonly caller: McpCaller,
   ) {}
 
-  async createTicket(input: unknown, write: ToolWrite): Promise<CreateToolResult> {
+  async createTicket(input: ToolCreateInput, write: ToolWrite): Promise<CreateToolResult> {
     const { result, attempts } = await this.keyed(write, () =>
       this.deps.create.execute({ ...this.command(write), input: parseOrThrow(CreateTicketInput, input) }),
     );
-    const outcome = result.fromStore
-      ? 'replayed'
-      : result.answer.outcome === 'deduplicated'
-        ? 'deduplicated'
-        : 'created';
-    return {
-      outcome,
-      ticket: JSON.parse(result.answer.body) as Ticket,
-      idempotencyKey: write.idempotencyKey,
-      attempts,
-    };
+    const ticket = JSON.parse(result.answer.body) as Ticket;
+    const common = { ticket, idempotencyKey: write.idempotencyKey, attempts };
+    if (result.fromStore) return { outcome: 'replayed', ...common };
+    if (result.answer.outcome !== 'deduplicated') return { outcome: 'created', ...common };
+    // As the agent client says of the same answer over HTTP: the fields the tool sent that the existing ticket
+    // lacks, compared with what the tool sent (not the parsed body, whose defaults were not sent).
+    return { outcome: 'deduplicated', ...common, notApplied: notAppliedFields(input, ticket) };
   }
 
   async cancelTicket(ticketId: string, reason: string | undefined, write: ToolWrite): Promise<CancelToolResult> {
