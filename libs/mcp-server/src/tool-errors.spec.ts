@@ -48,4 +48,47 @@ describe('toolError', () => {
     expect(t).toContain('is the ticket API running at that address? Nothing was written.');
     expect(t).not.toContain('?.');
   });
+
+  it('names the API fields of a reused intent and of refused arguments by the tool arguments, and never a key', () => {
+    const reused = new PermanentError({
+      code: 'idempotency_key_reused',
+      status: 422,
+      message:
+        'HTTP 422 idempotency_key_reused: This Idempotency-Key was first used with a different request; differing field(s): externalRef, requester.email. Use a new key for a new intent.',
+      problem: { status: 422, code: 'idempotency_key_reused', differingFields: ['externalRef', 'requester.email'] },
+    });
+    const t = text('create_ticket', reused);
+    expect(t).toContain(
+      'This intent_id was first used for a request with different arguments; differing argument(s): external_ref, requester.email.',
+    );
+    expect(t).not.toMatch(/externalRef|Idempotency-Key|new key/);
+    expect(JSON.parse(t.split('\n').at(-1)!)).toEqual({
+      code: 'idempotency_key_reused',
+      retryable: false,
+      differing_fields: ['external_ref', 'requester.email'],
+    });
+
+    const invalid = new PermanentError({
+      code: 'validation_failed',
+      status: 400,
+      message: 'HTTP 400 validation_failed: Invalid body: externalRef: must not be empty',
+      problem: {
+        status: 400,
+        code: 'validation_failed',
+        errors: [
+          { path: 'externalRef', message: 'must not be empty' },
+          { path: 'requester.email', message: 'Invalid email address' },
+          { path: 'ticket id', message: 'Invalid UUID' },
+        ],
+      },
+    });
+    const v = text('create_ticket', invalid);
+    expect(v).not.toContain('externalRef');
+    expect(v).toContain(
+      'Next: fix these arguments and call again: external_ref: must not be empty; requester.email: Invalid email address; ticket_id: Invalid UUID.',
+    );
+    expect(JSON.parse(v.split('\n').at(-1)!)).toMatchObject({
+      errors: [{ path: 'external_ref' }, { path: 'requester.email' }, { path: 'ticket_id' }],
+    });
+  });
 });

@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { PermanentError, RetryableError, TicketClientError, UnknownOutcomeError } from '@tickets/agent-client';
+import { toolArgumentPath } from './argument-names';
 
 // The wording of a failed tool call, for both backends: they throw the agent client's error classes
 // (TicketClientError and its subclasses), so the model reads the same advice over stdio and over /mcp.
@@ -113,16 +114,29 @@ function describeError(tool: string, error: unknown): ErrorDetails {
   if (error instanceof PermanentError) {
     const p = error.problem;
     const extra: Record<string, unknown> = {};
+    let message = error.message;
     let next = 'do not retry unchanged; tell the user what failed.';
     switch (error.code) {
-      case 'validation_failed':
-        extra.errors = p?.errors;
-        next = `fix these arguments and call again: ${(p?.errors ?? []).map((e) => `${e.path}: ${e.message}`).join('; ') || error.message}.`;
+      case 'validation_failed': {
+        // The API names its body's fields (externalRef); the model knows the tool's arguments (external_ref).
+        const errors = p?.errors?.map((e) => ({ path: toolArgumentPath(e.path), message: e.message }));
+        const listed = (errors ?? []).map((e) => `${e.path}: ${e.message}`).join('; ');
+        extra.errors = errors;
+        if (listed) message = `The ticket service refused these arguments: ${listed}.`;
+        next = `fix these arguments and call again: ${listed || error.message}.`;
         break;
-      case 'idempotency_key_reused':
-        extra.differing_fields = p?.differingFields;
-        next = `this intent_id was already used for a request with different ${(p?.differingFields ?? []).join(', ') || 'fields'}. For a new request use a new intent_id; to retry the original, send its original fields.`;
+      }
+      case 'idempotency_key_reused': {
+        // The model never handles the key: it is its intent_id that was reused.
+        const fields = p?.differingFields?.map(toolArgumentPath);
+        const named = fields?.length ? fields.join(', ') : undefined;
+        extra.differing_fields = fields;
+        message = fields?.includes('(operation)')
+          ? 'This intent_id was first used for another kind of request.'
+          : `This intent_id was first used for a request with different arguments${named ? `; differing argument(s): ${named}` : ''}.`;
+        next = `this intent_id was already used for a request with different ${named ?? 'arguments'}. For a new request use a new intent_id; to retry the original, send its original arguments.`;
         break;
+      }
       case 'idempotency_key_expired':
         extra.ticket_id = p?.ticketId;
         next = `this intent_id already created ticket ${p?.ticketId ?? '(unknown)'} long ago; use get_ticket instead of creating another.`;
@@ -141,7 +155,7 @@ function describeError(tool: string, error: unknown): ErrorDetails {
         next = 'shorten the description or metadata and call again.';
         break;
     }
-    return { code: error.code, retryable: false, message: error.message, next, extra };
+    return { code: error.code, retryable: false, message, next, extra };
   }
   if (error instanceof TicketClientError) {
     return {
