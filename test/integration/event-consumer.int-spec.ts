@@ -1,13 +1,21 @@
 // The consumer kit (@tickets/event-consumer) on the real broker and the real PostgreSQL, through the
 // example consumer in test/support/kit-example.ts (kit API only): dedup of redeliveries, poison
 // messages and a failing handler dead-lettered after N attempts while the partition moves on, an
-// unknown event type skipped and counted, /metrics served by the consumer.
+// unknown event type skipped and counted, an event type without a handler skipped, counted and logged
+// once, /metrics served by the consumer.
 import { randomUUID } from 'node:crypto';
 import type { INestMicroservice } from '@nestjs/common';
 import { Pool } from 'pg';
 import type { TicketEventsServer } from '@tickets/event-consumer';
 import { TEST_DATABASE_URL } from '../support/env';
-import { eventually, kafkaFixture, ticketCreated, toMessage, uniqueName } from '../support/events-factory';
+import {
+  eventually,
+  kafkaFixture,
+  ticketCancelled,
+  ticketCreated,
+  toMessage,
+  uniqueName,
+} from '../support/events-factory';
 import { EFFECTS_DDL, EffectsController, POISON_TITLE, startExample } from '../support/kit-example';
 import { capturingLogger, kitMetric, kitOptions } from '../support/kit-options';
 
@@ -148,6 +156,26 @@ describe('event consumer kit', () => {
         ])
       ).rowCount,
     ).toBe(0);
+  });
+
+  it('counts the events of a type it has no handler for (ticket.cancelled.v1) and says so once, with no inbox row', async () => {
+    const before = await committed();
+    const created = ticketCreated(tenantId);
+    const [c1, c2] = [ticketCancelled(created), ticketCancelled(ticketCreated(tenantId))];
+    await fx.producer.send({ topic, messages: [toMessage(c1, 0), toMessage(created, 0)] });
+    await eventually(committed, (o) => o === before + 2, 30_000, 'offsets past the first unhandled event committed');
+    await fx.producer.send({ topic, messages: [toMessage(c2, 0)] });
+    await eventually(committed, (o) => o === before + 3, 30_000, 'offsets past the second unhandled event committed');
+    expect((await effects()).map((r) => r.event_id)).toContain(created.id);
+    expect(
+      await kitMetric(consumer.server, 'event_consumer_unhandled_skipped_total', 'type="ticket.cancelled.v1"'),
+    ).toBe(2);
+    expect(lines.filter((l) => l.startsWith('events of type ticket.cancelled.v1 have no handler'))).toHaveLength(1);
+    const inbox = await db.query(
+      'SELECT 1 FROM ticket_events.inbox_events WHERE group_id = $1 AND event_id = ANY($2)',
+      [groupId, [c1.id, c2.id]],
+    );
+    expect(inbox.rowCount).toBe(0);
   });
 
   it('serves lag per partition and handler latency on /metrics', async () => {

@@ -14,6 +14,7 @@ import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from
 import type { HeldBehind, KitInboxRepository, Place } from './inbox.repository';
 import { eventDeadLetter, heldDeadLetters, idKey } from './held-events';
 import { backoffMs } from './backoff';
+import { UnhandledTypes } from './unhandled-types';
 import type { ChunkOffsets, ReplayCountersRepository } from './replay-counters.repository';
 import type { ReplayWatch } from './replay-watch';
 
@@ -55,14 +56,16 @@ type Valid = Extract<ParsedEnvelope, { kind: 'event' }> & { repeats: number };
 const CONFLICT = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
 
 /**
- * One chunk of one partition's messages, in offset order: unknown types counted and skipped, invalid
- * messages dead-lettered, and the valid events handled in ONE transaction with their inbox rows. If
- * the handlers fail, the chunk's events are retried one per transaction with backoff, and an event
+ * One chunk of one partition's messages, in offset order: unknown types and those without a handler counted
+ * and skipped, invalid messages dead-lettered, and the valid events handled in ONE transaction with their
+ * inbox rows. If the handlers fail, the chunk's events are retried one per transaction with backoff, and an event
  * that fails `maxAttempts` times is dead-lettered with the error, so the partition moves on. A later
  * event of that ticket is held (dead-lettered behind it, not handled) until an operator requeues it, and so
  * is one read after a requeue and before its copy (the copy is produced at the end of the partition).
  */
 export class ChunkProcessor {
+  private readonly unhandled = new UnhandledTypes();
+
   constructor(
     private readonly pool: Pool,
     private readonly inbox: KitInboxRepository,
@@ -87,7 +90,7 @@ export class ChunkProcessor {
     for (const m of parsed) {
       if (m.kind === 'unknown') this.metrics.unknown.inc({ ...group, type: m.type });
       else if (m.kind === 'invalid') invalid.push(m);
-      else if (!this.wants(m.event.type)) continue;
+      else if (!this.wants(m.event.type)) this.unhandled.skip(this.metrics, place.groupId, m.event.type, this.log);
       else if (this.ownInbox)
         events.push({ ...m, repeats: 0 }); // the handler dedups, repeats included
       else if (seen.has(idKey(m.event.id))) {

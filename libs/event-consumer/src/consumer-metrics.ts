@@ -29,6 +29,12 @@ export class ConsumerMetrics {
     labelNames: ['group', 'type'],
     registers: [this.registry],
   });
+  readonly unhandled = new Counter({
+    name: 'event_consumer_unhandled_skipped_total',
+    help: 'Valid events of a type no handler of this consumer takes: skipped, no inbox row (counted again when read again)',
+    labelNames: ['group', 'type'],
+    registers: [this.registry],
+  });
   readonly retries = new Counter({
     name: 'event_consumer_handler_retries_total',
     help: 'Failed handler attempts that were retried',
