@@ -170,6 +170,8 @@ describe('tickets MCP server over stdio', () => {
     expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: '' });
     for (const name of ['TICKETS_API_KEY', 'TICKETS_API_URL', 'TICKETS_KEY_STORE', 'create_ticket', 'check_request'])
       expect(help.stdout).toContain(name);
+    // An entry that runs this very file, for a package installed from a tarball (npx would look in the registry).
+    expect(help.stdout).toContain(`{"command": "node", "args": [${JSON.stringify(MAIN)}],`);
     const { version } = JSON.parse(readFileSync(join(ROOT, 'libs/mcp-server/package.json'), 'utf8')) as {
       version: string;
     };

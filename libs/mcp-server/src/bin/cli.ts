@@ -3,7 +3,11 @@ import { VERSION } from '../version';
 
 const BIN = 'tickets-mcp';
 
-function help(): string {
+/**
+ * The --help text. `binPath`: this bin's own file, absolute, for the entry that runs it with node; a package
+ * installed from a tarball (or not published) has no npx entry that works.
+ */
+function help(binPath: string | undefined): string {
   return [
     `${BIN}: the ticket tools as an MCP server on stdio, for an agent host to start:`,
     `  ${TICKET_TOOL_NAMES.join(', ')}.`,
@@ -17,19 +21,23 @@ function help(): string {
     '  TICKETS_ATTEMPT_TIMEOUT_MS   one HTTP attempt (default 10000)',
     '  TICKETS_METRICS_PORT         serve GET /metrics on this port (default: not served)',
     '  LOG_LEVEL                    stderr log level (default info)',
-    'The package README lists the rest, and an agent host entry:',
+    'The package README lists the rest. An agent host entry that runs this very file:',
+    `  {"command": "node", "args": [${JSON.stringify(binPath ?? '/path/to/node_modules/@tickets/mcp-server/dist/bin/tickets-mcp.js')}], "env": {"TICKETS_API_KEY": "tk_..."}}`,
+    'or, with the package published on the npm registry:',
     '  {"command": "npx", "args": ["-y", "@tickets/mcp-server"], "env": {"TICKETS_API_KEY": "tk_..."}}',
+    'A refused start (a bad variable, a key the API refuses) exits 2 with the reason on stderr, which a host',
+    'keeps in its MCP server log; the host itself may show only "Connection closed".',
   ].join('\n');
 }
 
 /**
  * What the bin answers to its arguments without starting: --help, --version, or a usage error (exit 2) for
  * anything else, since the server takes its settings from the environment and would otherwise ignore them.
- * Undefined: no arguments, start the server.
+ * Undefined: no arguments, start the server. `binPath`: the bin's absolute path, for --help.
  */
-export function cliAnswer(args: string[]): { code: number; out?: string; err?: string } | undefined {
+export function cliAnswer(args: string[], binPath?: string): { code: number; out?: string; err?: string } | undefined {
   if (args.length === 0) return undefined;
-  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return { code: 0, out: help() };
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) return { code: 0, out: help(binPath) };
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-v'))
     return { code: 0, out: `@tickets/mcp-server ${VERSION}` };
   return {

@@ -3,7 +3,8 @@
 import { runStdioServer } from '../stdio-server';
 import { cliAnswer } from './cli';
 
-const answer = cliAnswer(process.argv.slice(2));
+// __filename, not argv[1]: npx and npm's .bin start it through a link, and a host entry needs the file itself.
+const answer = cliAnswer(process.argv.slice(2), __filename);
 if (answer) {
   if (answer.out) process.stdout.write(`${answer.out}\n`);
   if (answer.err) process.stderr.write(`${answer.err}\n`);
