@@ -69,4 +69,23 @@ describe('loadMcpServerConfig', () => {
       loadMcpServerConfig({ TICKETS_API_KEY: 'k', TICKETS_RETRY_BASE_MS: '500', TICKETS_RETRY_MAX_DELAY_MS: '100' }),
     ).toThrow(McpConfigError);
   });
+
+  it('TICKETS_KEY_STORE: ~/ is the home folder, an absolute path stays, a relative one is refused by name', () => {
+    const keyStore = (path: string) =>
+      loadMcpServerConfig({ TICKETS_API_KEY: 'k', TICKETS_KEY_STORE: path }, '/home/agent').keyStorePath;
+    expect(keyStore('~/.tickets-mcp/keys.json')).toBe('/home/agent/.tickets-mcp/keys.json');
+    expect(keyStore('/var/lib/tickets-mcp/keys.json')).toBe('/var/lib/tickets-mcp/keys.json');
+    for (const relative of ['keys.json', './keys.json', '~other/keys.json', '~']) {
+      let error: unknown;
+      try {
+        keyStore(relative);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(McpConfigError);
+      expect((error as McpConfigError).issues).toEqual([
+        expect.stringMatching(/^TICKETS_KEY_STORE must be an absolute path .*; give an absolute path$/),
+      ]);
+    }
+  });
 });

@@ -1,3 +1,5 @@
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { z } from 'zod';
 
 // The one file of this package that reads the environment (an exception in scripts/layering.ts): a
@@ -16,8 +18,19 @@ const McpEnvSchema = z.object({
         "is required: the ticket API key this MCP server acts with (the ticket service's operators create one with its CLI: api-keys create --tenant <slug>)",
     })
     .min(1, 'must not be empty'),
-  /** A JSON file that keeps the keys of unfinished intents across restarts of the MCP server. */
-  TICKETS_KEY_STORE: z.string().min(1).optional(),
+  /**
+   * A JSON file that keeps the keys of unfinished intents across restarts of the MCP server. Absolute, or under
+   * the home folder (`~/`, which no shell expands in a host's JSON config): a relative path would resolve
+   * against whatever working directory the host starts the server in, and the keys would land there unseen.
+   */
+  TICKETS_KEY_STORE: z
+    .string()
+    .min(1)
+    .refine(
+      (v) => v.startsWith('~/') || isAbsolute(v),
+      "must be an absolute path (or start with ~/ for the home folder): a relative one resolves against the agent host's working directory; give an absolute path",
+    )
+    .optional(),
   TICKETS_ATTEMPT_TIMEOUT_MS: ms(10_000, 100, 120_000),
   /** How long one write tool call keeps working on its intent before it tells the model to call again. */
   TICKETS_TOOL_DEADLINE_MS: ms(30_000, 100, 600_000),
@@ -35,6 +48,7 @@ const McpEnvSchema = z.object({
 export interface McpServerConfig {
   apiUrl: string;
   apiKey: string;
+  /** Absolute (a leading `~/` expanded). */
   keyStorePath?: string;
   attemptTimeoutMs: number;
   toolDeadlineMs: number;
@@ -55,9 +69,13 @@ export class McpConfigError extends Error {
 
 /**
  * Parses the MCP server's environment once, at boot (no transaction: pure). Throws McpConfigError
- * listing every problem. Empty values count as unset, as in loadConfig.
+ * listing every problem. Empty values count as unset, as in loadConfig. `homeDir` replaces a leading `~/` of
+ * TICKETS_KEY_STORE.
  */
-export function loadMcpServerConfig(env: Record<string, string | undefined> = process.env): McpServerConfig {
+export function loadMcpServerConfig(
+  env: Record<string, string | undefined> = process.env,
+  homeDir: string = homedir(),
+): McpServerConfig {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = McpEnvSchema.safeParse(cleaned);
   if (!parsed.success) {
@@ -70,7 +88,9 @@ export function loadMcpServerConfig(env: Record<string, string | undefined> = pr
   return {
     apiUrl: e.TICKETS_API_URL,
     apiKey: e.TICKETS_API_KEY,
-    keyStorePath: e.TICKETS_KEY_STORE,
+    keyStorePath: e.TICKETS_KEY_STORE?.startsWith('~/')
+      ? join(homeDir, e.TICKETS_KEY_STORE.slice(2))
+      : e.TICKETS_KEY_STORE,
     attemptTimeoutMs: e.TICKETS_ATTEMPT_TIMEOUT_MS,
     toolDeadlineMs: e.TICKETS_TOOL_DEADLINE_MS,
     backoff: { baseMs: e.TICKETS_RETRY_BASE_MS, capMs: e.TICKETS_RETRY_MAX_DELAY_MS },

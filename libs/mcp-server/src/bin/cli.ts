@@ -16,7 +16,7 @@ function help(binPath: string | undefined): string {
     'Configured by the environment, not by arguments:',
     "  TICKETS_API_KEY              required: the ticket API key it acts with (the service's CLI: api-keys create)",
     '  TICKETS_API_URL              the ticket API (default http://127.0.0.1:3000)',
-    "  TICKETS_KEY_STORE            a JSON file that keeps unfinished intents' keys across restarts (default: memory)",
+    "  TICKETS_KEY_STORE            absolute path (or ~/...) of a JSON file that keeps unfinished intents' keys (default: memory)",
     '  TICKETS_TOOL_DEADLINE_MS     how long one write call keeps at its intent before it answers (default 30000)',
     '  TICKETS_ATTEMPT_TIMEOUT_MS   one HTTP attempt (default 10000)',
     '  TICKETS_METRICS_PORT         serve GET /metrics on this port (default: not served)',
