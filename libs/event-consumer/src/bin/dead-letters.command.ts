@@ -7,7 +7,7 @@ import type {
 } from '../dead-letters/consumer-dead-letters.types';
 import { deadLetterFate, followRequeue, type FollowCommands } from '../dead-letters/follow-report';
 import { kafkaRepublisher } from '../dead-letters/message-republisher';
-import { BIN, EXIT, Usage, duration, target, timeBound, type Command } from './bin-support';
+import { BIN, EXIT, Usage, duration, target, timeBound, type Command, type Target, type Values } from './bin-support';
 
 const ACTIONS = ['list', 'show', 'requeue', 'discard'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -25,11 +25,33 @@ const line = (i: ConsumerDeadLetterItem) =>
     `reason: ${i.reason}`,
   ].join('  ');
 
-/** How this bin spells the commands its advice names. */
-const COMMANDS: FollowCommands = {
-  requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow`,
-  list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}`,
-};
+/**
+ * How this bin spells the commands its advice names, runnable where this run was: a requeue produces to Kafka,
+ * so it names the brokers (this run's, or a placeholder when `show` ran without any), and the database and
+ * schema given as flags are given again (the URL's password as `<password>`: the advice is printed).
+ */
+export function adviceCommands(values: Values, t: Pick<Target, 'brokers'>): FollowCommands {
+  const flags: string[] = [];
+  const url = values['database-url'];
+  if (typeof url === 'string') flags.push(`--database-url ${withoutPassword(url)}`);
+  if (typeof values.schema === 'string') flags.push(`--schema ${values.schema}`);
+  const where = flags.map((f) => ` ${f}`).join('');
+  const brokers = ` --brokers ${t.brokers.length ? t.brokers.join(',') : '<host:9092>'}`;
+  return {
+    requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow${brokers}${where}`,
+    list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}${where}`,
+  };
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '<password>';
+    return u.toString().replace('%3Cpassword%3E', '<password>');
+  } catch {
+    return '<url>';
+  }
+}
 
 function osUser(): string {
   try {
@@ -145,6 +167,7 @@ export const deadLettersCommand: Command = {
     const republisher = action === 'requeue' ? kafkaRepublisher(t.brokers, `${BIN}-dead-letters`) : undefined;
     const dl = new ConsumerDeadLetters({ databaseUrl: t.databaseUrl, schema: t.schema, republisher });
     const json = values.json === true;
+    const commands = adviceCommands(values, t);
     try {
       if (action === 'list') {
         const items = await dl.list(filter);
@@ -162,7 +185,7 @@ export const deadLettersCommand: Command = {
         if (json) io.out(JSON.stringify(d));
         else {
           io.out(line(d.item));
-          for (const l of deadLetterFate(d, COMMANDS)) io.out(l);
+          for (const l of deadLetterFate(d, commands)) io.out(l);
           io.out(`content: ${JSON.stringify(d.content)}`);
           for (const h of d.history)
             io.out(
@@ -189,7 +212,7 @@ export const deadLettersCommand: Command = {
         json,
         out: io.out,
         progress: json ? io.err : io.out,
-        commands: COMMANDS,
+        commands,
       });
     } finally {
       await republisher?.close();
