@@ -1,21 +1,32 @@
 import type { Problem } from './ticket-client.types';
 
-/** Codes the server sends in problem details. */
+/** Codes the server sends in problem details: every code the ticket API has (its spec holds the two lists equal). */
 export type ServerErrorCode =
   | 'validation_failed'
   | 'idempotency_key_missing'
   | 'idempotency_key_invalid'
   | 'malformed_json'
+  | 'malformed_request'
   | 'unauthorized'
+  | 'not_found'
+  | 'method_not_allowed'
   | 'ticket_not_found'
   | 'idempotency_key_not_found'
   | 'idempotency_key_in_use'
   | 'idempotency_key_reused'
   | 'idempotency_key_expired'
+  | 'request_timeout'
+  | 'expectation_failed'
   | 'payload_too_large'
+  | 'headers_too_large'
   | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'shutting_down'
   | 'database_unavailable'
-  | 'internal_error';
+  | 'internal_error'
+  /** Only from the API's /mcp endpoint (an Accept without both JSON and event stream; a browser page's Origin). */
+  | 'not_acceptable'
+  | 'origin_not_allowed';
 
 /** Codes the client makes up when the server did not (or could not) say. */
 export type ClientErrorCode =
