@@ -1,5 +1,5 @@
 // The `ticket-events` bin's answers when the broker or the database refuses it: each names where it went and
-// what to change, on the real broker address and a real PostgreSQL role.
+// what to change, on the real broker address and a real PostgreSQL role (and server, without SSL).
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { main as ticketEvents } from '@tickets/event-consumer/bin/ticket-events';
@@ -61,6 +61,24 @@ describe('ticket-events bin: errors that say where and what next', () => {
       "argument is ambiguous. Did you forget to specify the option argument for '--partition'?",
     );
     expect(dash.err).not.toContain('..');
+  });
+
+  it('a database URL that is not a postgresql:// URL is wrong usage; SSL the server does not offer says what to change', async () => {
+    const notUrl = await run(['dead-letters', 'list', '--group', 'g', '--database-url', 'not-a-url']);
+    expect(notUrl).toEqual({
+      code: 2,
+      err: expect.stringContaining(
+        '--database-url / DATABASE_URL must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/database; what was given does not parse as a URL',
+      ),
+    });
+    // The test server runs without SSL.
+    const url = new URL(TEST_DATABASE_URL);
+    url.searchParams.set('sslmode', 'require');
+    const ssl = await run(['dead-letters', 'list', '--group', 'g', '--database-url', url.toString()]);
+    expect(ssl.code).toBe(1);
+    expect(ssl.err).toContain(
+      `cannot use PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname} does not accept SSL connections, and --database-url / DATABASE_URL asks for them (sslmode=require): remove sslmode=require or use sslmode=disable there, or turn SSL on at the server`,
+    );
   });
 
   it("a schema without the kit's tables asks whether --schema is right before suggesting migrate", async () => {

@@ -1,7 +1,7 @@
 // The consumer kit's own migration (`ticket-events migrate`, migrate() of @tickets/event-consumer/admin)
 // on an empty database: two replicas migrating at once both succeed and every step is applied once,
 // a second run changes nothing, a step applied with another text is refused, and a consumer refuses to
-// start on an unmigrated schema, naming the command to run.
+// start on an unmigrated schema, naming the command to run; SSL asked of a server without it, said as what to change.
 import { createServer, type AddressInfo } from 'node:net';
 import { Pool, type PoolClient } from 'pg';
 import { KitDatabaseUnavailable, KitSchemaOutdated, TicketEventsServer } from '@tickets/event-consumer';
@@ -336,4 +336,24 @@ it('a consumer whose database cannot be reached or does not exist refuses to sta
     );
     expect((err as { cause?: { code?: string } }).cause?.code).toBe(code);
   }
+});
+
+it('a consumer whose databaseUrl asks for SSL that the server does not offer says what to change', async () => {
+  const url = new URL(database.url);
+  url.searchParams.set('sslmode', 'require');
+  // The test server runs without SSL (SHOW ssl: off), as many local and in-cluster servers do.
+  expect((await db.query<{ ssl: string }>('SHOW ssl')).rows[0].ssl).toBe('off');
+  const server = new TicketEventsServer({
+    brokers: TEST_KAFKA_BROKERS,
+    topic: 'kit-migrate-unused',
+    groupId: 'kit-migrate-it',
+    databaseUrl: url.toString(),
+    metrics: false,
+  });
+  const err = await new Promise<unknown>((resolve) => void server.listen((e) => resolve(e)));
+  expect(err).toBeInstanceOf(KitDatabaseUnavailable);
+  expect((err as Error).message).toBe(
+    `the consumer kit cannot use PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname} does not accept SSL connections, and its databaseUrl option (DATABASE_URL) asks for them (sslmode=require): remove sslmode=require or use sslmode=disable there, or turn SSL on at the server`,
+  );
+  expect((err as { cause?: Error }).cause?.message).toBe('The server does not support SSL connections');
 });

@@ -64,10 +64,31 @@ export class KitDatabaseUnavailable extends Error {
 }
 
 /**
+ * pg's error for a server that answers "no" to SSL. It has no code or SQLSTATE (the server sends one byte,
+ * not an error message), so its text is all there is to recognise it by.
+ */
+const NO_SSL = 'The server does not support SSL connections';
+
+/** The server refused SSL that the connection string asked for: what to change, said for `setting`. */
+export function sslRefusedAdvice(err: unknown, databaseUrl: string, setting: string): string | undefined {
+  if ((err as { message?: unknown } | null)?.message !== NO_SSL) return undefined;
+  let asked = 'SSL';
+  try {
+    const q = new URL(databaseUrl).searchParams;
+    asked = q.get('sslmode') ? `sslmode=${q.get('sslmode')}` : q.get('ssl') ? `ssl=${q.get('ssl')}` : asked;
+  } catch {
+    // Not a URL: the options refuse it before a connection is tried.
+  }
+  return `PostgreSQL at ${databaseHost(databaseUrl)} does not accept SSL connections, and ${setting} asks for them (${asked}): remove ${asked} or use sslmode=disable there, or turn SSL on at the server`;
+}
+
+/**
  * A start-up error of the kit's first statement, said as what to check when the database cannot be reached or
- * refuses the login (the server down, a wrong host, port, database, role or password); any other error as it is.
+ * refuses the login (the server down, a wrong host, port, database, role or password) or SSL; any other error as it is.
  */
 export function startupDatabaseError(err: unknown, databaseUrl: string): unknown {
+  const ssl = sslRefusedAdvice(err, databaseUrl, 'its databaseUrl option (DATABASE_URL)');
+  if (ssl) return new KitDatabaseUnavailable(`the consumer kit cannot use ${ssl}`, { cause: err });
   const state = sqlState(err);
   if (!isDatabaseUnavailable(err) && !(state && LOGIN_STATES.has(state))) return err;
   const e = err as { code?: unknown; message?: unknown; errors?: unknown };

@@ -128,6 +128,8 @@ export function optionsFromEnv(
     if (!(err instanceof TicketEventsOptionsError)) throw err;
     const option = /^option ([\w.]+) /.exec(err.message)?.[1];
     const variable = option && !(option.split('.')[0] in overrides) ? VARIABLE_OF[option] : undefined;
+    // The database URL's value is not repeated: it may hold a password.
+    if (variable === 'DATABASE_URL') throw new TicketEventsOptionsError(`${variable}: ${err.message}`);
     if (variable && env[variable] !== undefined)
       throw new TicketEventsOptionsError(`${variable}="${env[variable]}": ${err.message}`);
     throw err;
@@ -137,6 +139,7 @@ export function optionsFromEnv(
 
 /** The variable each option checked by resolveOptions is read from. */
 const VARIABLE_OF: Record<string, string> = {
+  databaseUrl: 'DATABASE_URL',
   chunkSize: 'EVENT_CONSUMER_CHUNK',
   partitionsConcurrency: 'EVENT_CONSUMER_PARTITIONS_CONCURRENCY',
   commitIntervalMs: 'EVENT_CONSUMER_COMMIT_INTERVAL',

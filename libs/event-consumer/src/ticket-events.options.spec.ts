@@ -67,3 +67,23 @@ describe('the offset commit interval', () => {
     );
   });
 });
+
+describe('databaseUrl', () => {
+  it('must parse as a postgresql:// or postgres:// URL, refused at option resolution', () => {
+    expect(resolveOptions({ ...required, databaseUrl: 'postgres://me@db:5432/x' }).databaseUrl).toBe(
+      'postgres://me@db:5432/x',
+    );
+    expect(() => resolveOptions({ ...required, databaseUrl: 'not-a-url' })).toThrow(
+      'option databaseUrl must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/database; what was given does not parse as a URL',
+    );
+    expect(() => resolveOptions({ ...required, databaseUrl: 'mysql://db/x' })).toThrow(
+      /option databaseUrl must be a postgresql:\/\/ URL, .*, not a mysql:\/\/ URL/,
+    );
+  });
+
+  it('from DATABASE_URL: named by the variable, its value (a password, perhaps) not repeated', () => {
+    const refused = () => optionsFromEnv({ groupId: 'g' }, { DATABASE_URL: 'postgresql//me:s3cret@db/x' });
+    expect(refused).toThrow(/^DATABASE_URL: option databaseUrl must be a postgresql:\/\/ URL/);
+    expect(refused).not.toThrow(/s3cret/);
+  });
+});

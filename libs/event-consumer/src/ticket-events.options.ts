@@ -151,12 +151,30 @@ const warmStatements = (v: TicketEventsOptions['warmStatements']): string[] => {
   return v;
 };
 
+/**
+ * Why `url` is not a PostgreSQL connection URL, or undefined. pg reads anything as a connection string ("not-a-url"
+ * became a host name), so a typo would otherwise surface as a failed DNS look-up of a host nobody named.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  const shape = 'a postgresql:// URL, e.g. postgresql://user:password@host:5432/database';
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    return `must be ${shape}; what was given does not parse as a URL`;
+  }
+  if (protocol !== 'postgresql:' && protocol !== 'postgres:') return `must be ${shape}, not a ${protocol}// URL`;
+  return undefined;
+}
+
 /** Fills the defaults in, and says which required option is missing or wrong. */
 export function resolveOptions(o: TicketEventsOptions): ResolvedOptions {
   for (const k of ['topic', 'groupId', 'databaseUrl'] as const) {
     if (typeof o[k] !== 'string' || o[k].length === 0)
       throw new TicketEventsOptionsError(`option ${k} is required (a non-empty string)`);
   }
+  const urlProblem = databaseUrlProblem(o.databaseUrl);
+  if (urlProblem) throw new TicketEventsOptionsError(`option databaseUrl ${urlProblem}`);
   if (!Array.isArray(o.brokers) || o.brokers.length === 0)
     throw new TicketEventsOptionsError(
       'option brokers is required: the Kafka bootstrap brokers, e.g. ["127.0.0.1:9092"]',

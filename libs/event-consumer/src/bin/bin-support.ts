@@ -1,8 +1,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { databaseHost } from '../database-errors';
+import { databaseHost, sslRefusedAdvice } from '../database-errors';
 import { DURATION_UNITS } from '../durations';
 import { DEFAULT_SCHEMA, KitSchemaError, KitTables } from '../kit-schema';
 import { binEnvironment, brokersOf } from '../ticket-events.env';
+import { databaseUrlProblem } from '../ticket-events.options';
 
 export const BIN = 'ticket-events';
 
@@ -96,8 +97,8 @@ export function target(values: Values, need: { database?: boolean; brokers?: boo
   const brokers = brokersText ? brokersOf(brokersText) : env.brokers;
   if (need.database && !databaseUrl)
     throw new Usage('no database: pass --database-url postgresql://user@host:5432/db or set DATABASE_URL');
-  if (need.database && databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
-    throw new Usage(`--database-url / DATABASE_URL is not a postgresql:// URL`);
+  const urlProblem = need.database && databaseUrl ? databaseUrlProblem(databaseUrl) : undefined;
+  if (urlProblem) throw new Usage(`--database-url / DATABASE_URL ${urlProblem}`);
   if (need.brokers && !brokers?.length)
     throw new Usage('no Kafka brokers: pass --brokers host:9092 or set KAFKA_BROKERS');
   const schema = (values.schema as string | undefined) ?? env.schema;
@@ -136,6 +137,8 @@ export function explain(err: unknown, t?: Partial<Target>): string {
   const e = err as { code?: string; name?: string; message?: string };
   const msg = e?.message ?? String(err);
   const host = t?.databaseUrl ? databaseHost(t.databaseUrl) : 'the database';
+  const ssl = t?.databaseUrl ? sslRefusedAdvice(err, t.databaseUrl, '--database-url / DATABASE_URL') : undefined;
+  if (ssl) return `cannot use ${ssl}`;
   if (
     e?.code === 'ECONNREFUSED' ||
     e?.code === 'ENOTFOUND' ||
