@@ -154,6 +154,34 @@ describe('MCP over Streamable HTTP at /mcp', () => {
     expect(await ticketCount(tenant.tenantId)).toBe(1);
   });
 
+  it("a create with a cancelled ticket's external_ref gets that ticket, said so alike over /mcp and stdio", async () => {
+    const http = await connect();
+    const made = await call(http, 'create_ticket', { intent_id: 'ref-first', title: 'First', external_ref: 'REF-C' });
+    await call(http, 'cancel_ticket', { ticket_id: made.structuredContent?.ticket_id, intent_id: 'undo' });
+    const again = { title: 'Second', priority: 'high', external_ref: 'REF-C' };
+    const viaHttp = await call(http, 'create_ticket', { intent_id: 'ref-again-http', ...again });
+    const stdio = await startMcpStdio({ TICKETS_API_URL: api.baseUrl, TICKETS_API_KEY: tenant.apiKey });
+    let viaStdio: CallToolResult;
+    try {
+      viaStdio = await call(stdio.client, 'create_ticket', { intent_id: 'ref-again-stdio', ...again });
+    } finally {
+      await stdio.client.close();
+    }
+    for (const result of [viaHttp, viaStdio]) {
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({
+        outcome: 'deduplicated',
+        ticket_id: made.structuredContent?.ticket_id,
+        not_applied: ['title', 'priority'],
+        ticket: { status: 'cancelled' },
+      });
+    }
+    expect(text(viaHttp).replace(/Idempotency key: .*$/, '')).toBe(text(viaStdio).replace(/Idempotency key: .*$/, ''));
+    expect(text(viaHttp)).toContain('and it is cancelled: an external_ref keeps its one ticket for good');
+    expect(text(viaHttp)).toContain('Its title, priority differ from what you sent and were not applied');
+    expect(await ticketCount(tenant.tenantId)).toBe(1);
+  });
+
   it('tool errors say the code, whether a retry helps and what to do; another tenant sees nothing', async () => {
     const mcp = await connect();
     const made = await call(mcp, 'create_ticket', { intent_id: 'reused-http', title: 'First' });
