@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable } from './database-errors';
+import { isDatabaseUnavailable, sqlState } from './database-errors';
 import type { KitHandlerError } from './decorators';
 
 /**
@@ -8,12 +8,18 @@ import type { KitHandlerError } from './decorators';
 export class TransactionAborted extends Error {
   override name = 'TransactionAborted';
 
-  constructor() {
+  /** `first`: the error of the statement that aborted the transaction, when the kit saw it (statement-errors.ts). */
+  constructor(first?: unknown) {
+    const state = sqlState(first);
+    // pg's errors are all named "error": the SQLSTATE and the message say it.
+    const said = first instanceof Error ? first.message : errorText(first);
+    const failed = first === undefined ? '' : ` (${state ? `${state} ` : ''}${said})`;
     super(
-      'PostgreSQL rolled the transaction back at COMMIT: a statement in it failed and the handler caught the error, ' +
+      `PostgreSQL rolled the transaction back at COMMIT: a statement in it failed${failed} and the handler caught the error, ` +
         'which leaves the transaction aborted (nothing of the chunk was applied). Run a statement whose error the ' +
         'handler means to survive inside a SAVEPOINT (SAVEPOINT s; the statement; on its error ROLLBACK TO SAVEPOINT s), ' +
         'or let the error propagate',
+      first === undefined ? undefined : { cause: first },
     );
   }
 }

@@ -14,6 +14,7 @@ import { TicketEventBatchContext, TicketEventContext, type OwnInboxResult } from
 import type { HeldBehind, KitInboxRepository, Place } from './inbox.repository';
 import { eventDeadLetter, heldDeadLetters, idKey } from './held-events';
 import { backoffMs } from './backoff';
+import { abortingError } from './statement-errors';
 import { UnhandledTypes } from './unhandled-types';
 import type { ChunkOffsets, ReplayCountersRepository } from './replay-counters.repository';
 import type { ReplayWatch } from './replay-watch';
@@ -362,7 +363,7 @@ export class ChunkProcessor {
         dead: count.dead ?? holds.map((h) => h.offset),
       });
     const done = await client.query('COMMIT');
-    if (done.command !== 'COMMIT') throw new TransactionAborted();
+    if (done.command !== 'COMMIT') throw new TransactionAborted(abortingError(client));
     this.countDone(place, todo.length, events.length - todo.length - held.size, invalid.length);
     this.logInvalid(place, invalid);
     if (holds.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'held' }, holds.length);

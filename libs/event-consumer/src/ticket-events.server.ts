@@ -20,6 +20,7 @@ import { warmConnections } from './warm-connections.repository';
 import { PauseWatch } from './pause-watch';
 import { ReplayCountersRepository } from './replay-counters.repository';
 import { ReplayWatch } from './replay-watch';
+import { rememberAbortingErrors } from './statement-errors';
 import { checkTopicRetention } from './topic-retention';
 import { optionsFromEnv } from './ticket-events.env';
 import { resolveOptions, type ResolvedOptions, type TicketEventsOptions } from './ticket-events.options';
@@ -98,6 +99,8 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
       connectionTimeoutMillis: 5_000,
     });
     this.pool.on('error', (err) => this.log?.warn({ err }, 'idle database connection failed'));
+    // A dead letter's TransactionAborted then names the statement error a handler caught.
+    this.pool.on('connect', (client) => rememberAbortingErrors(client));
     patchKafkajsRequestQueue();
     patchKafkajsProduceEncoding(); // before the first fetch, which loads the record batch module
     this.kafka = new Kafka({
