@@ -1,54 +1,34 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Message, type Producer } from 'kafkajs';
-import { EVENT_HEADERS, TicketCancelledV1, TicketCreatedV1, type TicketEvent } from '@tickets/contracts';
+import {
+  ticketCancelledEvent,
+  ticketCreatedEvent,
+  ticketEventMessage,
+  type TicketCancelledV1,
+  type TicketCreatedV1,
+  type TicketEvent,
+} from '@tickets/contracts';
 import { TEST_KAFKA_BROKERS } from './env';
 
-/** A valid ticket.created.v1 envelope (parsed with the shared schema, so a schema change breaks it here). */
+/**
+ * A valid ticket.created.v1 envelope, made by the contracts' ticketCreatedEvent (what downstream teams use in their
+ * own tests, so these tests exercise it too).
+ */
 export function ticketCreated(tenantId: string, over: { ticketId?: string; title?: string } = {}): TicketCreatedV1 {
-  const ticketId = over.ticketId ?? randomUUID();
-  const now = new Date().toISOString();
-  return TicketCreatedV1.parse({
-    id: randomUUID(),
-    type: 'ticket.created.v1',
-    occurredAt: now,
+  return ticketCreatedEvent({
     tenantId,
-    ticketId,
+    ticketId: over.ticketId,
     idempotencyKey: `key-${randomUUID()}`,
     correlationId: `req-${randomUUID().slice(0, 8)}`,
-    data: {
-      id: ticketId,
-      title: over.title ?? 'Printer on fire',
-      description: null,
-      priority: 'high',
-      status: 'open',
-      externalRef: null,
-      requester: { name: 'Ada' },
-      metadata: null,
-      createdAt: now,
-      updatedAt: now,
-    },
+    data: { title: over.title ?? 'Printer on fire', priority: 'high', requester: { name: 'Ada' } },
   });
 }
 
-export function ticketCancelled(created: TicketCreatedV1): TicketCancelledV1 {
-  const now = new Date().toISOString();
-  return TicketCancelledV1.parse({
-    ...created,
-    id: randomUUID(),
-    type: 'ticket.cancelled.v1',
-    occurredAt: now,
-    data: { ...created.data, status: 'cancelled', updatedAt: now },
-  });
-}
+export const ticketCancelled = (created: TicketCreatedV1): TicketCancelledV1 => ticketCancelledEvent(created);
 
-/** The Kafka message the relay would publish: key = ticket id, event id and type in headers. */
+/** The Kafka message the relay would publish (the contracts' ticketEventMessage), on `partition` if given. */
 export function toMessage(event: TicketEvent, partition?: number): Message {
-  return {
-    key: event.ticketId,
-    value: JSON.stringify(event),
-    partition,
-    headers: { [EVENT_HEADERS.id]: event.id, [EVENT_HEADERS.type]: event.type },
-  };
+  return { ...ticketEventMessage(event), partition };
 }
 
 export const uniqueName = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${randomUUID().slice(0, 6)}`;
