@@ -53,4 +53,33 @@ describe('notAppliedFields', () => {
       notAppliedFields({ title: EXISTING.title, metadata: { source: 'email', tags: { 0: 'a', 1: 'b' } } }, EXISTING),
     ).toEqual(['metadata']);
   });
+
+  it('compares what goes over the wire: JSON drops undefined and turns a Date into its string and NaN into null', () => {
+    const stored: Ticket = {
+      ...EXISTING,
+      requester: { name: 'Ada' },
+      metadata: { source: 'email', at: '2026-11-30T10:15:00.000Z', score: null, tags: [null] },
+    };
+    expect(
+      notAppliedFields(
+        {
+          title: EXISTING.title,
+          description: undefined,
+          requester: { name: 'Ada', email: undefined },
+          metadata: {
+            source: 'email',
+            gone: undefined,
+            at: new Date('2026-11-30T10:15:00.000Z'),
+            score: NaN,
+            tags: [undefined],
+          },
+        },
+        stored,
+      ),
+    ).toEqual([]);
+    // The JSON form still differs where the stored ticket does: a Date of another instant is listed.
+    expect(
+      notAppliedFields({ title: EXISTING.title, metadata: { ...stored.metadata, at: new Date(0) } }, stored),
+    ).toEqual(['metadata']);
+  });
 });

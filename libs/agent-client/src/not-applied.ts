@@ -5,16 +5,27 @@ export type NotAppliedField = 'title' | 'description' | 'priority' | 'requester'
 
 /**
  * For a create deduplicated by its `externalRef`: the fields the caller sent that differ from the ticket that
- * already existed, which keeps its own (empty when none does). A field left out was not sent, so it is not
- * listed. The title is compared trimmed, as the server trims it. Pure.
+ * already existed, which keeps its own (empty when none does). Each field is compared as it goes over the wire,
+ * in its JSON form: JSON drops an undefined property and turns a Date into its ISO string and NaN into null
+ * before the server stores anything, so those are no difference. A field left out (or undefined) was not sent,
+ * so it is not listed. The title is compared trimmed, as the server trims it. Pure.
  */
 export function notAppliedFields(input: CreateTicketInput, ticket: Ticket): NotAppliedField[] {
+  const sent = (value: unknown): unknown => {
+    const json = JSON.stringify(value);
+    return json === undefined ? undefined : (JSON.parse(json) as unknown);
+  };
+  const differs = (value: unknown, stored: unknown): boolean => {
+    const wire = sent(value);
+    return wire !== undefined && !sameJson(wire, stored);
+  };
+  const title = sent(input.title);
   const differing: (NotAppliedField | false)[] = [
-    input.title.trim() !== ticket.title && 'title',
-    input.description !== undefined && input.description !== ticket.description && 'description',
-    input.priority !== undefined && input.priority !== ticket.priority && 'priority',
-    input.requester !== undefined && !sameJson(input.requester, ticket.requester) && 'requester',
-    input.metadata !== undefined && !sameJson(input.metadata, ticket.metadata) && 'metadata',
+    typeof title === 'string' && title.trim() !== ticket.title && 'title',
+    differs(input.description, ticket.description) && 'description',
+    differs(input.priority, ticket.priority) && 'priority',
+    differs(input.requester, ticket.requester) && 'requester',
+    differs(input.metadata, ticket.metadata) && 'metadata',
   ];
   return differing.filter((f): f is NotAppliedField => f !== false);
 }
