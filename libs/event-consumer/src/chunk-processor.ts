@@ -196,8 +196,8 @@ export class ChunkProcessor {
       { partition: place.partition, offset: e.offset, eventId: e.event.id, reason },
       'event dead-lettered',
     );
-    await this.inbox.deadLetter(this.pool, place, [eventDeadLetter(e, reason)], 'handler_failed');
-    this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
+    if (await this.inbox.deadLetter(this.pool, place, [eventDeadLetter(e, reason)], 'handler_failed'))
+      this.metrics.deadLettered.inc({ group: place.groupId, cause: 'handler_failed' });
     return { fresh: [], dead: [e.offset] };
   }
 
@@ -307,7 +307,7 @@ export class ChunkProcessor {
       return { fresh: [], dead: [] };
     }
     await client.query('BEGIN');
-    await this.inbox.deadLetter(client, place, invalid);
+    const invalidWritten = await this.inbox.deadLetter(client, place, invalid);
     const { fresh, held } = await this.inbox.claim(
       client,
       place,
@@ -320,7 +320,8 @@ export class ChunkProcessor {
       })),
     );
     const todo = events.flatMap((e, i) => (fresh.has(idKey(e.event.id)) ? [{ ...e, i }] : []));
-    const holds = held.size > 0 ? await this.hold(client, place, events, held) : [];
+    const { items: holds, written: heldWritten } =
+      held.size > 0 ? await this.hold(client, place, events, held) : { items: [], written: 0 };
     const stop = this.metrics.handlerSeconds.startTimer(group);
     if (batch && todo.length > 0) {
       const ctx = new TicketEventBatchContext([
@@ -364,9 +365,9 @@ export class ChunkProcessor {
       });
     const done = await client.query('COMMIT');
     if (done.command !== 'COMMIT') throw new TransactionAborted(abortingError(client));
-    this.countDone(place, todo.length, events.length - todo.length - held.size, invalid.length);
+    this.countDone(place, todo.length, events.length - todo.length - held.size, invalidWritten);
     this.logInvalid(place, invalid);
-    if (holds.length > 0) this.metrics.deadLettered.inc({ ...group, cause: 'held' }, holds.length);
+    if (heldWritten > 0) this.metrics.deadLettered.inc({ ...group, cause: 'held' }, heldWritten);
     for (const h of holds)
       this.log?.warn(
         { partition: place.partition, offset: h.offset, eventId: h.eventId, ticketId: h.key, heldBy: h.held },
@@ -378,8 +379,7 @@ export class ChunkProcessor {
   /** Dead-letters, in the chunk's transaction, the events the claim held (held-events.ts). */
   private async hold(client: PoolClient, place: Place, events: readonly Valid[], held: Map<string, HeldBehind>) {
     const items = heldDeadLetters(events, held, place.groupId);
-    await this.inbox.deadLetter(client, place, items, 'held');
-    return items;
+    return { items, written: await this.inbox.deadLetter(client, place, items, 'held') };
   }
 
   /** One line per message dead-lettered as invalid (committed), as for the other dead letters. */

@@ -165,7 +165,9 @@ export class KitInboxRepository {
   }
 
   /**
-   * Must run inside the caller's transaction (or alone). A redelivered message does not add a second row.
+   * Must run inside the caller's transaction (or alone). A redelivered message does not add a second row: a
+   * place keeps its one dead letter, open, requeued or discarded. Returns the rows written, which is what the
+   * dead-letter counter counts (a replay that re-reads a discarded message does not raise the alert).
    * `cause`: invalid, handler_failed, or held (each item names the dead letter it waits behind).
    */
   async deadLetter(
@@ -173,15 +175,16 @@ export class KitInboxRepository {
     place: Place,
     items: readonly DeadLetterItem[],
     cause: DeadLetterCause = 'invalid',
-  ): Promise<void> {
-    if (items.length === 0) return;
-    await tx.query(this.deadLetterSql, [
+  ): Promise<number> {
+    if (items.length === 0) return 0;
+    const res = await tx.query(this.deadLetterSql, [
       place.groupId,
       place.topic,
       place.partition,
       JSON.stringify(items.map((m) => ({ ...m, o: m.offset }))),
       cause,
     ]);
+    return res.rowCount ?? 0;
   }
 
   /** Own short transactions: deletes the group's inbox rows older than `retentionMs`, in chunks. */
