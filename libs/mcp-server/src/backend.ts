@@ -30,7 +30,10 @@ export interface CreateToolResult {
   idempotencyKey: string;
   /** Write attempts this call made (1 when nothing had to be retried). */
   attempts: number;
-  /** deduplicated: the fields sent that the existing ticket does not have (the agent client's `notAppliedFields`). */
+  /**
+   * deduplicated: the fields sent that the existing ticket does not have (the agent client's `notAppliedFields`).
+   * Optional so that a backend written before it still compiles: left out, the tool computes it the same way.
+   */
   notApplied?: string[];
 }
 

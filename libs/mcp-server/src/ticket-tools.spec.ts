@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { TicketClient } from '@tickets/agent-client';
+import { TicketClient, type Ticket } from '@tickets/agent-client';
 import { clientBackend } from './client-backend';
-import { toolIdempotencyKey } from './backend';
+import { toolIdempotencyKey, type TicketToolsBackend } from './backend';
 import { createTicketsMcpServer } from './ticket-tools';
 
 // The tools through a real MCP client/server pair (in-memory transport) and a real HTTP server
@@ -216,6 +216,35 @@ describe('ticket MCP tools', () => {
     const odd = await call('get_ticket', { ticket_id: '00000000-0000-0000-0000-000000000000' });
     expect(odd.isError).toBeFalsy();
     expect(seen).toHaveLength(3);
+  });
+
+  it("a backend of the embedder's own that leaves notApplied out: the tool names what was not applied itself", async () => {
+    const backend: TicketToolsBackend = {
+      createTicket: async (_input, write) => ({
+        outcome: 'deduplicated',
+        ticket: TICKET as Ticket,
+        idempotencyKey: write.idempotencyKey,
+        attempts: 1,
+      }),
+      cancelTicket: () => Promise.reject(new Error('not used')),
+      getTicket: async () => null,
+      findByExternalRef: async () => null,
+      getRequestStatus: () => Promise.reject(new Error('not used')),
+    };
+    const server = createTicketsMcpServer(backend, 'test');
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const own = new Client({ name: 'spec', version: '1' });
+    await Promise.all([server.connect(serverSide), own.connect(clientSide)]);
+    try {
+      const result = (await own.callTool({
+        name: 'create_ticket',
+        arguments: { intent_id: 'own-backend', title: 'Something else', priority: 'low', external_ref: 'ORD-1' },
+      })) as CallToolResult;
+      expect(result.structuredContent).toMatchObject({ outcome: 'deduplicated', not_applied: ['title', 'priority'] });
+      expect(text(result)).toContain('Its title, priority differ from what you sent and were not applied');
+    } finally {
+      await own.close();
+    }
   });
 
   it('a deduplicated create names what it sent that the existing ticket does not have; a replay points to get_ticket', async () => {

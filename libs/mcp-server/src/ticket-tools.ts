@@ -1,7 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { RequestStatus, Ticket } from '@tickets/agent-client';
+import { notAppliedFields, type RequestStatus, type Ticket } from '@tickets/agent-client';
 import { toolIdempotencyKey, type TicketToolsBackend } from './backend';
 import { toolArgumentPath } from './argument-names';
 import { reportSdkRejections } from './sdk-rejections';
@@ -177,7 +177,12 @@ export function registerTicketTools(
             signal: extra.signal,
           });
           const t = result.ticket;
-          const notApplied = (result.notApplied ?? []).map(toolArgumentPath);
+          // A backend of the embedder's own may leave notApplied out (it is optional in CreateToolResult): the
+          // same check here, never an empty list that would tell the model everything it sent was applied.
+          const notApplied =
+            result.outcome === 'deduplicated'
+              ? (result.notApplied ?? notAppliedFields(input, t)).map(toolArgumentPath)
+              : [];
           const sentence = {
             created: `Created ticket ${t.id} ("${t.title}") now.`,
             replayed: `Ticket ${t.id} had already been created for intent_id "${args.intent_id}"; returned it as that first call answered, no new ticket made (get_ticket shows its state now).`,
