@@ -98,6 +98,9 @@ describe('ticket MCP tools', () => {
     const create = tools.find((t) => t.name === 'create_ticket')!;
     expect(create.inputSchema.required).toEqual(expect.arrayContaining(['intent_id', 'title']));
     expect(create.description).toMatch(/SAME intent_id/);
+    expect(create.description).toContain(
+      'After a "deduplicated" result, if a new ticket is really needed, ask the user; do not make up another external_ref.',
+    );
     expect(create.outputSchema).toBeDefined();
   });
 
@@ -280,9 +283,20 @@ describe('ticket MCP tools', () => {
     expect(cancelled.isError).toBeFalsy();
     expect(text(cancelled)).toMatch(
       new RegExp(
-        `^A ticket with external_ref "ORD-1" already existed: ${TICKET.id}, and it is cancelled: an external_ref keeps its one ticket for good, even once cancelled, so no new ticket was made\\.`,
+        `^A ticket with external_ref "ORD-1" already existed: ${TICKET.id}, and it is cancelled: an external_ref keeps its one ticket for good, whatever its status, so no new ticket was made\\. If a new ticket is really needed, ask the user; do not make up another external_ref\\.`,
       ),
     );
+    // Any status other than open is named as it is, not as cancelled.
+    handler = (_req, res) => send(res, 200, { ...TICKET, status: 'closed' }, { 'ticket-deduplicated': 'externalRef' });
+    const closed = await call('create_ticket', {
+      intent_id: 'fifth-intent',
+      title: TICKET.title,
+      external_ref: 'ORD-1',
+    });
+    expect(text(closed)).toContain(
+      'and it is closed: an external_ref keeps its one ticket for good, whatever its status,',
+    );
+    expect(text(closed)).not.toContain('cancelled');
 
     handler = (_req, res) => send(res, 201, TICKET, { 'idempotent-replayed': 'true' });
     const replayed = await call('create_ticket', { intent_id: 'email-4711', title: TICKET.title, priority: 'high' });

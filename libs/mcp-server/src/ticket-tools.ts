@@ -27,7 +27,8 @@ const TicketShape = z.object({
 const CREATE_DESCRIPTION = `Create a support ticket, at most once per request.
 intent_id: make up one stable id for THIS request (e.g. "email-4711-printer-on-fire") and pass the SAME intent_id every time you retry, resume after an error or timeout, or re-plan this same request. The service then returns the ticket it already made instead of creating a duplicate. Use a new intent_id only for a genuinely different request.
 If you are unsure whether a ticket already exists for this request (e.g. after a restart), call find_ticket with its external_ref first.
-The result's outcome is "created" (made now), "replayed" (this intent_id had already created it earlier; no new ticket) or "deduplicated" (a ticket with this external_ref already existed, possibly cancelled: a reference keeps its one ticket for good; no new ticket).`;
+The result's outcome is "created" (made now), "replayed" (this intent_id had already created it earlier; no new ticket) or "deduplicated" (a ticket with this external_ref already existed, possibly cancelled: a reference keeps its one ticket for good; no new ticket).
+After a "deduplicated" result, if a new ticket is really needed, ask the user; do not make up another external_ref.`;
 
 type Text = { type: 'text'; text: string };
 
@@ -321,7 +322,8 @@ function deduplicatedSentence(ticket: Ticket, notApplied: readonly string[]): st
   const sentence =
     ticket.status === 'open'
       ? `${existed}. Returned it, no new ticket made.`
-      : `${existed}, and it is ${ticket.status}: an external_ref keeps its one ticket for good, even once cancelled, so no new ticket was made.`;
+      : // Worded from the status itself: Ticket.status is open-ended, so a status added later reads true too.
+        `${existed}, and it is ${ticket.status}: an external_ref keeps its one ticket for good, whatever its status, so no new ticket was made. If a new ticket is really needed, ask the user; do not make up another external_ref.`;
   if (notApplied.length === 0) return sentence;
   const one = notApplied.length === 1;
   return `${sentence} Its ${notApplied.join(', ')} ${one ? 'differs' : 'differ'} from what you sent and ${one ? 'was' : 'were'} not applied: the existing ticket keeps its own.`;
