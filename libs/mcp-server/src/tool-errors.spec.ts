@@ -91,4 +91,76 @@ describe('toolError', () => {
       errors: [{ path: 'external_ref' }, { path: 'requester.email' }, { path: 'ticket_id' }],
     });
   });
+
+  it('an intent_id first used for another kind of request is said so in the next step too, not as an argument', () => {
+    const t = text(
+      'cancel_ticket',
+      new PermanentError({
+        code: 'idempotency_key_reused',
+        status: 422,
+        message: 'HTTP 422 idempotency_key_reused: This Idempotency-Key was first used for create, not cancel.',
+        problem: { status: 422, code: 'idempotency_key_reused', differingFields: ['(operation)'] },
+      }),
+    );
+    expect(t).toContain('This intent_id was first used for another kind of request.');
+    expect(t).toContain(
+      'Next: this intent_id was already used for another kind of request. Use a new intent_id for this one.',
+    );
+    expect(t).not.toContain('different (operation)');
+  });
+
+  // Over /mcp the problem's own text reaches the tool; it speaks of the key and REST paths, the model of its tools.
+  const API_TERMS = /Idempotency-Key|\/v1\/|same key|Fetch /;
+
+  it('an expired intent_id names the ticket and get_ticket, not the key or a REST path', () => {
+    const ticketId = '0b7f7c1e-3f4a-4d55-9a51-7f3a3d1e2c11';
+    const t = text(
+      'create_ticket',
+      new PermanentError({
+        code: 'idempotency_key_expired',
+        status: 410,
+        message: `This Idempotency-Key was used at 2026-11-01T10:00:00.000Z and made ticket ${ticketId}; its stored response is past the replay window (until 2026-11-02T10:00:00.000Z). Fetch /v1/tickets/${ticketId} instead.`,
+        problem: { status: 410, code: 'idempotency_key_expired', ticketId, usedAt: '2026-11-01T10:00:00.000Z' },
+      }),
+    );
+    expect(t).not.toMatch(API_TERMS);
+    expect(t).toContain(`This intent_id was already used at 2026-11-01T10:00:00.000Z, for ticket ${ticketId};`);
+    expect(t).toContain(
+      `Next: call get_ticket with ticket_id "${ticketId}" to see that ticket as it is now; do not call create_ticket again for this request.`,
+    );
+    expect(JSON.parse(t.split('\n').at(-1)!)).toEqual({
+      code: 'idempotency_key_expired',
+      retryable: false,
+      ticket_id: ticketId,
+    });
+  });
+
+  it('a key still in use at the deadline, and a database that did not answer, are told in tool terms', () => {
+    const inUse = text(
+      'create_ticket',
+      new RetryableError({
+        code: 'idempotency_key_in_use',
+        status: 409,
+        message:
+          'A request with this Idempotency-Key is in progress. Retry the same request with the same key after 1s, or ask GET /v1/idempotency-keys/{key}.',
+        retryAfterMs: 1_000,
+        idempotencyKey: 'ticket-create-0123456789abcdef01234567',
+        intentId: 'email-1',
+      }),
+    );
+    expect(inUse).not.toMatch(API_TERMS);
+    expect(inUse).toContain('An earlier call with this intent_id is still running');
+    expect(inUse).toContain(
+      'Next: wait about 1 s, then call create_ticket again with the same intent_id "email-1" (safe: it cannot make a second one); check_request with idempotency_key "ticket-create-0123456789abcdef01234567" tells whether an earlier call already did it.',
+    );
+    const database = new RetryableError({
+      code: 'database_unavailable',
+      status: 503,
+      message: 'The database did not answer. Retry later with the same Idempotency-Key.',
+      retryAfterMs: 2_000,
+    });
+    const read = text('get_ticket', database);
+    expect(read).not.toMatch(API_TERMS);
+    expect(read).toContain("The ticket service's database did not answer. Nothing was written.");
+  });
 });

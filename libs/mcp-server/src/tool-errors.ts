@@ -70,6 +70,22 @@ interface ErrorDetails {
   extra: Record<string, unknown>;
 }
 
+/**
+ * A retryable error's message in the tools' terms. The API's text for these codes tells an HTTP caller what to do
+ * with its Idempotency-Key and which REST path to ask; over /mcp that text reaches the model as it is, and the
+ * model has an intent_id and check_request instead (the next step says how to use them).
+ */
+function retryableMessage(error: RetryableError): string {
+  switch (error.code) {
+    case 'idempotency_key_in_use':
+      return 'An earlier call with this intent_id is still running, and it had not finished when this call had to answer.';
+    case 'database_unavailable':
+      return "The ticket service's database did not answer.";
+    default:
+      return sentence(error.message);
+  }
+}
+
 function describeError(tool: string, error: unknown): ErrorDetails {
   const sameIntent = (intentId: string | undefined): string =>
     intentId === undefined ? 'the same arguments' : `the same intent_id "${intentId}"`;
@@ -87,12 +103,13 @@ function describeError(tool: string, error: unknown): ErrorDetails {
       error.retryAfterMs !== undefined
         ? `about ${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s`
         : 'a few seconds';
+    const message = retryableMessage(error);
     if (error.idempotencyKey !== undefined) {
       // A write that ran out of time: an earlier call of the same intent may have done it, so never say "nothing was written".
       return {
         code: error.code,
         retryable: true,
-        message: sentence(error.message),
+        message,
         next: `wait ${wait}, then call ${tool} again with ${sameIntent(error.intentId)} (safe: it cannot make a second one); check_request with idempotency_key "${error.idempotencyKey}" tells whether an earlier call already did it.`,
         extra: {
           idempotency_key: error.idempotencyKey,
@@ -104,7 +121,7 @@ function describeError(tool: string, error: unknown): ErrorDetails {
     return {
       code: error.code,
       retryable: true,
-      message: `${sentence(error.message)} Nothing was written.`,
+      message: `${message} Nothing was written.`,
       next: WRITE_TOOLS.has(tool)
         ? `wait ${wait}, then call ${tool} again with the same intent_id.`
         : `wait ${wait}, then call ${tool} again with the same arguments.`,
@@ -134,13 +151,23 @@ function describeError(tool: string, error: unknown): ErrorDetails {
         message = fields?.includes('(operation)')
           ? 'This intent_id was first used for another kind of request.'
           : `This intent_id was first used for a request with different arguments${named ? `; differing argument(s): ${named}` : ''}.`;
-        next = `this intent_id was already used for a request with different ${named ?? 'arguments'}. For a new request use a new intent_id; to retry the original, send its original arguments.`;
+        // '(operation)' is no argument: the intent_id named a create and is now sent with a cancel (or back).
+        next = fields?.includes('(operation)')
+          ? `this intent_id was already used for another kind of request. Use a new intent_id for this one.`
+          : `this intent_id was already used for a request with different ${named ?? 'arguments'}. For a new request use a new intent_id; to retry the original, send its original arguments.`;
         break;
       }
-      case 'idempotency_key_expired':
-        extra.ticket_id = p?.ticketId;
-        next = `this intent_id already created ticket ${p?.ticketId ?? '(unknown)'} long ago; use get_ticket instead of creating another.`;
+      case 'idempotency_key_expired': {
+        // The API's text speaks of its key and a REST path; the model knows its intent_id and get_ticket.
+        const ticket = p?.ticketId;
+        const at = typeof p?.usedAt === 'string' ? ` at ${p.usedAt}` : '';
+        extra.ticket_id = ticket;
+        message = `This intent_id was already used${at}, for ticket ${ticket ?? '(unknown)'}; that was longer ago than the ticket service repeats its answers, so it did not run again.`;
+        next = ticket
+          ? `call get_ticket with ticket_id "${ticket}" to see that ticket as it is now; do not call ${tool} again for this request.`
+          : `call find_ticket with the external_ref, if the request had one, to see that ticket; do not call ${tool} again for this request.`;
         break;
+      }
       case 'ticket_not_found':
         next = 'check the ticket_id (find_ticket looks tickets up by external_ref).';
         break;
