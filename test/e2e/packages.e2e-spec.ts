@@ -205,6 +205,26 @@ describe('examples/agent: the agent client from its tarball', () => {
       cancel: 'replayed',
     });
   });
+
+  it('reads TICKETS_KEY_STORE as the MCP server does: ~/ is the home folder, another relative path is refused', async () => {
+    const env = { TICKETS_API_URL: api.baseUrl, TICKETS_API_KEY: tenant.apiKey };
+    const intent = `pkg-store-${Date.now()}`;
+    if (!existsSync(join(example.dir, 'dist', 'agent.js'))) await run('npm', ['run', 'build'], { cwd: example.dir });
+    const relativeStore = await run(process.execPath, ['dist/agent.js', intent], {
+      cwd: example.dir,
+      env: { ...env, TICKETS_KEY_STORE: 'keys.json' },
+    });
+    expect({ code: relativeStore.code, stdout: relativeStore.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(relativeStore.stderr).toMatch(/^TICKETS_KEY_STORE must be an absolute path .*; give an absolute path\n$/);
+    const home = join(example.dir, 'home');
+    const inHome = await run(process.execPath, ['dist/agent.js', intent], {
+      cwd: example.dir,
+      env: { ...env, HOME: home, TICKETS_KEY_STORE: '~/.tickets-agent/keys.json' },
+    });
+    expect(JSON.parse(inHome.stdout)).toMatchObject({ first: 'created', again: 'replayed' });
+    expect(existsSync(join(home, '.tickets-agent', 'keys.json'))).toBe(true);
+    expect(existsSync(join(example.dir, '~'))).toBe(false);
+  });
 });
 
 describe('tickets-mcp from its tarball', () => {
