@@ -210,8 +210,10 @@ export class ChunkTransactions {
         fresh: count.fresh ?? todo.map((e) => e.offset),
         dead: count.dead ?? holds.map((h) => h.offset),
       });
+    // Read before COMMIT: its answer, even a ROLLBACK, is a success that forgets the error (statement-errors.ts).
+    const aborted = abortingError(client);
     const done = await client.query('COMMIT');
-    if (done.command !== 'COMMIT') throw new TransactionAborted(abortingError(client));
+    if (done.command !== 'COMMIT') throw new TransactionAborted(aborted);
     this.countDone(place, todo.length, events.length - todo.length - held.size, invalidWritten);
     this.logInvalid(place, invalid);
     if (heldWritten > 0) this.metrics.deadLettered.inc({ ...group, cause: 'held' }, heldWritten);

@@ -23,7 +23,7 @@ function connection() {
 }
 
 describe('rememberAbortingErrors', () => {
-  it('keeps the error that aborted the transaction through the 25P02s after it and COMMIT’s ROLLBACK', async () => {
+  it('keeps the error that aborted the transaction through the 25P02s after it; COMMIT’s ROLLBACK forgets it', async () => {
     const { client, answers, query } = connection();
     const zero = pgError('22012', 'division by zero');
     answers.push({ command: 'BEGIN' }, zero, pgError('25P02', 'current transaction is aborted'), {
@@ -32,22 +32,55 @@ describe('rememberAbortingErrors', () => {
     await query('BEGIN');
     await expect(query('SELECT 1/0')).rejects.toBe(zero); // the caller still gets its error
     await query('SELECT 1').catch(() => undefined);
+    expect(abortingError(client)).toBe(zero); // read here, before COMMIT ...
     expect(await query('COMMIT')).toEqual({ command: 'ROLLBACK' });
+    expect(abortingError(client)).toBeUndefined(); // ... as COMMIT's answer ends the transaction
+  });
+
+  it('keeps the first error: a later syntax error (42601 comes before 25P02) does not replace the cause', async () => {
+    const { client, answers, query } = connection();
+    const zero = pgError('22012', 'division by zero');
+    answers.push(zero, pgError('42601', 'syntax error at or near "SELEC"'));
+    await query('SELECT 1/0').catch(() => undefined);
+    await query('SELEC 1').catch(() => undefined);
     expect(abortingError(client)).toBe(zero);
   });
 
-  it('forgets an error survived by a ROLLBACK TO SAVEPOINT once a statement succeeds, and sees callback calls', async () => {
+  it('ignores errors without a SQLSTATE (pg’s own: a timeout, a closed client, a value it cannot convert)', async () => {
     const { client, answers, query } = connection();
-    answers.push(pgError('23505', 'duplicate key'), { command: 'ROLLBACK' }, { command: 'INSERT' });
+    const zero = pgError('22012', 'division by zero');
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' });
+    answers.push(new Error('Query read timeout'), zero, new Error('Client was closed and is not queryable'), reset);
+    await query('SELECT pg_sleep(10)').catch(() => undefined);
+    expect(abortingError(client)).toBeUndefined();
+    await query('SELECT 1/0').catch(() => undefined);
+    await query('SELECT 1').catch(() => undefined);
+    await query('SELECT 1').catch(() => undefined);
+    expect(abortingError(client)).toBe(zero);
+  });
+
+  it('forgets an error on a ROLLBACK answer: ROLLBACK TO SAVEPOINT, or the kit’s ROLLBACK after a handler threw', async () => {
+    const { client, answers, query } = connection();
+    answers.push(pgError('23505', 'duplicate key'), { command: 'ROLLBACK' });
     await query('INSERT ...').catch(() => undefined);
     expect(abortingError(client)).toMatchObject({ code: '23505' });
     await query('ROLLBACK TO SAVEPOINT s');
-    expect(abortingError(client)).toMatchObject({ code: '23505' }); // a ROLLBACK answer keeps it ...
-    await query('INSERT ...');
-    expect(abortingError(client)).toBeUndefined(); // ... a statement that succeeds ends the aborted state
+    expect(abortingError(client)).toBeUndefined(); // recovered: a later abort is named by its own error
     const fk = pgError('23503', 'violates foreign key');
-    answers.push(fk);
+    answers.push(fk, { command: 'ROLLBACK' });
+    await query('INSERT ...').catch(() => undefined);
+    expect(abortingError(client)).toBe(fk);
+    await query('ROLLBACK'); // the connection goes back to the pool idle, remembering nothing
+    expect(abortingError(client)).toBeUndefined();
+  });
+
+  it('sees callback calls', async () => {
+    const { client, answers } = connection();
+    const fk = pgError('23503', 'violates foreign key');
+    answers.push(fk, { command: 'ROLLBACK' });
     await new Promise<void>((resolve) => client.query('INSERT ...', [], () => resolve()));
     expect(abortingError(client)).toBe(fk);
+    await new Promise<void>((resolve) => client.query('ROLLBACK', [], () => resolve()));
+    expect(abortingError(client)).toBeUndefined();
   });
 });

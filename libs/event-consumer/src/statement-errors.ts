@@ -12,24 +12,26 @@ type Query = (...args: unknown[]) => unknown;
  * Makes `client` remember the error of the statement that aborted its transaction, for abortingError(). A
  * handler that catches that error leaves PostgreSQL nothing to say at COMMIT but "ROLLBACK": the kit's dead
  * letter would hide the cause (a division by zero, a constraint) behind a TransactionAborted. Remembered: the
- * last error other than 25P02 (every statement after the aborting one fails with 25P02); forgotten when a
- * statement succeeds (a ROLLBACK TO SAVEPOINT ends the aborted state; COMMIT's "ROLLBACK" answer does not).
+ * FIRST error with a SQLSTATE since the last statement that succeeded, other than 25P02: every statement after
+ * the aborting one fails too, with 25P02 or with its own syntax error (42601: PostgreSQL parses before it
+ * looks at the aborted state), and none of those is the cause. An error without a SQLSTATE is pg's own (a
+ * value it cannot convert, "Query read timeout", "Client was closed"): the server did not raise it. Forgotten on any success, a ROLLBACK answer included (ROLLBACK TO SAVEPOINT
+ * ends the aborted state; the kit's own ROLLBACK ends the transaction), so read it before sending COMMIT.
  * Promise and callback calls are seen; a Submittable (a cursor, a stream) is not. Once per connection.
  */
 export function rememberAbortingErrors(client: { query: unknown }): void {
   const original = client.query as Query;
   const noteError = (err: unknown) => {
-    if (sqlState(err) !== IN_FAILED_TRANSACTION) aborting.set(client, err);
+    const state = sqlState(err);
+    if (state && state !== IN_FAILED_TRANSACTION && !aborting.has(client)) aborting.set(client, err);
   };
-  const noteResult = (res: unknown) => {
-    if ((res as { command?: unknown } | undefined)?.command !== 'ROLLBACK') aborting.delete(client);
-  };
+  const noteResult = () => aborting.delete(client);
   client.query = function query(this: unknown, ...args: unknown[]) {
     const callback = args[args.length - 1];
     if (typeof callback === 'function') {
       args[args.length - 1] = (err: unknown, res: unknown) => {
         if (err) noteError(err);
-        else noteResult(res);
+        else noteResult();
         return (callback as (e: unknown, r: unknown) => unknown)(err, res);
       };
       return original.apply(this, args);
@@ -38,7 +40,7 @@ export function rememberAbortingErrors(client: { query: unknown }): void {
     if (!(result instanceof Promise)) return result;
     return result.then(
       (res: unknown) => {
-        noteResult(res);
+        noteResult();
         return res;
       },
       (err: unknown) => {
@@ -49,7 +51,10 @@ export function rememberAbortingErrors(client: { query: unknown }): void {
   };
 }
 
-/** The error of the statement that aborted `client`'s transaction, if rememberAbortingErrors saw it. */
+/**
+ * The error of the statement that aborted `client`'s transaction, if rememberAbortingErrors saw it. Read it
+ * before sending COMMIT: COMMIT's answer (ROLLBACK) is a success, which forgets it.
+ */
 export function abortingError(client: object): unknown {
   return aborting.get(client);
 }
