@@ -68,7 +68,7 @@ export class ChunkProcessor {
     const seen = new Map<string, Valid>();
     let repeats = 0;
     for (const m of parsed) {
-      if (m.kind === 'unknown') this.metrics.unknown.inc({ ...group, type: m.type });
+      if (m.kind === 'unknown') this.metrics.countUnknown(place.groupId, m.type);
       else if (m.kind === 'invalid') invalid.push(m);
       else if (!this.wants(m.event.type)) this.unhandled.skip(this.metrics, place.groupId, m.event.type, this.log);
       else if (this.ownInbox)

@@ -1,6 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { serveMetrics, type MetricsEndpoint, type Readiness } from './metrics-endpoint';
 
+/** What an unknown type is labelled as when it does not look like an event type, or once the labels are used up. */
+export const OTHER_TYPE = 'other';
+/** Distinct `type` labels of event_consumer_unknown_skipped_total per process; later new types count as `other`. */
+export const MAX_UNKNOWN_TYPES = 50;
+/** The shape of an event type name (`ticket.archived.v9`), lower case, at most 100 characters. */
+const TYPE_LABEL = /^[a-z0-9_.-]{1,100}$/;
+
 /** Prometheus metrics of one consumer process, on a registry of its own (two consumers in one process don't clash). */
 export class ConsumerMetrics {
   readonly registry = new Registry();
@@ -25,10 +32,27 @@ export class ConsumerMetrics {
   });
   readonly unknown = new Counter({
     name: 'event_consumer_unknown_skipped_total',
-    help: 'Envelopes of an event type or version this build does not know: skipped',
+    help: `Envelopes of an event type or version this build does not know: skipped (types not like an event type, and those after the first ${MAX_UNKNOWN_TYPES}, as type="${OTHER_TYPE}")`,
     labelNames: ['group', 'type'],
     registers: [this.registry],
   });
+
+  /**
+   * Counts an envelope of a type this build does not know. The type is the producer's string, unchecked: a
+   * producer sending garbage (or a new type per message) would otherwise make a series per value, without
+   * bound, in this process and in Prometheus. Only a type shaped like one gets a label, and only the first
+   * MAX_UNKNOWN_TYPES of them; the rest are counted together as `other`.
+   */
+  countUnknown(group: string, type: string): void {
+    let label = OTHER_TYPE;
+    if (TYPE_LABEL.test(type) && (this.unknownTypes.has(type) || this.unknownTypes.size < MAX_UNKNOWN_TYPES)) {
+      this.unknownTypes.add(type);
+      label = type;
+    }
+    this.unknown.inc({ group, type: label });
+  }
+  /** The unknown types labelled so far (countUnknown). */
+  private readonly unknownTypes = new Set<string>();
   readonly unhandled = new Counter({
     name: 'event_consumer_unhandled_skipped_total',
     help: 'Valid events of a type no handler of this consumer takes: skipped, no inbox row (counted again when read again)',
