@@ -28,29 +28,57 @@ const line = (i: ConsumerDeadLetterItem) =>
 /**
  * How this bin spells the commands its advice names, runnable where this run was: a requeue produces to Kafka,
  * so it names the brokers (this run's, or a placeholder when `show` ran without any), and the database and
- * schema given as flags are given again (the URL's password as `<password>`: the advice is printed).
+ * schema given as flags are given again (every password as `<password>`: the advice is printed). Each value
+ * is quoted for a POSIX shell where it needs it, so that a pasted command runs as printed.
  */
 export function adviceCommands(values: Values, t: Pick<Target, 'brokers'>): FollowCommands {
   const flags: string[] = [];
   const url = values['database-url'];
-  if (typeof url === 'string') flags.push(`--database-url ${withoutPassword(url)}`);
-  if (typeof values.schema === 'string') flags.push(`--schema ${values.schema}`);
+  if (typeof url === 'string') flags.push(`--database-url ${shellQuoted(withoutPasswords(url))}`);
+  if (typeof values.schema === 'string') flags.push(`--schema ${shellQuoted(values.schema)}`);
   const where = flags.map((f) => ` ${f}`).join('');
-  const brokers = ` --brokers ${t.brokers.length ? t.brokers.join(',') : '<host:9092>'}`;
+  const brokers = ` --brokers ${shellQuoted(t.brokers.length ? t.brokers.join(',') : '<host:9092>')}`;
+  const q = shellQuoted;
   return {
-    requeue: (id, g) => `${BIN} dead-letters requeue --group ${g} --id ${id} --follow${brokers}${where}`,
-    list: (g, ticket) => `${BIN} dead-letters list --group ${g} --all${ticket ? ` --ticket ${ticket}` : ''}${where}`,
+    requeue: (id, g) => `${BIN} dead-letters requeue --group ${q(g)} --id ${q(id)} --follow${brokers}${where}`,
+    list: (g, ticket) =>
+      `${BIN} dead-letters list --group ${q(g)} --all${ticket ? ` --ticket ${q(ticket)}` : ''}${where}`,
   };
 }
 
-function withoutPassword(url: string): string {
+/** Characters a POSIX shell takes literally in a word. */
+const SHELL_SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** `value` as one word of a POSIX shell: as it is when safe, else in single quotes (a ' inside as '\''). */
+export function shellQuoted(value: string): string {
+  return SHELL_SAFE.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Query parameters pg reads a password from (libpq's names). */
+const PASSWORD_PARAMS = ['password', 'sslpassword'];
+const PLACEHOLDER = '<password>';
+/** pg-connection-string's own stand-in for the empty host of `postgresql://me@/db?host=/socket`. */
+const DUMMY_HOST = '___DUMMY___';
+
+/** A connection string with every password (the URL's, and the password / sslpassword parameters) as `<password>`. */
+export function withoutPasswords(url: string): string {
+  if (url.startsWith('/')) return url; // "/socket/dir database": no password in it
+  let u: URL;
+  let dummy = false;
   try {
-    const u = new URL(url);
-    if (u.password) u.password = '<password>';
-    return u.toString().replace('%3Cpassword%3E', '<password>');
+    u = new URL(url);
   } catch {
-    return '<url>';
+    try {
+      u = new URL(url.replace('@/', `@${DUMMY_HOST}/`));
+      dummy = true;
+    } catch {
+      return '<url>';
+    }
   }
+  if (u.password) u.password = PLACEHOLDER;
+  for (const p of PASSWORD_PARAMS) if (u.searchParams.has(p)) u.searchParams.set(p, PLACEHOLDER);
+  const said = u.toString().replace(/%3Cpassword%3E/g, PLACEHOLDER);
+  return dummy ? said.replace(`@${DUMMY_HOST}/`, '@/') : said;
 }
 
 function osUser(): string {
