@@ -68,7 +68,7 @@ describe('ticket-events bin: errors that say where and what next', () => {
     expect(notUrl).toEqual({
       code: 2,
       err: expect.stringContaining(
-        '--database-url / DATABASE_URL must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/database; what was given does not parse as a URL',
+        '--database-url / DATABASE_URL must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/database; what was given has no scheme, and pg would read it relative to postgres://base: host "base", the text as a database name',
       ),
     });
     // The test server runs without SSL.

@@ -69,15 +69,30 @@ describe('the offset commit interval', () => {
 });
 
 describe('databaseUrl', () => {
-  it('must parse as a postgresql:// or postgres:// URL, refused at option resolution', () => {
-    expect(resolveOptions({ ...required, databaseUrl: 'postgres://me@db:5432/x' }).databaseUrl).toBe(
+  it('takes every form pg reads as meant: URLs, a socket with an empty host, socket:, a socket folder and database', () => {
+    for (const url of [
       'postgres://me@db:5432/x',
-    );
+      'postgresql://me:pw@/db?host=/var/run/postgresql', // pg-connection-string retries with a stand-in host
+      'postgresql:///db?host=/var/run/postgresql',
+      'socket:/var/run/postgresql?db=x',
+      '/var/run/postgresql db',
+      'postgresql://me:p w@db/x', // a space: pg encodes it
+    ])
+      expect(resolveOptions({ ...required, databaseUrl: url }).databaseUrl).toBe(url);
+  });
+
+  it('refuses what pg would misread, at option resolution: no scheme, another scheme, no parse', () => {
+    // pg reads it relative to postgres://base: host "base", database "not-a-url".
     expect(() => resolveOptions({ ...required, databaseUrl: 'not-a-url' })).toThrow(
-      'option databaseUrl must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/database; what was given does not parse as a URL',
+      'option databaseUrl must be a postgresql:// URL, e.g. postgresql://user:password@host:5432/database; what was given has no scheme, and pg would read it relative to postgres://base: host "base", the text as a database name',
     );
     expect(() => resolveOptions({ ...required, databaseUrl: 'mysql://db/x' })).toThrow(
       /option databaseUrl must be a postgresql:\/\/ URL, .*, not a mysql:\/\/ URL/,
+    );
+    // "db:5432/x" is a URL of scheme db: to pg, with no host.
+    expect(() => resolveOptions({ ...required, databaseUrl: 'db:5432/x' })).toThrow(/not a db:\/\/ URL/);
+    expect(() => resolveOptions({ ...required, databaseUrl: 'postgresql://db:99999/x' })).toThrow(
+      /what was given does not parse as one/,
     );
   });
 

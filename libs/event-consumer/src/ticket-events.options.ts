@@ -151,19 +151,37 @@ const warmStatements = (v: TicketEventsOptions['warmStatements']): string[] => {
   return v;
 };
 
+/** The base pg-connection-string resolves a connection string against: one without a scheme is read relative to it. */
+const PG_BASE = 'postgres://base';
+const SCHEMES = new Set(['postgresql:', 'postgres:', 'socket:']);
+
 /**
- * Why `url` is not a PostgreSQL connection URL, or undefined. pg reads anything as a connection string ("not-a-url"
- * became a host name), so a typo would otherwise surface as a failed DNS look-up of a host nobody named.
+ * Why pg would misread `url`, or undefined. Read as pg-connection-string's parse reads it (the kit does not
+ * call it: it would read the sslcert/sslkey/sslrootcert files here): a string starting with "/" is a socket
+ * folder and a database ("/var/run/postgresql db"); anything else is a URL relative to postgres://base, tried
+ * again with a stand-in host for "user@/db?host=/socket". So "not-a-url" is not an error to pg but host "base",
+ * database "not-a-url", and "db-host:5432/x" a URL of scheme db-host:, met later as a failed DNS look-up or a
+ * wrong database. Refused: what does not parse, no scheme, a scheme other than postgresql:, postgres:, socket:.
  */
 export function databaseUrlProblem(url: string): string | undefined {
+  if (url.startsWith('/')) return undefined;
   const shape = 'a postgresql:// URL, e.g. postgresql://user:password@host:5432/database';
-  let protocol: string;
+  // Spaces and stray % are encoded first, as pg does.
+  const given = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url;
+  let read: URL;
   try {
-    protocol = new URL(url).protocol;
+    read = new URL(given, PG_BASE);
   } catch {
-    return `must be ${shape}; what was given does not parse as a URL`;
+    try {
+      read = new URL(given.replace('@/', '@___DUMMY___/'), PG_BASE);
+    } catch {
+      return `must be ${shape}; what was given does not parse as one`;
+    }
   }
-  if (protocol !== 'postgresql:' && protocol !== 'postgres:') return `must be ${shape}, not a ${protocol}// URL`;
+  // "//host/db" takes its scheme from the base, as pg reads it: not misread.
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(url.trim()) && !url.trim().startsWith('//'))
+    return `must be ${shape}; what was given has no scheme, and pg would read it relative to ${PG_BASE}: host "${read.hostname}", the text as a database name`;
+  if (!SCHEMES.has(read.protocol)) return `must be ${shape}, not a ${read.protocol}// URL`;
   return undefined;
 }
 
