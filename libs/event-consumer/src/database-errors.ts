@@ -69,25 +69,37 @@ export class KitDatabaseUnavailable extends Error {
  */
 const NO_SSL = 'The server does not support SSL connections';
 
-/** The server refused SSL that the connection string asked for: what to change, said for `setting`. */
-export function sslRefusedAdvice(err: unknown, databaseUrl: string, setting: string): string | undefined {
+/** The connection-string parameters that make pg use SSL (pg-connection-string). */
+const SSL_PARAMS = ['sslmode', 'ssl', 'sslcert', 'sslkey', 'sslrootcert', 'sslnegotiation'];
+
+/**
+ * The server refused SSL that the connection asked for: what to change, said for `setting` (what sets the
+ * URL). `pgSslMode`: the PGSSLMODE variable, which pg reads itself when the URL has no ssl parameter; the
+ * caller reads it (the environment is read in ticket-events.env.ts only).
+ */
+export function sslRefusedAdvice(
+  err: unknown,
+  databaseUrl: string,
+  setting: string,
+  pgSslMode?: string,
+): string | undefined {
   if ((err as { message?: unknown } | null)?.message !== NO_SSL) return undefined;
-  let asked = 'SSL';
-  try {
-    const q = new URL(databaseUrl).searchParams;
-    asked = q.get('sslmode') ? `sslmode=${q.get('sslmode')}` : q.get('ssl') ? `ssl=${q.get('ssl')}` : asked;
-  } catch {
-    // Not a URL: the options refuse it before a connection is tried.
-  }
-  return `PostgreSQL at ${databaseHost(databaseUrl)} does not accept SSL connections, and ${setting} asks for them (${asked}): remove ${asked} or use sslmode=disable there, or turn SSL on at the server`;
+  const q = connectionParts(databaseUrl)?.params;
+  const asked = SSL_PARAMS.flatMap((k) => (q?.has(k) ? [`${k}=${q.get(k)}`] : [])).join(', ');
+  const at = `PostgreSQL at ${databaseHost(databaseUrl)} does not accept SSL connections`;
+  if (asked === '' && pgSslMode)
+    return `${at}, and the environment variable PGSSLMODE asks for them (PGSSLMODE=${pgSslMode}): unset it or set PGSSLMODE=disable, or turn SSL on at the server`;
+  const said = asked || 'SSL';
+  return `${at}, and ${setting} asks for them (${said}): remove ${said} or use sslmode=disable there, or turn SSL on at the server`;
 }
 
 /**
  * A start-up error of the kit's first statement, said as what to check when the database cannot be reached or
  * refuses the login (the server down, a wrong host, port, database, role or password) or SSL; any other error as it is.
+ * `pgSslMode`: as for sslRefusedAdvice.
  */
-export function startupDatabaseError(err: unknown, databaseUrl: string): unknown {
-  const ssl = sslRefusedAdvice(err, databaseUrl, 'its databaseUrl option (DATABASE_URL)');
+export function startupDatabaseError(err: unknown, databaseUrl: string, pgSslMode?: string): unknown {
+  const ssl = sslRefusedAdvice(err, databaseUrl, 'its databaseUrl option (DATABASE_URL)', pgSslMode);
   if (ssl) return new KitDatabaseUnavailable(`the consumer kit cannot use ${ssl}`, { cause: err });
   const state = sqlState(err);
   if (!isDatabaseUnavailable(err) && !(state && LOGIN_STATES.has(state))) return err;
@@ -103,12 +115,39 @@ export function startupDatabaseError(err: unknown, databaseUrl: string): unknown
   );
 }
 
-/** host:port/database of a connection string, without the user or password (for messages). */
-export function databaseHost(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
-  } catch {
-    return 'the database';
+/** A connection string's parts, read as pg-connection-string reads them, or undefined when it does not parse. */
+function connectionParts(
+  url: string,
+): { host: string; port: string; database: string; params: URLSearchParams } | undefined {
+  if (url.startsWith('/')) {
+    const [host, database = ''] = url.split(' ');
+    return { host, port: '', database, params: new URLSearchParams() };
   }
+  let u: URL;
+  try {
+    u = new URL(url, 'postgres://base');
+  } catch {
+    try {
+      u = new URL(url.replace('@/', '@___DUMMY___/'), 'postgres://base'); // "me@/db?host=/socket", as pg retries it
+    } catch {
+      return undefined;
+    }
+  }
+  const params = u.searchParams;
+  if (u.protocol === 'socket:')
+    return { host: decodeURI(u.pathname), port: '', database: params.get('db') ?? '', params };
+  const hostname = u.hostname === '___DUMMY___' ? '' : decodeURIComponent(u.hostname);
+  return {
+    host: params.get('host') ?? hostname,
+    port: params.get('port') ?? u.port,
+    database: decodeURI(u.pathname.slice(1)),
+    params,
+  };
+}
+
+/** host:port/database of a connection string (a socket as its folder: /var/run/postgresql:5432/db), without the user or password (for messages). */
+export function databaseHost(url: string): string {
+  const p = connectionParts(url);
+  if (!p) return 'the database';
+  return `${p.host || 'localhost'}:${p.port || 5432}/${p.database}`;
 }

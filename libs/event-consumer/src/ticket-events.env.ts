@@ -34,6 +34,9 @@ export const brokersOf = (value: string): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** PGSSLMODE, which pg reads itself when the connection string has no ssl parameter: named in the SSL advice. */
+export const pgSslMode = (env: Env = process.env): string | undefined => env.PGSSLMODE || undefined;
+
 /** Where the bin acts: the consumer's database, the brokers and the topic (flags override these). */
 export function binEnvironment(env: Env = process.env): {
   databaseUrl?: string;

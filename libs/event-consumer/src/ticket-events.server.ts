@@ -22,7 +22,7 @@ import { ReplayCountersRepository } from './replay-counters.repository';
 import { ReplayWatch } from './replay-watch';
 import { rememberAbortingErrors } from './statement-errors';
 import { checkTopicRetention } from './topic-retention';
-import { optionsFromEnv } from './ticket-events.env';
+import { optionsFromEnv, pgSslMode } from './ticket-events.env';
 import { resolveOptions, type ResolvedOptions, type TicketEventsOptions } from './ticket-events.options';
 
 /** kafkajs error types of a commit that met a rebalance: routine, the next owner reads the offsets' events again. */
@@ -155,7 +155,7 @@ export class TicketEventsServer extends Server<Record<string, never>, Status> im
         if (this.options.migrate) await migrate({ databaseUrl: this.options.databaseUrl, schema: this.options.schema });
         else await assertMigrated(this.pool, this.tables);
       } catch (err) {
-        throw startupDatabaseError(err, this.options.databaseUrl);
+        throw startupDatabaseError(err, this.options.databaseUrl, pgSslMode());
       }
       await this.warm();
       const counters = new ReplayCountersRepository(this.tables);

@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { databaseHost, sslRefusedAdvice } from '../database-errors';
 import { DURATION_UNITS } from '../durations';
 import { DEFAULT_SCHEMA, KitSchemaError, KitTables } from '../kit-schema';
-import { binEnvironment, brokersOf } from '../ticket-events.env';
+import { binEnvironment, brokersOf, pgSslMode } from '../ticket-events.env';
 import { databaseUrlProblem } from '../ticket-events.options';
 
 export const BIN = 'ticket-events';
@@ -137,7 +137,9 @@ export function explain(err: unknown, t?: Partial<Target>): string {
   const e = err as { code?: string; name?: string; message?: string };
   const msg = e?.message ?? String(err);
   const host = t?.databaseUrl ? databaseHost(t.databaseUrl) : 'the database';
-  const ssl = t?.databaseUrl ? sslRefusedAdvice(err, t.databaseUrl, '--database-url / DATABASE_URL') : undefined;
+  const ssl = t?.databaseUrl
+    ? sslRefusedAdvice(err, t.databaseUrl, '--database-url / DATABASE_URL', pgSslMode())
+    : undefined;
   if (ssl) return `cannot use ${ssl}`;
   if (
     e?.code === 'ECONNREFUSED' ||
