@@ -7,6 +7,7 @@ import { KafkaJSProtocolError, type Consumer, type ConsumerConfig } from 'kafkaj
 import { API_KEYS, clusterFactory, tapCoordinator } from '@tickets/event-consumer/coordinator-tap';
 import { KafkaMembership } from '@tickets/event-consumer/kafka-membership';
 import { eventually, kafkaFixture, testKafka, uniqueName } from '../support/events-factory';
+import { TEST_KAFKA_BROKERS } from '../support/env';
 
 jest.setTimeout(120_000);
 
@@ -60,6 +61,7 @@ function crashingMembership(topic: string, consumer: Omit<Partial<ConsumerConfig
       topic,
       fromBeginning: true,
       reconnectMaxDelayMs: 200,
+      brokers: { brokers: TEST_KAFKA_BROKERS, setting: 'KAFKA_BROKERS' },
       consumer: { heartbeatInterval: 1000, ...consumer },
     },
     {

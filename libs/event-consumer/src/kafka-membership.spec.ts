@@ -130,6 +130,10 @@ describe('KafkaMembership', () => {
     expect(rebuilt()).toBe(1);
     // One line per state change, not one per failed attempt.
     expect(lines.filter((l) => /gave up/.test(l))).toHaveLength(1);
+    // A rebuild's wait begins as one at start does: with the brokers and what sets them.
+    expect(lines.find((l) => /gave up/.test(l))).toMatch(
+      /until the broker answers at 127\.0\.0\.1:9999 \(check the brokers option \(KAFKA_BROKERS\) and that the broker is up\)$/,
+    );
     expect(lines.filter((l) => /rebuilt/.test(l))).toHaveLength(1);
     await m.stop();
     expect(last.connected).toBe(false);

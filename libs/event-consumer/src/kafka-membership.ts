@@ -21,8 +21,8 @@ export interface MembershipOptions {
   reconnectMaxDelayMs: number;
   /** Takes a stale member (of a consumer that gave up, or of a failed join) out of the group (default: a LeaveGroup at the coordinator). */
   leaveStaleMember?: (memberId: string) => Promise<unknown>;
-  /** The brokers and what sets them, named in the lines of a wait for the broker (default: the `brokers` option). */
-  brokers?: BrokerSetting;
+  /** The brokers and what sets them, named in the lines of a wait for the broker. */
+  brokers: BrokerSetting;
   /** How often a wait for the broker is logged again (default 30 s). */
   remindEveryMs?: number;
 }
@@ -165,7 +165,7 @@ export class KafkaMembership {
 
   /** The brokers and their setting, as the lines of a wait name them. */
   private get where(): BrokerSetting {
-    return this.o.brokers ?? { brokers: [], setting: 'the brokers option' };
+    return this.o.brokers;
   }
 
   private brokerWait(): BrokerWait {
@@ -342,8 +342,15 @@ export class KafkaMembership {
     const prev = this.state;
     this.state = next;
     const line = { state: next, from: prev, ...(err ? { err: `${err.name}: ${err.message}` } : {}) };
+    // Both begin a wait for the broker: its first line names them and what sets them, as at start.
+    const at = `at ${this.where.brokers.join(',')} (${BrokerWait.check(this.where)})`;
     if (next === 'reconnecting')
-      this.log?.error(line, 'kafka consumer gave up; rebuilding it with backoff until the broker answers');
+      this.log?.error(
+        { ...line, brokers: this.where.brokers },
+        `kafka consumer gave up; rebuilding it with backoff until the broker answers ${at}`,
+      );
+    else if (next === 'resuming')
+      this.log?.info({ ...line, brokers: this.where.brokers }, `kafka consumer resuming: joining ${at}`);
     else if (next === 'rejoining') this.log?.warn(line, 'kafka consumer crashed; kafkajs restarts it');
     else this.log?.info(line, `kafka consumer ${next}`);
   }
