@@ -94,6 +94,13 @@ describe('databaseUrl', () => {
     expect(() => resolveOptions({ ...required, databaseUrl: 'postgresql://db:99999/x' })).toThrow(
       /what was given does not parse as one/,
     );
+    // pg does not trim: a stray space in an env file makes it read the URL relative to postgres://base.
+    for (const url of [' postgres://me@db:5432/x', 'postgres://me@db:5432/x\n'])
+      expect(() => resolveOptions({ ...required, databaseUrl: url })).toThrow(/starts or ends with white space/);
+    // "postgresql:db/x" is database "b/x" on localhost to pg.
+    expect(() => resolveOptions({ ...required, databaseUrl: 'postgresql:db/x' })).toThrow(
+      /has no "\/\/" after postgresql:/,
+    );
   });
 
   it('from DATABASE_URL: named by the variable, its value (a password, perhaps) not repeated', () => {

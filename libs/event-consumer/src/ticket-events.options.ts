@@ -161,11 +161,14 @@ const SCHEMES = new Set(['postgresql:', 'postgres:', 'socket:']);
  * folder and a database ("/var/run/postgresql db"); anything else is a URL relative to postgres://base, tried
  * again with a stand-in host for "user@/db?host=/socket". So "not-a-url" is not an error to pg but host "base",
  * database "not-a-url", and "db-host:5432/x" a URL of scheme db-host:, met later as a failed DNS look-up or a
- * wrong database. Refused: what does not parse, no scheme, a scheme other than postgresql:, postgres:, socket:.
+ * wrong database. Refused: white space around it (pg does not trim: " postgres://db/x" is read relative to the
+ * base), what does not parse, no scheme, a scheme other than postgresql:, postgres:, socket:, and postgresql:
+ * without "//" ("postgresql:db/x" is database "b/x" on localhost to pg).
  */
 export function databaseUrlProblem(url: string): string | undefined {
-  if (url.startsWith('/')) return undefined;
   const shape = 'a postgresql:// URL, e.g. postgresql://user:password@host:5432/database';
+  if (url.trim() !== url) return `must be ${shape}; what was given starts or ends with white space, which pg keeps`;
+  if (url.startsWith('/')) return undefined;
   // Spaces and stray % are encoded first, as pg does.
   const given = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url;
   let read: URL;
@@ -178,10 +181,11 @@ export function databaseUrlProblem(url: string): string | undefined {
       return `must be ${shape}; what was given does not parse as one`;
     }
   }
-  // "//host/db" takes its scheme from the base, as pg reads it: not misread.
-  if (!/^[a-z][a-z0-9+.-]*:/i.test(url.trim()) && !url.trim().startsWith('//'))
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(url))
     return `must be ${shape}; what was given has no scheme, and pg would read it relative to ${PG_BASE}: host "${read.hostname}", the text as a database name`;
   if (!SCHEMES.has(read.protocol)) return `must be ${shape}, not a ${read.protocol}// URL`;
+  if (read.protocol !== 'socket:' && !/^[a-z]+:\/\//i.test(url))
+    return `must be ${shape}; what was given has no "//" after ${read.protocol}, so pg would not read a host from it`;
   return undefined;
 }
 
