@@ -1,5 +1,6 @@
 import type { TicketEvent } from '@tickets/contracts';
 import { storableHeaders, type RawMessage } from './envelope-parser';
+import { shellQuoted } from './shell-quoted';
 import type { DeadLetterItem, HeldBehind } from './inbox.repository';
 
 /**
@@ -43,7 +44,7 @@ export function heldDeadLetters(
     // This event first, then the dead letter it waits behind: the two ids are not to be mistaken for each other.
     const what = `${e.event.type} ${e.event.id} not handled`;
     const reason = head.pending
-      ? `${what}: held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again: requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --group ${groupId} --ticket ${e.event.ticketId}; requeue --follow does this by itself)`
+      ? `${what}: held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId} requeued and not yet handled again: requeue this one once the group has handled that one's copy (ticket-events dead-letters requeue --group ${shellQuoted(groupId)} --ticket ${e.event.ticketId}; requeue --follow does this by itself)`
       : `${what}: held behind dead letter ${head.id}, an earlier event of ticket ${e.event.ticketId}: requeue that one, which brings this one back after it, or discard it and requeue this one`;
     return [{ ...eventDeadLetter(e, reason), held: head.id }];
   });

@@ -4,6 +4,7 @@ import { DURATION_UNITS } from '../durations';
 import { DEFAULT_SCHEMA, KitSchemaError, KitTables } from '../kit-schema';
 import { binEnvironment, brokersOf, pgSslMode } from '../ticket-events.env';
 import { databaseUrlProblem } from '../ticket-events.options';
+import { shellQuoted } from '../shell-quoted';
 
 export const BIN = 'ticket-events';
 
@@ -154,7 +155,7 @@ export function explain(err: unknown, t?: Partial<Target>): string {
     return `Kafka at ${t?.brokers?.join(',') ?? '?'} failed (${e.name}: ${msg}): check --brokers / KAFKA_BROKERS and that the broker is up`;
   if (e?.code === '42P01' || e?.code === '3F000') {
     const schema = t?.schema ?? DEFAULT_SCHEMA;
-    return `${msg}: the kit's tables are not in schema ${schema} of ${host}. Check --schema / EVENT_CONSUMER_SCHEMA and --database-url / DATABASE_URL; if they are right, create the tables with \`${BIN} migrate --schema ${schema}\``;
+    return `${msg}: the kit's tables are not in schema ${schema} of ${host}. Check --schema / EVENT_CONSUMER_SCHEMA and --database-url / DATABASE_URL; if they are right, create the tables with \`${BIN} migrate --schema ${shellQuoted(schema)}\``;
   }
   if (e?.code === '42501') {
     return (

@@ -1,4 +1,5 @@
-import { adviceCommands, shellQuoted, withoutPasswords } from './dead-letters.command';
+import { shellQuoted } from '../shell-quoted';
+import { adviceCommands, withoutPasswords } from './dead-letters.command';
 
 describe('adviceCommands', () => {
   it('names the brokers in the requeue it advises: this run’s, or a placeholder when it had none', () => {
@@ -49,5 +50,6 @@ describe('adviceCommands', () => {
     expect(shellQuoted('k1:9092,k2:9092')).toBe('k1:9092,k2:9092');
     expect(shellQuoted('a$(rm -rf ~)`x`')).toBe("'a$(rm -rf ~)`x`'");
     expect(shellQuoted("it's")).toBe("'it'\\''s'");
+    expect(shellQuoted('')).toBe("''");
   });
 });

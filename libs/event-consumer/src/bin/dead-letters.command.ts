@@ -7,6 +7,7 @@ import type {
 } from '../dead-letters/consumer-dead-letters.types';
 import { deadLetterFate, followRequeue, type FollowCommands } from '../dead-letters/follow-report';
 import { kafkaRepublisher } from '../dead-letters/message-republisher';
+import { shellQuoted } from '../shell-quoted';
 import { BIN, EXIT, Usage, duration, target, timeBound, type Command, type Target, type Values } from './bin-support';
 
 const ACTIONS = ['list', 'show', 'requeue', 'discard'] as const;
@@ -44,14 +45,6 @@ export function adviceCommands(values: Values, t: Pick<Target, 'brokers'>): Foll
     list: (g, ticket) =>
       `${BIN} dead-letters list --group ${q(g)} --all${ticket ? ` --ticket ${q(ticket)}` : ''}${where}`,
   };
-}
-
-/** Characters a POSIX shell takes literally in a word. */
-const SHELL_SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
-/** `value` as one word of a POSIX shell: as it is when safe, else in single quotes (a ' inside as '\''). */
-export function shellQuoted(value: string): string {
-  return SHELL_SAFE.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Query parameters pg reads a password from (libpq's names). */

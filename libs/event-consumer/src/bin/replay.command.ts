@@ -1,4 +1,5 @@
 import { isReplayStart, replayTopic, type ReplayOutcome } from '../replay/topic-replay';
+import { shellQuoted } from '../shell-quoted';
 import { BIN, EXIT, Usage, duration, target, type Command } from './bin-support';
 
 const EXIT_OF: Record<ReplayOutcome['outcome'], number> = {
@@ -83,12 +84,12 @@ export const replayCommand: Command = {
         schema: t.schema,
         kafka: { brokers: t.brokers, clientId: `${BIN}-replay` },
         out: io.out,
-        deadLetters: (g) => `${BIN} dead-letters list --group ${g}`,
+        deadLetters: (g) => `${BIN} dead-letters list --group ${shellQuoted(g)}`,
       },
     );
     if (result.outcome === 'started')
       io.out(
-        `the group's consumers re-read from there (running ones rejoin by themselves); follow the replay with: ${BIN} replay --group ${group} --topic ${t.topic} --follow`,
+        `the group's consumers re-read from there (running ones rejoin by themselves); follow the replay with: ${BIN} replay --group ${shellQuoted(group)} --topic ${shellQuoted(t.topic)} --follow`,
       );
     return EXIT_OF[result.outcome];
   },
