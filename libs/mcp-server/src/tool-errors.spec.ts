@@ -110,7 +110,7 @@ describe('toolError', () => {
   });
 
   // Over /mcp the problem's own text reaches the tool; it speaks of the key and REST paths, the model of its tools.
-  const API_TERMS = /Idempotency-Key|\/v1\/|same key|Fetch /;
+  const API_TERMS = /Idempotency-Key|\/v1\/|same key|Fetch |Retry-After|RATE_LIMIT/;
 
   it('an expired intent_id names the ticket and get_ticket, not the key or a REST path', () => {
     const ticketId = '0b7f7c1e-3f4a-4d55-9a51-7f3a3d1e2c11';
@@ -162,5 +162,29 @@ describe('toolError', () => {
     const read = text('get_ticket', database);
     expect(read).not.toMatch(API_TERMS);
     expect(read).toContain("The ticket service's database did not answer. Nothing was written.");
+    const limited = text(
+      'find_ticket',
+      new RetryableError({
+        code: 'rate_limited',
+        status: 429,
+        message:
+          'Your tenant is over its request rate (RATE_LIMIT_PER_SECOND): wait Retry-After seconds, or ask the operator for a higher limit.',
+        retryAfterMs: 1_000,
+      }),
+    );
+    expect(limited).not.toMatch(API_TERMS);
+    expect(limited).toContain('The ticket service is limiting calls');
+    expect(limited).toContain('Next: wait about 1 s, then call find_ticket again with the same arguments.');
+    const leaving = text(
+      'get_ticket',
+      new RetryableError({
+        code: 'shutting_down',
+        status: 503,
+        message: 'Nothing was processed. Send the same request again (same Idempotency-Key) after Retry-After seconds.',
+        retryAfterMs: 1_000,
+      }),
+    );
+    expect(leaving).not.toMatch(API_TERMS);
+    expect(leaving).toContain('is shutting down; another one will answer. Nothing was written.');
   });
 });

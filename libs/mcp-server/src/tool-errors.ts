@@ -81,6 +81,10 @@ function retryableMessage(error: RetryableError): string {
       return 'An earlier call with this intent_id is still running, and it had not finished when this call had to answer.';
     case 'database_unavailable':
       return "The ticket service's database did not answer.";
+    case 'rate_limited':
+      return "The ticket service is limiting calls: this MCP server's API key (its tenant) made too many in the last second.";
+    case 'shutting_down':
+      return 'The ticket service process that took this call is shutting down; another one will answer.';
     default:
       return sentence(error.message);
   }
