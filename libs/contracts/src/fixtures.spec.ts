@@ -53,7 +53,9 @@ describe('test events for a consumer of the topic', () => {
   });
 
   it('refuses an invalid field at once, naming it', () => {
-    expect(() => ticketCreatedEvent({ ticketId: 'not-a-uuid' })).toThrow(/ticketId/);
+    expect(() => ticketCreatedEvent({ ticketId: 'not-a-uuid' })).toThrow(
+      /^ticketCreatedEvent: not a valid event:\n.*Invalid UUID\n +→ at ticketId/,
+    );
     expect(() => ticketCreatedEvent({ data: { priority: 'soon' as never } })).toThrow(/priority/);
   });
 

@@ -1,6 +1,7 @@
 // Valid ticket events and the Kafka messages the service publishes for them, for a consumer's own tests: produce
 // them into a test topic and the handler sees what it will see in production (the same envelope, key and headers).
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { EVENT_HEADERS, TicketCancelledV1, TicketCreatedV1, type TicketEvent } from './events';
 import type { Ticket } from './ticket';
 
@@ -25,7 +26,7 @@ export interface TicketEventFields {
 export function ticketCreatedEvent(fields: TicketEventFields = {}): TicketCreatedV1 {
   const ticketId = fields.ticketId ?? randomUUID();
   const at = fields.occurredAt ?? new Date().toISOString();
-  return TicketCreatedV1.parse({
+  return valid('ticketCreatedEvent', TicketCreatedV1, {
     id: fields.id ?? randomUUID(),
     type: 'ticket.created.v1',
     occurredAt: at,
@@ -58,7 +59,7 @@ export function ticketCancelledEvent(
   fields: Omit<TicketEventFields, 'tenantId' | 'ticketId'> = {},
 ): TicketCancelledV1 {
   const at = fields.occurredAt ?? new Date().toISOString();
-  return TicketCancelledV1.parse({
+  return valid('ticketCancelledEvent', TicketCancelledV1, {
     id: fields.id ?? randomUUID(),
     type: 'ticket.cancelled.v1',
     occurredAt: at,
@@ -88,4 +89,11 @@ export function ticketEventMessage(event: TicketEvent): TicketEventMessage {
   const headers: Record<string, string> = { [EVENT_HEADERS.id]: event.id, [EVENT_HEADERS.type]: event.type };
   if (event.correlationId) headers[EVENT_HEADERS.correlationId] = event.correlationId;
   return { key: event.ticketId, value: JSON.stringify(event), headers };
+}
+
+/** `value` parsed by `schema`, or an error that names each field refused, in one readable line each. */
+function valid<S extends z.ZodType>(fn: string, schema: S, value: unknown): z.infer<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw new Error(`${fn}: not a valid event:\n${z.prettifyError(r.error)}`);
+  return r.data;
 }
