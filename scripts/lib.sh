@@ -134,17 +134,20 @@ build() {
 # npm start runs each process under one (Ctrl-C sends SIGTERM to every supervisor).
 RESTART_MAX_DELAY=${RESTART_MAX_DELAY:-30}
 supervise() {
-  local name=$1 child='' code delay=1 started stopping=0 why
+  local name=$1 child='' code delay=1 started stopping=0 passed=0 why
   shift
   # The child runs in a process group of its own (job control on: set -m), so Ctrl-C, which reaches
   # the terminal's whole foreground group, does not reach it: the supervisor only notes the SIGINT,
   # and the child gets exactly one signal, the SIGTERM that npm start's cleanup sends and the supervisor
   # passes on (a second signal would cut the child's graceful stop short). Job control also makes bash
   # print "[1]+ Terminated ..." when a child ends by a signal, which looks like a crash: the waits below
-  # send that notice to /dev/null.
+  # send that notice to /dev/null. A closed terminal sends SIGHUP to the foreground group, supervisors
+  # included but not their children: the supervisor passes it on as the one SIGTERM (the SIGTERM of npm
+  # start's cleanup that follows is not passed again), so the children stop gracefully instead of running on
+  # without a supervisor.
   set -m
   trap 'stopping=1' INT
-  trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true' TERM
+  trap 'stopping=1; if [ "$passed" = 0 ] && [ -n "$child" ]; then passed=1; kill -TERM "$child" 2>/dev/null || true; fi' TERM HUP
   while :; do
     started=$SECONDS
     "$@" &

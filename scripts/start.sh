@@ -74,17 +74,17 @@ BASE="http://127.0.0.1:$PORT"
 TRY_ID="try-$(date -u +%Y%m%d-%H%M%S)"
 
 # Each process runs under supervise (scripts/lib.sh): one that exits on its own is restarted, with a line
-# naming it and its exit code or signal. Ctrl-C (or SIGTERM) sends SIGTERM to every supervisor, which
+# naming it and its exit code or signal. Ctrl-C (or SIGTERM, or SIGHUP from a closed terminal) sends SIGTERM to every supervisor, which
 # passes it on and waits for the graceful stop (the relay releases its lock, the consumer commits and
 # leaves its group, the dispatcher releases its leases), then exits.
 pids=()
 cleanup() {
-  trap - INT TERM EXIT
+  trap - INT TERM HUP EXIT
   say "stopping"
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
-trap cleanup INT TERM EXIT
+trap cleanup INT TERM HUP EXIT
 
 supervise api node --max-old-space-size=192 --max-semi-space-size=8 --concurrent-turbofan-max-threads=1 apps/ticket-api/dist/main.js &
 pids+=($!)

@@ -18,13 +18,12 @@ interface Supervised {
 
 const running: Supervised[] = [];
 
-/** `supervise demo <a shell that prints its pid, then sleeps>` in a bash of its own. */
-function supervise(): Supervised {
-  const proc = spawn(
-    'bash',
-    ['-c', 'source scripts/lib.sh; supervise demo bash -c \'echo "started $$"; exec sleep 60\''],
-    { cwd: ROOT, env: { ...process.env, RESTART_MAX_DELAY: '1' } },
-  );
+/** `supervise demo <a shell that prints its pid, then sleeps>` (or `child`) in a bash of its own. */
+function supervise(child = 'echo "started $$"; exec sleep 60'): Supervised {
+  const proc = spawn('bash', ['-c', `source scripts/lib.sh; supervise demo bash -c '${child}'`], {
+    cwd: ROOT,
+    env: { ...process.env, RESTART_MAX_DELAY: '1' },
+  });
   trackChild(proc);
   let out = '';
   const exit: Supervised['exit'] = {};
@@ -72,5 +71,25 @@ it('on SIGTERM passes one SIGTERM to the child, waits for it and exits 0 without
   );
   expect(s.exit.code).toBe(0);
   expect(alive(child)).toBe(false);
+  expect(s.out()).not.toMatch(/Terminated|restarting/);
+});
+
+it("on SIGHUP (a closed terminal) then SIGTERM (npm start's cleanup) passes exactly one SIGTERM to the child", async () => {
+  // The child counts the SIGTERMs it gets and takes a moment to stop, as a service's graceful stop does: a second
+  // one would cut that stop short (the services exit 1 at once on it).
+  const s = supervise('trap "echo got TERM; sleep 0.5; exit 0" TERM; echo "started $$"; while :; do sleep 0.1; done');
+  const [child] = await eventually(s.starts, (p) => p.length === 1, 10_000, 'the start');
+  s.proc.kill('SIGHUP');
+  await eventually(s.out, (o) => o.includes('got TERM'), 10_000, 'the child to get a SIGTERM');
+  s.proc.kill('SIGTERM');
+  await eventually(
+    () => s.exit.code,
+    (code) => code !== undefined,
+    10_000,
+    'the supervisor to exit',
+  );
+  expect(s.exit.code).toBe(0);
+  expect(alive(child)).toBe(false);
+  expect(s.out().match(/got TERM/g)).toHaveLength(1);
   expect(s.out()).not.toMatch(/Terminated|restarting/);
 });
