@@ -1,3 +1,4 @@
+import { readConnectionUrl } from './connection-string';
 /**
  * Whether a `pg` error means the database could not serve the call (an outage: no retry count, no
  * dead letter), read from the error's structure only (SQLSTATE, a Node socket error's code/syscall),
@@ -123,20 +124,13 @@ function connectionParts(
     const [host, database = ''] = url.split(' ');
     return { host, port: '', database, params: new URLSearchParams() };
   }
-  let u: URL;
-  try {
-    u = new URL(url, 'postgres://base');
-  } catch {
-    try {
-      u = new URL(url.replace('@/', '@___DUMMY___/'), 'postgres://base'); // "me@/db?host=/socket", as pg retries it
-    } catch {
-      return undefined;
-    }
-  }
+  const read = readConnectionUrl(url, 'postgres://base');
+  if (!read) return undefined;
+  const u = read.u;
   const params = u.searchParams;
   if (u.protocol === 'socket:')
     return { host: decodeURI(u.pathname), port: '', database: params.get('db') ?? '', params };
-  const hostname = u.hostname === '___DUMMY___' ? '' : decodeURIComponent(u.hostname);
+  const hostname = read.dummy ? '' : decodeURIComponent(u.hostname);
   return {
     host: params.get('host') ?? hostname,
     port: params.get('port') ?? u.port,

@@ -1,3 +1,4 @@
+import { readConnectionUrl } from './connection-string';
 import type { ConsumerConfig, KafkaConfig } from 'kafkajs';
 import type { KitLogger } from './kit-logger';
 import { DEFAULT_SCHEMA } from './kit-schema';
@@ -171,16 +172,9 @@ export function databaseUrlProblem(url: string): string | undefined {
   if (url.startsWith('/')) return undefined;
   // Spaces and stray % are encoded first, as pg does.
   const given = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url;
-  let read: URL;
-  try {
-    read = new URL(given, PG_BASE);
-  } catch {
-    try {
-      read = new URL(given.replace('@/', '@___DUMMY___/'), PG_BASE);
-    } catch {
-      return `must be ${shape}; what was given does not parse as one`;
-    }
-  }
+  const parsed = readConnectionUrl(given, PG_BASE);
+  if (!parsed) return `must be ${shape}; what was given does not parse as one`;
+  const read = parsed.u;
   if (!/^[a-z][a-z0-9+.-]*:/i.test(url))
     return `must be ${shape}; what was given has no scheme, and pg would read it relative to ${PG_BASE}: host "${read.hostname}", the text as a database name`;
   if (!SCHEMES.has(read.protocol)) return `must be ${shape}, not a ${read.protocol}// URL`;

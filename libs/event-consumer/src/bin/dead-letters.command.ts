@@ -1,3 +1,4 @@
+import { DUMMY_HOST, readConnectionUrl } from '../connection-string';
 import { userInfo } from 'node:os';
 import { ConsumerDeadLetters } from '../dead-letters/consumer-dead-letters';
 import type {
@@ -50,24 +51,13 @@ export function adviceCommands(values: Values, t: Pick<Target, 'brokers'>): Foll
 /** Query parameters pg reads a password from (libpq's names). */
 const PASSWORD_PARAMS = ['password', 'sslpassword'];
 const PLACEHOLDER = '<password>';
-/** pg-connection-string's own stand-in for the empty host of `postgresql://me@/db?host=/socket`. */
-const DUMMY_HOST = '___DUMMY___';
 
 /** A connection string with every password (the URL's, and the password / sslpassword parameters) as `<password>`. */
 export function withoutPasswords(url: string): string {
   if (url.startsWith('/')) return url; // "/socket/dir database": no password in it
-  let u: URL;
-  let dummy = false;
-  try {
-    u = new URL(url);
-  } catch {
-    try {
-      u = new URL(url.replace('@/', `@${DUMMY_HOST}/`));
-      dummy = true;
-    } catch {
-      return '<url>';
-    }
-  }
+  const read = readConnectionUrl(url);
+  if (!read) return '<url>';
+  const { u, dummy } = read;
   if (u.password) u.password = PLACEHOLDER;
   for (const p of PASSWORD_PARAMS) if (u.searchParams.has(p)) u.searchParams.set(p, PLACEHOLDER);
   const said = u.toString().replace(/%3Cpassword%3E/g, PLACEHOLDER);
